@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+)
+
+// commonOptions are the flags `run` and `plan` share.
+type commonOptions struct {
+	Filenames      []string
+	RootDir        string
+	NodeName       string
+	KubeletVersion string
+	Output         string
+	ShowSecrets    bool
+	Timeout        time.Duration
+	Verbose        int
+	PodUID         string
+	VolumeHandle   string
+
+	version node.Version
+	cluster *cluster.Cluster
+}
+
+func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&o.Filenames, "filename", "f", nil, "manifests: a file, a directory or - for stdin (repeatable)")
+	fs.StringVar(&o.RootDir, "root-dir", "", "the kubelet root dir (default: a fresh temp dir, removed afterwards)")
+	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
+	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, 1.30 to 1.37")
+	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one object per line)")
+	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
+	fs.DurationVar(&o.Timeout, "timeout", node.DefaultTimeout, "timeout of each kubelet operation, as the kubelet's csiTimeout")
+	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail: the kubelet's own steps (directories, files, objects read)")
+	fs.StringVar(&o.PodUID, "pod-uid", "", "UID of the default pod (used when the manifests hold no Pod)")
+	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
+}
+
+// complete checks the flags and loads the manifests.
+func (o *commonOptions) complete(s streams, warn func(string)) error {
+	if o.Output != "text" && o.Output != "json" {
+		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
+	}
+	v, err := node.ParseVersion(o.KubeletVersion)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
+	}
+	o.version = v
+	if o.Timeout <= 0 {
+		return withCode(exitUsage, errors.New("--timeout must be positive"))
+	}
+	if o.NodeName == "" {
+		if o.NodeName, err = os.Hostname(); err != nil {
+			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
+		}
+	}
+	loader := &cluster.Loader{
+		Stdin:    s.In,
+		Defaults: cluster.Defaults{PreventPodSchedulingIfMissing: v.Minor >= 37},
+		Warn:     warn,
+	}
+	c, err := loader.Load(o.Filenames)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	o.cluster = c
+	return nil
+}
+
+// defaultPod adds the default pod when the manifests hold none.
+func (o *commonOptions) defaultPod(driver string) error {
+	if len(o.cluster.Pods()) > 0 {
+		return nil
+	}
+	_, err := o.cluster.AddDefaultPod(cluster.DefaultPod{
+		Driver:         driver,
+		UID:            types.UID(o.PodUID),
+		VolumeHandle:   o.VolumeHandle,
+		NodeName:       o.NodeName,
+		AttachmentName: node.AttachmentName,
+	})
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	return nil
+}
+
+// prepareRootDir makes the root dir; owned tells whether the run created
+// it (and so removes it).
+func (o *commonOptions) prepareRootDir() (owned bool, err error) {
+	if o.RootDir == "" {
+		d, err := os.MkdirTemp("", "csi-kubelet-sim-")
+		if err != nil {
+			return false, withCode(exitEnvironment, fmt.Errorf("root dir: %w", err))
+		}
+		o.RootDir = d
+		return true, nil
+	}
+	fi, err := os.Stat(o.RootDir)
+	if err == nil {
+		if !fi.IsDir() {
+			return false, withCode(exitEnvironment, fmt.Errorf("--root-dir %s: not a directory", o.RootDir))
+		}
+		return false, nil
+	}
+	if !os.IsNotExist(err) {
+		return false, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+	}
+	if err := os.MkdirAll(o.RootDir, 0o750); err != nil {
+		return false, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+	}
+	return true, nil
+}

@@ -1,0 +1,89 @@
+// Package csiclient is the gRPC side of the simulated kubelet: it dials the
+// driver's unix socket the way the kubelet does (a new connection for every
+// call), records every call into a Trace, and redacts secrets from what is
+// printed.
+package csiclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Endpoint is the filesystem path of a driver's unix socket.
+type Endpoint string
+
+// ParseEndpoint accepts the forms drivers and kubelets use: unix:///path,
+// unix:/path, unix://path and a bare path.
+func ParseEndpoint(s string) (Endpoint, error) {
+	if s == "" {
+		return "", errors.New("no endpoint given (--endpoint or CSI_ENDPOINT)")
+	}
+	p := s
+	if rest, ok := strings.CutPrefix(s, "unix:"); ok {
+		p = strings.TrimPrefix(rest, "//")
+	} else if strings.Contains(s, "://") {
+		return "", fmt.Errorf("endpoint %q: only unix sockets are supported", s)
+	}
+	if p == "" || !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("endpoint %q: want an absolute socket path", s)
+	}
+	return Endpoint(p), nil
+}
+
+// Check reports whether the endpoint is a socket, before any call is made,
+// so that a typo gives a clear message instead of a gRPC "Unavailable".
+func (e Endpoint) Check() error {
+	fi, err := os.Stat(string(e))
+	if err != nil {
+		return fmt.Errorf("endpoint %s: %w", e, err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("endpoint %s: not a unix socket", e)
+	}
+	return nil
+}
+
+// Dialer is a grpc.ClientConnInterface that opens a new connection for every
+// call and closes it afterwards, as the kubelet's csiDriverClient does
+// (newGrpcConn in pkg/volume/csi/csi_client.go): drivers see one connection
+// per RPC, including each capability query.
+type Dialer struct {
+	Endpoint Endpoint
+}
+
+var _ grpc.ClientConnInterface = (*Dialer)(nil)
+
+// Invoke dials, makes one unary call and closes the connection.
+func (d *Dialer) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	conn, err := d.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Invoke(ctx, method, args, reply, opts...)
+}
+
+// NewStream is not used by any CSI node call.
+func (d *Dialer) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, errors.New("csiclient: streaming calls are not supported")
+}
+
+// dial mirrors the kubelet's options: authority "localhost", insecure
+// credentials, and a raw unix dialer on the socket path.
+func (d *Dialer) dial() (*grpc.ClientConn, error) {
+	path := string(d.Endpoint)
+	return grpc.NewClient("passthrough:///"+path,
+		grpc.WithAuthority("localhost"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		}),
+	)
+}

@@ -1,0 +1,256 @@
+package csiclient
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+)
+
+// TextPrinter prints the trace for a person: one line per call, with the
+// fields that matter on the lines below it, and the kubelet's own steps
+// where they explain what happened.
+type TextPrinter struct {
+	mu       sync.Mutex
+	w        io.Writer
+	redactor Redactor
+	verbose  bool
+	planned  bool
+}
+
+// NewTextPrinter writes to w. planned drops the durations (no driver ran).
+func NewTextPrinter(w io.Writer, r Redactor, verbose, planned bool) *TextPrinter {
+	return &TextPrinter{w: w, redactor: r, verbose: verbose, planned: planned}
+}
+
+// Call prints one call.
+func (p *TextPrinter) Call(c Call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	result := "OK"
+	if c.Err != nil {
+		result = c.Code.String()
+	}
+	took := fmt.Sprintf("%6.1fms", float64(c.Duration.Microseconds())/1000)
+	if p.planned {
+		took = ""
+	}
+	fmt.Fprintf(p.w, "%3d %-9s %-14s %-21s %-8s %s  %s\n", c.Seq, c.Labels.Component, c.Labels.Operation, c.Method, result, took, headline(c))
+	if c.Err != nil {
+		fmt.Fprintf(p.w, "      error: %v\n", c.Err)
+	}
+	for _, f := range p.detailFields(c) {
+		fmt.Fprintf(p.w, "      %-20s %s\n", f[0], f[1])
+	}
+}
+
+// Step prints a kubelet step; verbose ones only with -v.
+func (p *TextPrinter) Step(s Step) {
+	if s.Verbose && !p.verbose {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mark := "·"
+	if s.Warning {
+		mark = "!"
+	}
+	who := s.Labels.Component
+	if s.Labels.Operation != "" {
+		who += " " + s.Labels.Operation
+	}
+	fmt.Fprintf(p.w, "    %s [%s] %s\n", mark, strings.TrimSpace(who), s.Text)
+}
+
+// Printf prints a free line (headers, the summary).
+func (p *TextPrinter) Printf(format string, a ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, format, a...)
+}
+
+// headline is the one thing a person wants to know about the call.
+func headline(c Call) string {
+	switch c.Method {
+	case "GetPluginInfo":
+		if c.Response != nil {
+			r, _ := c.Response.(*csi.GetPluginInfoResponse)
+			return fmt.Sprintf("name=%s vendor_version=%s", r.GetName(), r.GetVendorVersion())
+		}
+	case "NodeGetInfo":
+		if c.Response != nil {
+			r, _ := c.Response.(*csi.NodeGetInfoResponse)
+			return fmt.Sprintf("node_id=%s max_volumes_per_node=%d topology=%v", r.GetNodeId(), r.GetMaxVolumesPerNode(), r.GetAccessibleTopology().GetSegments())
+		}
+	case "NodeGetCapabilities":
+		s := ""
+		if c.Labels.Asking != "" {
+			s = "asks " + c.Labels.Asking
+		}
+		if c.Response != nil {
+			s += " -> " + capabilityList(c)
+		}
+		return s
+	}
+	s := ""
+	if c.Labels.Volume != "" {
+		s = "volume " + c.Labels.Volume
+	}
+	if c.Labels.Pod != "" {
+		s += " pod " + c.Labels.Pod
+	}
+	return strings.TrimSpace(s)
+}
+
+func capabilityList(c Call) string {
+	var v struct {
+		Capabilities []struct {
+			RPC struct {
+				Type string `json:"type"`
+			} `json:"rpc"`
+		} `json:"capabilities"`
+	}
+	_ = json.Unmarshal(Redactor{}.JSON(c.Response), &v)
+	var names []string
+	for _, cp := range v.Capabilities {
+		if cp.RPC.Type != "" {
+			names = append(names, cp.RPC.Type)
+		}
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// detailFields are the request fields printed below a volume call, in the
+// order of the CSI spec's message, redacted.
+func (p *TextPrinter) detailFields(c Call) [][2]string {
+	order := map[string][]string{
+		"NodeStageVolume":     {"volume_id", "staging_target_path", "volume_capability", "publish_context", "volume_context", "secrets"},
+		"NodePublishVolume":   {"volume_id", "staging_target_path", "target_path", "volume_capability", "readonly", "publish_context", "volume_context", "secrets"},
+		"NodeUnpublishVolume": {"volume_id", "target_path"},
+		"NodeUnstageVolume":   {"volume_id", "staging_target_path"},
+	}[c.Method]
+	if order == nil || c.Request == nil {
+		return nil
+	}
+	var v map[string]json.RawMessage
+	_ = json.Unmarshal(p.redactor.JSON(c.Request), &v)
+	var out [][2]string
+	for _, k := range order {
+		raw, ok := v[k]
+		switch {
+		case !ok && (k == "readonly"):
+			out = append(out, [2]string{k, "false"})
+		case !ok && (k == "secrets" || k == "volume_context" || k == "publish_context"):
+			out = append(out, [2]string{k, "{}"})
+		case !ok:
+			continue
+		default:
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				out = append(out, [2]string{k, s})
+			} else {
+				out = append(out, [2]string{k, string(raw)})
+			}
+		}
+	}
+	return out
+}
+
+// JSONPrinter prints one JSON object per line: every call, every step, and
+// the summary, told apart by "kind".
+type JSONPrinter struct {
+	mu       sync.Mutex
+	enc      *json.Encoder
+	redactor Redactor
+}
+
+// NewJSONPrinter writes JSON lines to w.
+func NewJSONPrinter(w io.Writer, r Redactor) *JSONPrinter {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &JSONPrinter{enc: enc, redactor: r}
+}
+
+// CallRecord is the JSON form of a call.
+type CallRecord struct {
+	Kind       string          `json:"kind"`
+	Seq        int             `json:"seq"`
+	Time       time.Time       `json:"time"`
+	Component  string          `json:"component"`
+	Operation  string          `json:"operation"`
+	Volume     string          `json:"volume,omitempty"`
+	Pod        string          `json:"pod,omitempty"`
+	Asking     string          `json:"asking,omitempty"`
+	Method     string          `json:"method"`
+	Request    json.RawMessage `json:"request"`
+	Response   json.RawMessage `json:"response,omitempty"`
+	Code       string          `json:"code"`
+	Error      string          `json:"error,omitempty"`
+	DurationMS float64         `json:"duration_ms"`
+}
+
+// Record turns a call into its JSON form.
+func (r Redactor) Record(c Call) CallRecord {
+	rec := CallRecord{
+		Kind: "call", Seq: c.Seq, Time: c.Start.UTC(),
+		Component: c.Labels.Component, Operation: c.Labels.Operation,
+		Volume: c.Labels.Volume, Pod: c.Labels.Pod, Asking: c.Labels.Asking,
+		Method: c.Method, Request: r.JSON(c.Request), Response: r.JSON(c.Response),
+		Code:       c.Code.String(),
+		DurationMS: float64(c.Duration.Microseconds()) / 1000,
+	}
+	if c.Err != nil {
+		rec.Error = c.Err.Error()
+	}
+	if c.Code == codes.OK {
+		rec.Code = "OK"
+	}
+	return rec
+}
+
+// Call prints one call.
+func (p *JSONPrinter) Call(c Call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.enc.Encode(p.redactor.Record(c))
+}
+
+// Step prints one step.
+func (p *JSONPrinter) Step(s Step) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	level := "info"
+	if s.Warning {
+		level = "warning"
+	} else if s.Verbose {
+		level = "debug"
+	}
+	_ = p.enc.Encode(map[string]any{
+		"kind": "step", "time": s.Time.UTC(), "component": s.Labels.Component,
+		"operation": s.Labels.Operation, "volume": s.Labels.Volume, "pod": s.Labels.Pod,
+		"level": level, "text": s.Text,
+	})
+}
+
+// Object prints any other record (the summary).
+func (p *JSONPrinter) Object(v any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.enc.Encode(v)
+}
+
+// SortedKeys is a helper for printers of maps.
+func SortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

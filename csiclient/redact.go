@@ -1,0 +1,145 @@
+package csiclient
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// TokensKey is where the kubelet puts service-account tokens, in
+// volume_context or (serviceAccountTokenInSecrets) in secrets.
+const TokensKey = "csi.storage.k8s.io/serviceAccount.tokens"
+
+// Stripped replaces a secret value in printed output.
+const Stripped = "***stripped***"
+
+// Redactor turns requests and responses into the JSON the trace prints.
+//
+// protosanitizer (csi-lib-utils) replaces a whole secrets map with one
+// string; a person debugging a driver needs to see which keys were sent, so
+// this keeps the keys and strips the values, using the same csi_secret field
+// option to find secret fields. Tokens keep their audience and expiry and
+// show a short fingerprint, so two tokens can be told apart.
+type Redactor struct {
+	ShowSecrets bool
+}
+
+// JSON returns m as compact protojson with proto field names and sorted keys,
+// redacted unless ShowSecrets.
+func (r Redactor) JSON(m proto.Message) json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	if !r.ShowSecrets {
+		m = proto.Clone(m)
+		redactMessage(m.ProtoReflect())
+	}
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+		return b
+	}
+	// protojson varies its whitespace on purpose; re-encode for stable,
+	// sorted, compact lines that CI can diff.
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return b
+	}
+	return marshalNoEscape(v)
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping, so that "<" and
+// "&" in paths and fingerprints print as themselves.
+func marshalNoEscape(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte(`{"marshal_error":` + strconv.Quote(err.Error()) + `}`)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+func redactMessage(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind:
+			secret := isSecretField(fd)
+			mv := v.Map()
+			mv.Range(func(k protoreflect.MapKey, val protoreflect.Value) bool {
+				mv.Set(k, protoreflect.ValueOfString(redactValue(k.String(), val.String(), secret)))
+				return true
+			})
+		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				redactMessage(l.Get(i).Message())
+			}
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
+			redactMessage(v.Message())
+		case fd.Kind() == protoreflect.StringKind && isSecretField(fd):
+			m.Set(fd, protoreflect.ValueOfString(Stripped))
+		}
+		return true
+	})
+}
+
+func isSecretField(fd protoreflect.FieldDescriptor) bool {
+	b, _ := proto.GetExtension(fd.Options(), csi.E_CsiSecret).(bool)
+	return b
+}
+
+var jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+
+// redactValue hides a map value: the tokens key keeps its shape, secret
+// fields are stripped, and anything that looks like a JWT elsewhere (a
+// driver's own volume attribute, say) is replaced by its fingerprint.
+func redactValue(key, val string, secret bool) string {
+	if key == TokensKey {
+		if s, ok := RedactTokens(val); ok {
+			return s
+		}
+		return Stripped
+	}
+	if secret {
+		return Stripped
+	}
+	return jwtPattern.ReplaceAllStringFunc(val, TokenFingerprint)
+}
+
+// TokenFingerprint is what the trace shows instead of a token: enough to
+// tell two tokens apart, nothing that could be replayed.
+func TokenFingerprint(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "<token sha256:" + hex.EncodeToString(sum[:4]) + ">"
+}
+
+// RedactTokens rewrites the kubelet's tokens JSON with each token replaced
+// by its fingerprint; audiences and expiry stay. It keeps the kubelet's key
+// order (sorted) so the shape is the one the driver saw.
+func RedactTokens(val string) (string, bool) {
+	var m map[string]map[string]any
+	if err := json.Unmarshal([]byte(val), &m); err != nil {
+		return "", false
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if tok, ok := m[k]["token"].(string); ok {
+			m[k]["token"] = TokenFingerprint(tok)
+		}
+	}
+	return string(marshalNoEscape(m)), true
+}

@@ -1,0 +1,110 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Kind is how the kubelet's operation generator treats a failed operation
+// (KUBELET.md 12; pkg/volume/util/types).
+type Kind int
+
+const (
+	// Final: the operation finished and failed; the kubelet removes the
+	// directories it made and forgets the volume.
+	Final Kind = iota
+	// Uncertain: the driver may still be working (UncertainProgressError);
+	// the kubelet keeps the directories and will unpublish/unstage on
+	// teardown even though the mount never succeeded.
+	Uncertain
+	// Transient: the kubelet could not even start (missing driver, secret,
+	// VolumeAttachment, token); no state change, no clean-up.
+	Transient
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Uncertain:
+		return "uncertain"
+	case Transient:
+		return "transient"
+	}
+	return "final"
+}
+
+// opError is an error of one kubelet step, with the kind the kubelet gives it.
+type opError struct {
+	kind Kind
+	err  error
+}
+
+func (e *opError) Error() string { return e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+func transient(format string, a ...any) error {
+	return &opError{kind: Transient, err: fmt.Errorf(format, a...)}
+}
+
+func uncertain(err error) error { return &opError{kind: Uncertain, err: err} }
+
+// kindOf classifies an error the way IsOperationFinishedError and
+// IsUncertainProgressError do.
+func kindOf(err error) Kind {
+	var oe *opError
+	if errors.As(err, &oe) {
+		return oe.kind
+	}
+	return Final
+}
+
+// isFinalError is isFinalError in csi_client.go: codes that mean the driver
+// may still be working, and anything that is not a gRPC status, are not
+// final.
+func isFinalError(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		return false
+	}
+	return true
+}
+
+// classifyRPC wraps a NodeStage/NodePublish error as the kubelet's client
+// does: non-final errors become uncertain.
+func classifyRPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	if !isFinalError(err) {
+		return uncertain(err)
+	}
+	return err
+}
+
+// pluginLog prefixes a message as the CSI plugin's log() helper does.
+func pluginLog(format string, a ...any) string {
+	return "kubernetes.io/csi: " + fmt.Sprintf(format, a...)
+}
+
+// VolumeError is a failed kubelet operation on one volume, worded as the
+// pod event the kubelet emits (generateVolumeMsg in operation_executor.go):
+// `MountVolume.SetUp failed for volume "pv-1" : <cause>`.
+type VolumeError struct {
+	Operation string // MountVolume.SetUp, MountVolume.MountDevice, ...
+	Volume    string // volume.Spec.Name(): the PV name, or the inline volume's name
+	Pod       string
+	Kind      Kind
+	Err       error
+}
+
+func (e *VolumeError) Error() string {
+	return fmt.Sprintf("%s failed for volume %q : %v", e.Operation, e.Volume, e.Err)
+}
+
+func (e *VolumeError) Unwrap() error { return e.Err }

@@ -1,0 +1,26 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// credentialsFromSecret is getCredentialsFromSecret in csi_util.go: a live
+// GET of the Secret every time, its data as strings.
+func (k *Kubelet) credentialsFromSecret(ref *corev1.SecretReference) (map[string]string, error) {
+	creds := map[string]string{}
+	s, ok := k.cluster.Secret(ref.Namespace, ref.Name)
+	if !ok {
+		return creds, errors.New(pluginLog("failed to find the secret %s in the namespace %s with error: secrets %q not found", ref.Name, ref.Namespace, ref.Name))
+	}
+	for key, v := range s.Data {
+		creds[key] = string(v)
+	}
+	return creds, nil
+}
+
+func secretRefText(ref *corev1.SecretReference) string {
+	return fmt.Sprintf("%s/%s", ref.Namespace, ref.Name)
+}

@@ -1,0 +1,182 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// mountDevice is csiAttacher.MountDevice (csi_attacher.go): staging of a
+// persistent volume, once per volume on the node. The order of its steps is
+// the kubelet's, because drivers see it: STAGE_UNSTAGE_VOLUME query, the
+// VolumeAttachment and secret reads, globalmount created even for drivers
+// that do not stage, VOLUME_MOUNT_GROUP query, vol_data.json, then
+// NodeStageVolume (preceded by its SINGLE_NODE_MULTI_WRITER query).
+func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+	deviceMountPath := k.paths.DeviceMountPath(v.Driver, v.Handle)
+	if err := k.driverRegistered(v.Driver); err != nil {
+		return transient("%s", pluginLog("attacher.MountDevice failed to create newCsiDriverClient: %v", err))
+	}
+	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	if err != nil {
+		return err
+	}
+	publishContext, err := k.publishContext(ctx, v)
+	if err != nil {
+		return transient("%v", err)
+	}
+	secrets := map[string]string{}
+	if v.StageSecretRef != nil && stage {
+		secrets, err = k.credentialsFromSecret(v.StageSecretRef)
+		if err != nil {
+			return transient("fetching NodeStageSecretRef %s failed: %v", secretRefText(v.StageSecretRef), err)
+		}
+	}
+	mountOptions := v.mountOptions()
+
+	if err := k.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
+		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
+	}
+	k.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
+	if !stage {
+		k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, without vol_data.json")
+		return nil
+	}
+	vmg, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	if err != nil {
+		return transient("%s", pluginLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
+	}
+	dataDir := filepath.Dir(deviceMountPath)
+	data := map[string]string{"volumeHandle": v.Handle, "driverName": v.Driver}
+	if err := k.fs.saveVolumeData(dataDir, data); err != nil {
+		k.removeMountDir(ctx, deviceMountPath)
+		return errors.New(pluginLog("failed to save volume info data: %v", err))
+	}
+	k.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
+	var fsGroup *int64
+	if vmg {
+		fsGroup = podFSGroup(pod)
+	}
+	err = k.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+		VolumeId:          v.Handle,
+		PublishContext:    publishContext,
+		StagingTargetPath: deviceMountPath,
+		Secrets:           secrets,
+		VolumeContext:     copyMap(v.Attributes),
+	}, v.accessMode(), v.FSType, mountOptions, fsGroup)
+	if err != nil {
+		if kindOf(err) == Final {
+			k.removeMountDir(ctx, deviceMountPath)
+		}
+		return err
+	}
+	return nil
+}
+
+// nodeStageVolume is csiDriverClient.NodeStageVolume: argument checks before
+// any call, the access-mode query, then the RPC; non-final errors are
+// uncertain.
+func (k *Kubelet) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest, am corev1.PersistentVolumeAccessMode, fsType string, mountFlags []string, fsGroup *int64) error {
+	if req.VolumeId == "" {
+		return errors.New("missing volume id")
+	}
+	if req.StagingTargetPath == "" {
+		return errors.New("missing staging target path")
+	}
+	mapper, err := k.accessModeMapper(ctx)
+	if err != nil {
+		return err
+	}
+	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
+	_, err = k.nodeClient().NodeStageVolume(ctx, req)
+	return classifyRPC(err)
+}
+
+// unmountDevice is the operation generator's UnmountDevice step and
+// csiAttacher.UnmountDevice: refuse while other mounts of the staging path
+// remain; a missing vol_data.json means the driver never staged, so there is
+// nothing to do (and nothing is removed).
+func (k *Kubelet) unmountDevice(ctx context.Context, driver, handle string) error {
+	deviceMountPath := k.paths.DeviceMountPath(driver, handle)
+	refs, err := k.fs.mountRefs(deviceMountPath)
+	if err == nil && hasMountRefs(deviceMountPath, refs) {
+		err = fmt.Errorf("the device mount path %q is still mounted by other references %v", deviceMountPath, refs)
+	}
+	if err != nil {
+		return &opError{kind: Transient, err: fmt.Errorf("GetDeviceMountRefs check failed: %w", err)}
+	}
+	dataDir := filepath.Dir(deviceMountPath)
+	data, err := loadVolumeData(dataDir)
+	if errors.Is(err, os.ErrNotExist) {
+		k.trace.Note(ctx, false, "no vol_data.json beside globalmount: nothing to unstage; the kubelet removes nothing")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := k.driverRegistered(data["driverName"]); err != nil {
+		return transient("%s", pluginLog("attacher.UnmountDevice failed to create newCsiDriverClient: %v", err))
+	}
+	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	if err != nil {
+		return errors.New(pluginLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: %v", err))
+	}
+	if stage {
+		if err := k.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
+			return fmt.Errorf("%s", pluginLog("attacher.UnmountDevice failed: %v", err))
+		}
+	}
+	if err := k.removeMountDir(ctx, deviceMountPath); err != nil {
+		return errors.New(pluginLog("failed to clean up global mount %s: %s", dataDir, err))
+	}
+	return nil
+}
+
+func (k *Kubelet) nodeUnstageVolume(ctx context.Context, volumeID, stagingPath string) error {
+	if volumeID == "" {
+		return errors.New("missing volume id")
+	}
+	if stagingPath == "" {
+		return errors.New("missing staging target path")
+	}
+	_, err := k.nodeClient().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
+	return err
+}
+
+// hasMountRefs is util.HasMountRefs: references inside the kubelet's own
+// plugin dirs do not count.
+func hasMountRefs(mountPath string, refs []string) bool {
+	pathToFind := mountPath
+	if i := strings.Index(mountPath, "/plugins/kubernetes.io/"); i > -1 {
+		pathToFind = mountPath[i:]
+	}
+	for _, ref := range refs {
+		if !strings.Contains(ref, pathToFind) {
+			return true
+		}
+	}
+	return false
+}
+
+// removeMountDir runs the kubelet's clean-up and says what it removed.
+func (k *Kubelet) removeMountDir(ctx context.Context, p string) error {
+	removed, err := k.fs.removeMountDir(p)
+	for _, r := range removed {
+		k.trace.Note(ctx, true, "removed "+r)
+	}
+	return err
+}
+
+// podFSGroup is the pod's spec.securityContext.fsGroup, if any.
+func podFSGroup(pod *corev1.Pod) *int64 {
+	if pod.Spec.SecurityContext == nil {
+		return nil
+	}
+	return pod.Spec.SecurityContext.FSGroup
+}

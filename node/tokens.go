@@ -1,0 +1,58 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+)
+
+// TokenIssuer answers the kubelet's TokenRequests: the API server's
+// TokenRequest endpoint behind the kubelet's token manager.
+type TokenIssuer interface {
+	Token(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
+
+// serviceAccountTokenAttrs is csiMountMgr.podServiceAccountTokenAttrs: one
+// TokenRequest per CSIDriver tokenRequests entry, bound to the pod, the
+// statuses marshalled as one JSON map keyed by audience; and whether they
+// go to secrets (serviceAccountTokenInSecrets) instead of volume_context.
+func (k *Kubelet) serviceAccountTokenAttrs(ctx context.Context, pod *corev1.Pod, driver string) (map[string]string, bool, error) {
+	d, ok := k.cluster.CSIDriver(driver)
+	if !ok || len(d.Spec.TokenRequests) == 0 {
+		return nil, false, nil
+	}
+	if k.tokens == nil {
+		return nil, false, errors.New("ServiceAccountTokenGetter is nil")
+	}
+	outputs := map[string]authenticationv1.TokenRequestStatus{}
+	for _, tr := range d.Spec.TokenRequests {
+		audiences := []string{tr.Audience}
+		if tr.Audience == "" {
+			audiences = []string{}
+		}
+		resp, err := k.tokens.Token(ctx, pod.Namespace, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{
+				Audiences:         audiences,
+				ExpirationSeconds: tr.ExpirationSeconds,
+				BoundObjectRef: &authenticationv1.BoundObjectReference{
+					APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+				},
+			},
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		outputs[tr.Audience] = resp.Status
+	}
+	tokens, err := json.Marshal(outputs)
+	if err != nil {
+		return nil, false, err
+	}
+	inSecrets := d.Spec.ServiceAccountTokenInSecrets != nil && *d.Spec.ServiceAccountTokenInSecrets
+	return map[string]string{csiclient.TokensKey: string(tokens)}, inSecrets, nil
+}

@@ -1,0 +1,165 @@
+package node
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+)
+
+// volumeSpec is volume.Spec as the CSI plugin reads it: one CSI volume of a
+// pod, from an inline csi source or a claim bound to a CSI PV.
+type volumeSpec struct {
+	PodVolume string // the name in pod.spec.volumes
+	// SpecName is volume.Spec.Name(): the PV name for a claim, the pod's
+	// volume name for an inline volume. Paths use it.
+	SpecName   string
+	Driver     string
+	Handle     string
+	Mode       storagev1.VolumeLifecycleMode
+	ReadOnly   bool
+	FSType     string
+	Attributes map[string]string
+	// PV is set for persistent volumes, nil for inline ones.
+	PV               *corev1.PersistentVolume
+	StageSecretRef   *corev1.SecretReference
+	PublishSecretRef *corev1.SecretReference
+}
+
+func (v *volumeSpec) persistent() bool { return v.PV != nil }
+
+// accessMode is the first of the PV's access modes, ReadWriteOnce when it
+// has none, and always ReadWriteOnce for inline volumes (SetUpAt, MountDevice).
+func (v *volumeSpec) accessMode() corev1.PersistentVolumeAccessMode {
+	if v.PV != nil && len(v.PV.Spec.AccessModes) > 0 {
+		return v.PV.Spec.AccessModes[0]
+	}
+	return corev1.ReadWriteOnce
+}
+
+// mountOptions are the PV's spec.mountOptions; inline volumes have none.
+func (v *volumeSpec) mountOptions() []string {
+	if v.PV == nil {
+		return nil
+	}
+	return v.PV.Spec.MountOptions
+}
+
+// uniqueName is the kubelet's key for the volume in its caches.
+func (v *volumeSpec) uniqueName(podUID string) string {
+	if v.persistent() {
+		return UniqueVolumeName(v.Driver, v.Handle)
+	}
+	return pluginName + "/" + podUID + "-" + v.PodVolume
+}
+
+// SkippedVolume is a pod volume the simulation does not mount, and why.
+type SkippedVolume struct {
+	Name   string
+	Reason string
+}
+
+// resolveVolumes finds the CSI volumes of a pod as the kubelet's
+// desired-state populator does (createVolumeSpec, getPVCExtractPV,
+// getPVSpec): claims to bound PVs, readOnly from the pod's claim source.
+func resolveVolumes(c *cluster.Cluster, pod *corev1.Pod) ([]*volumeSpec, []SkippedVolume, error) {
+	var specs []*volumeSpec
+	var skipped []SkippedVolume
+	podSrc := c.SourceOf("Pod", pod.Namespace, pod.Name)
+	for i, v := range pod.Spec.Volumes {
+		switch {
+		case v.CSI != nil:
+			specs = append(specs, inlineSpec(pod, v))
+		case v.PersistentVolumeClaim != nil, v.Ephemeral != nil:
+			claim, readOnly := v.Name, false
+			if v.PersistentVolumeClaim != nil {
+				claim, readOnly = v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.ReadOnly
+			} else {
+				// A generic ephemeral volume's claim is <pod>-<volume>.
+				claim = pod.Name + "-" + v.Name
+			}
+			spec, reason, err := claimSpec(c, pod, v.Name, claim, readOnly)
+			if err != nil {
+				return nil, nil, &cluster.InputError{Source: podSrc, Err: fmt.Errorf("spec.volumes[%d] (%s): %w", i, v.Name, err)}
+			}
+			if spec == nil {
+				skipped = append(skipped, SkippedVolume{Name: v.Name, Reason: reason})
+				continue
+			}
+			specs = append(specs, spec)
+		default:
+			skipped = append(skipped, SkippedVolume{Name: v.Name, Reason: "not a CSI volume"})
+		}
+	}
+	return specs, skipped, nil
+}
+
+func inlineSpec(pod *corev1.Pod, v corev1.Volume) *volumeSpec {
+	s := &volumeSpec{
+		PodVolume:  v.Name,
+		SpecName:   v.Name,
+		Driver:     v.CSI.Driver,
+		Handle:     InlineVolumeHandle(string(pod.UID), v.Name),
+		Mode:       storagev1.VolumeLifecycleEphemeral,
+		Attributes: v.CSI.VolumeAttributes,
+	}
+	if v.CSI.ReadOnly != nil {
+		s.ReadOnly = *v.CSI.ReadOnly
+	}
+	if v.CSI.FSType != nil {
+		s.FSType = *v.CSI.FSType
+	}
+	if ref := v.CSI.NodePublishSecretRef; ref != nil {
+		// Inline secrets are read in the pod's namespace.
+		s.PublishSecretRef = &corev1.SecretReference{Name: ref.Name, Namespace: pod.Namespace}
+	}
+	return s
+}
+
+func claimSpec(c *cluster.Cluster, pod *corev1.Pod, podVolume, claim string, readOnly bool) (*volumeSpec, string, error) {
+	pvc, ok := c.PersistentVolumeClaim(pod.Namespace, claim)
+	if !ok {
+		return nil, "", fmt.Errorf("error processing PVC %s/%s: persistentvolumeclaims %q not found", pod.Namespace, claim, claim)
+	}
+	pvcSrc := c.SourceOf("PersistentVolumeClaim", pvc.Namespace, pvc.Name)
+	// An empty status is taken as Bound: manifests written by hand rarely
+	// carry the status the PV controller would set.
+	if pvc.Spec.VolumeName == "" || (pvc.Status.Phase != "" && pvc.Status.Phase != corev1.ClaimBound) {
+		return nil, "", &cluster.InputError{Source: pvcSrc, Err: fmt.Errorf(
+			"spec.volumeName: the claim names no PersistentVolume: PVC %s/%s has non-bound phase (%q) or empty pvc.Spec.VolumeName (%q)",
+			pvc.Namespace, pvc.Name, pvc.Status.Phase, pvc.Spec.VolumeName)}
+	}
+	pv, ok := c.PersistentVolume(pvc.Spec.VolumeName)
+	if !ok {
+		return nil, "", &cluster.InputError{Source: pvcSrc, Err: fmt.Errorf(
+			"spec.volumeName: PersistentVolume %q not found", pvc.Spec.VolumeName)}
+	}
+	if ref := pv.Spec.ClaimRef; ref != nil && (ref.Name != pvc.Name || (ref.Namespace != "" && ref.Namespace != pvc.Namespace)) {
+		pvSrc := c.SourceOf("PersistentVolume", "", pv.Name)
+		return nil, "", &cluster.InputError{Source: pvSrc, Err: fmt.Errorf(
+			"spec.claimRef: PV %s is bound to %s/%s, not to claim %s/%s", pv.Name, ref.Namespace, ref.Name, pvc.Namespace, pvc.Name)}
+	}
+	if pv.Spec.CSI == nil {
+		return nil, fmt.Sprintf("PV %s is not a CSI volume", pv.Name), nil
+	}
+	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock {
+		return nil, "", &cluster.InputError{Source: c.SourceOf("PersistentVolume", "", pv.Name),
+			Err: fmt.Errorf("spec.volumeMode: Block volumes are not simulated yet")}
+	}
+	csiSrc := pv.Spec.CSI
+	return &volumeSpec{
+		PodVolume:        podVolume,
+		SpecName:         pv.Name,
+		Driver:           csiSrc.Driver,
+		Handle:           csiSrc.VolumeHandle,
+		Mode:             storagev1.VolumeLifecyclePersistent,
+		ReadOnly:         readOnly, // pv.spec.csi.readOnly is not read by the kubelet
+		FSType:           csiSrc.FSType,
+		Attributes:       csiSrc.VolumeAttributes,
+		PV:               pv,
+		StageSecretRef:   csiSrc.NodeStageSecretRef,
+		PublishSecretRef: csiSrc.NodePublishSecretRef,
+	}, "", nil
+}
