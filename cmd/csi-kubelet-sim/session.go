@@ -85,6 +85,7 @@ func (ss *session) lifecycle(ctx context.Context, hold func(context.Context)) *o
 	reg, err := k.Register(ctx)
 	out.registration, out.regErr = reg, err
 	if err == nil {
+		ss.warnNameMismatch(ctx, reg.DriverName)
 		out.mountErr = ss.mountAll(ctx, reg.DriverName, out)
 		if out.mountErr == nil && !failed(out.results) && ctx.Err() == nil {
 			hold(ctx)
@@ -99,6 +100,21 @@ func (ss *session) lifecycle(ctx context.Context, hold func(context.Context)) *o
 	}
 	out.leftovers = k.Cleanup(tctx, ss.ownedRoot)
 	return out
+}
+
+// warnNameMismatch says what a name mismatch does: the kubelet looks the
+// CSIDriver object and the driver up by the name each volume gives, and
+// knows the driver only by the name it registered.
+func (ss *session) warnNameMismatch(ctx context.Context, registered string) {
+	lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
+	if _, ok := ss.opts.cluster.CSIDriver(registered); ok {
+		return
+	}
+	for _, d := range ss.opts.cluster.CSIDrivers() {
+		if d.Name != registered {
+			ss.trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, registered))
+		}
+	}
 }
 
 func (ss *session) mountAll(ctx context.Context, driver string, out *outcome) error {
