@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
-	"sort"
 	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -124,22 +123,20 @@ func TokenFingerprint(token string) string {
 }
 
 // RedactTokens rewrites the kubelet's tokens JSON with each token replaced
-// by its fingerprint; audiences and expiry stay. It keeps the kubelet's key
-// order (sorted) so the shape is the one the driver saw.
+// by its fingerprint; audiences and expiry stay, in the kubelet's key order
+// (audiences sorted, then token and expirationTimestamp), so the shape is the
+// one the driver saw.
 func RedactTokens(val string) (string, bool) {
-	var m map[string]map[string]any
+	var m map[string]struct {
+		Token               string          `json:"token"`
+		ExpirationTimestamp json.RawMessage `json:"expirationTimestamp"`
+	}
 	if err := json.Unmarshal([]byte(val), &m); err != nil {
 		return "", false
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if tok, ok := m[k]["token"].(string); ok {
-			m[k]["token"] = TokenFingerprint(tok)
-		}
+	for k, v := range m {
+		v.Token = TokenFingerprint(v.Token)
+		m[k] = v
 	}
 	return string(marshalNoEscape(m)), true
 }

@@ -25,6 +25,7 @@ type commonOptions struct {
 	Verbose        int
 	PodUID         string
 	VolumeHandle   string
+	serviceAccountOptions
 
 	version node.Version
 	cluster *cluster.Cluster
@@ -41,6 +42,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail: the kubelet's own steps (directories, files, objects read)")
 	fs.StringVar(&o.PodUID, "pod-uid", "", "UID of the default pod (used when the manifests hold no Pod)")
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
+	o.serviceAccountOptions.addFlags(fs)
 }
 
 // complete checks the flags and loads the manifests.
@@ -60,6 +62,9 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 		if o.NodeName, err = os.Hostname(); err != nil {
 			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
 		}
+	}
+	if err := o.serviceAccountOptions.complete(); err != nil {
+		return err
 	}
 	loader := &cluster.Loader{
 		Stdin:    s.In,

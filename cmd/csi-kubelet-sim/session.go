@@ -30,6 +30,7 @@ type session struct {
 	text      *csiclient.TextPrinter
 	json      *csiclient.JSONPrinter
 	kubelet   *node.Kubelet
+	tokens    *tokenSource
 	started   time.Time
 }
 
@@ -50,6 +51,10 @@ func newSession(command string, o *commonOptions, s streams, conn grpc.ClientCon
 		Timeout:  o.Timeout,
 		Version:  o.version,
 	}, o.cluster, conn, ss.trace)
+	ss.tokens = o.newTokenSource(o.cluster, func(msg string) {
+		ss.trace.Warn(context.Background(), "API server: "+msg)
+	})
+	ss.kubelet.SetTokenIssuer(ss.tokens)
 	return ss
 }
 

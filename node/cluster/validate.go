@@ -1,7 +1,12 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -13,7 +18,7 @@ import (
 func validate(obj any) error {
 	switch o := obj.(type) {
 	case *storagev1.CSIDriver:
-		return requireName(o.Name)
+		return ValidateCSIDriver(o)
 	case *storagev1.VolumeAttachment:
 		return requireName(o.Name)
 	case *corev1.Node:
@@ -71,4 +76,79 @@ func validatePodVolumes(p *corev1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// ValidateCSIDriver is the API server's validation of a CSIDriver after
+// defaulting (pkg/apis/storage/validation, KUBELET.md 14.3), with its field
+// paths and messages; the first error is returned.
+func ValidateCSIDriver(d *storagev1.CSIDriver) error {
+	errs := CSIDriverErrors(d)
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(errs, "; "))
+}
+
+// CSIDriverErrors lists every validation error of a CSIDriver, worded by
+// apimachinery's field errors as the API server words them.
+func CSIDriverErrors(d *storagev1.CSIDriver) []string {
+	var errs field.ErrorList
+	if d.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(d.Name) {
+		if d.Name != "" {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), d.Name, msg))
+		}
+	}
+	spec := field.NewPath("spec")
+	s := d.Spec
+	if s.AttachRequired == nil {
+		errs = append(errs, field.Required(spec.Child("attachedRequired"), ""))
+	}
+	if s.PodInfoOnMount == nil {
+		errs = append(errs, field.Required(spec.Child("podInfoOnMount"), ""))
+	}
+	if s.StorageCapacity == nil {
+		errs = append(errs, field.Required(spec.Child("storageCapacity"), ""))
+	}
+	if p := s.FSGroupPolicy; p != nil {
+		switch *p {
+		case storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, storagev1.FileFSGroupPolicy, storagev1.NoneFSGroupPolicy:
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("fsGroupPolicy"), *p, []string{"File", "None", "ReadWriteOnceWithFSType"}))
+		}
+	}
+	for i, m := range s.VolumeLifecycleModes {
+		if m != storagev1.VolumeLifecyclePersistent && m != storagev1.VolumeLifecycleEphemeral {
+			errs = append(errs, field.NotSupported(spec.Child("volumeLifecycleModes").Index(i), m, []string{"Ephemeral", "Persistent"}))
+		}
+	}
+	seen := map[string]bool{}
+	for i, tr := range s.TokenRequests {
+		p := spec.Child("tokenRequests").Index(i)
+		if seen[tr.Audience] {
+			errs = append(errs, field.Duplicate(p.Child("audience"), tr.Audience))
+		}
+		seen[tr.Audience] = true
+		if e := tr.ExpirationSeconds; e != nil {
+			switch {
+			case *e < 600:
+				errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration less than 10 minutes"))
+			case *e > 1<<32:
+				errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration larger than 2^32 seconds"))
+			}
+		}
+	}
+	if p := s.NodeAllocatableUpdatePeriodSeconds; p != nil && *p < 10 {
+		errs = append(errs, field.Invalid(spec.Child("nodeAllocatableUpdatePeriodSeconds"), *p, "must be greater than or equal to 10 seconds"))
+	}
+	if s.ServiceAccountTokenInSecrets != nil && len(s.TokenRequests) == 0 {
+		errs = append(errs, field.Invalid(spec.Child("serviceAccountTokenInSecrets"), *s.ServiceAccountTokenInSecrets, "serviceAccountTokenInSecrets is set but no tokenRequests are specified"))
+	}
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
 }
