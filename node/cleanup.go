@@ -124,24 +124,27 @@ func (k *Kubelet) removeForeign(ctx context.Context, dir string, isCreated map[s
 }
 
 // cleanupOrphanedPodDirs is the kubelet's housekeeping of deleted pods
-// (kubelet_volumes.go): a pod directory with no volume left in it is
-// removed whole.
+// (cleanupOrphanedPodDirs in kubelet_volumes.go): a pod directory with no
+// volume path left in it is removed. Only pods of this run are touched.
 func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
-	entries, err := os.ReadDir(filepath.Join(k.paths.Root, "pods"))
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		uid := e.Name()
+	for _, uid := range sortedKeys(k.podDirs) {
 		if k.podHasMounts(uid) {
 			continue
 		}
-		csiDir := filepath.Join(k.paths.PodDir(uid), "volumes", escapeQualifiedName(pluginName))
+		podDir := k.paths.PodDir(uid)
+		volumes := filepath.Join(podDir, "volumes")
+		csiDir := filepath.Join(volumes, escapeQualifiedName(pluginName))
 		if vols, _ := os.ReadDir(csiDir); len(vols) > 0 {
 			k.trace.Warn(ctx, fmt.Sprintf("orphaned pod %q found, but volume paths are still present on disk", uid))
 			continue
 		}
-		k.trace.Note(ctx, true, "housekeeping: removing orphaned pod dir "+k.paths.PodDir(uid))
+		for _, d := range []string{csiDir, volumes, filepath.Join(podDir, "plugins"), podDir} {
+			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+				k.trace.Warn(ctx, fmt.Sprintf("housekeeping: %v", err))
+				break
+			}
+		}
+		k.trace.Note(ctx, true, "housekeeping: removed orphaned pod dir "+podDir)
 	}
 }
 

@@ -42,6 +42,7 @@ type Kubelet struct {
 	registered map[string]*Registration
 	devices    map[string]*deviceState
 	mounts     map[mountKey]*mountState
+	podDirs    map[string]bool // pods whose directories this run made
 }
 
 // New returns a kubelet. conn is the driver connection (a csiclient.Dialer
@@ -64,6 +65,7 @@ func New(cfg Config, c *cluster.Cluster, conn grpc.ClientConnInterface, trace *c
 		registered: map[string]*Registration{},
 		devices:    map[string]*deviceState{},
 		mounts:     map[mountKey]*mountState{},
+		podDirs:    map[string]bool{},
 	}
 }
 

@@ -111,6 +111,7 @@ func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod) (*PodResult, er
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
 func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.paths.PodDir(string(pod.UID))
+	k.podDirs[string(pod.UID)] = true
 	for _, d := range []string{dir, dir + "/volumes", dir + "/plugins"} {
 		if err := k.fs.mkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)

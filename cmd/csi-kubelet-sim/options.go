@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -97,29 +98,49 @@ func (o *commonOptions) defaultPod(driver string) error {
 	return nil
 }
 
-// prepareRootDir makes the root dir; owned tells whether the run created
-// it (and so removes it).
-func (o *commonOptions) prepareRootDir() (owned bool, err error) {
+// prepareRootDir makes the root dir. It returns the directories it
+// created, root last, so that they can all be removed afterwards; none when
+// the root dir existed.
+func (o *commonOptions) prepareRootDir() (created []string, err error) {
 	if o.RootDir == "" {
 		d, err := os.MkdirTemp("", "csi-kubelet-sim-")
 		if err != nil {
-			return false, withCode(exitEnvironment, fmt.Errorf("root dir: %w", err))
+			return nil, withCode(exitEnvironment, fmt.Errorf("root dir: %w", err))
 		}
 		o.RootDir = d
-		return true, nil
+		return []string{d}, nil
 	}
 	fi, err := os.Stat(o.RootDir)
 	if err == nil {
 		if !fi.IsDir() {
-			return false, withCode(exitEnvironment, fmt.Errorf("--root-dir %s: not a directory", o.RootDir))
+			return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir %s: not a directory", o.RootDir))
 		}
-		return false, nil
+		return nil, nil
 	}
 	if !os.IsNotExist(err) {
-		return false, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+		return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
 	}
-	if err := os.MkdirAll(o.RootDir, 0o750); err != nil {
-		return false, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+	var missing []string
+	for d := o.RootDir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		missing = append([]string{d}, missing...)
 	}
-	return true, nil
+	for _, d := range missing {
+		if err := os.Mkdir(d, 0o750); err != nil {
+			removeDirs(created)
+			return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+		}
+		created = append(created, d)
+	}
+	return created, nil
+}
+
+// removeDirs removes directories made by prepareRootDir, deepest first;
+// only empty ones go.
+func removeDirs(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		_ = os.Remove(dirs[i])
+	}
 }

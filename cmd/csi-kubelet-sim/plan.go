@@ -59,7 +59,7 @@ func runPlan(ctx context.Context, args []string, s streams) error {
 	if o.NodeID == "" {
 		o.NodeID = o.NodeName
 	}
-	owned, err := o.prepareRootDir()
+	createdDirs, err := o.prepareRootDir()
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func runPlan(ctx context.Context, args []string, s streams) error {
 		DriverName: o.DriverName, VendorVersion: "planned", NodeID: o.NodeID,
 		MaxVolumesPerNode: o.MaxVolumes, Topology: o.Topology, Capabilities: caps,
 	}
-	ss := newSession("plan", &o.commonOptions, s, conn, true, owned)
+	ss := newSession("plan", &o.commonOptions, s, conn, true, createdDirs)
 	out := ss.lifecycle(ctx, func(context.Context) {})
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)

@@ -44,11 +44,11 @@ func runRun(ctx context.Context, args []string, s streams) error {
 	if err := o.endpoint.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
-	owned, err := o.prepareRootDir()
+	createdDirs, err := o.prepareRootDir()
 	if err != nil {
 		return err
 	}
-	ss := newSession("run", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, false, owned)
+	ss := newSession("run", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, false, createdDirs)
 	out := ss.lifecycle(ctx, o.holdFor)
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)

@@ -26,6 +26,7 @@ type session struct {
 	command   string
 	planned   bool
 	ownedRoot bool
+	rootDirs  []string // the root dir and the parents this run made for it
 	trace     *csiclient.Trace
 	text      *csiclient.TextPrinter
 	json      *csiclient.JSONPrinter
@@ -34,8 +35,8 @@ type session struct {
 	started   time.Time
 }
 
-func newSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned, ownedRoot bool) *session {
-	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: ownedRoot, started: time.Now()}
+func newSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string) *session {
+	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now()}
 	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets}
 	ss.trace = csiclient.NewTrace()
 	if o.Output == "json" {
@@ -104,6 +105,7 @@ func (ss *session) lifecycle(ctx context.Context, hold func(context.Context)) *o
 		out.teardownErrs = append(out.teardownErrs, k.UnmountPod(tctx, pods[i])...)
 	}
 	out.leftovers = k.Cleanup(tctx, ss.ownedRoot)
+	removeDirs(ss.rootDirs)
 	return out
 }
 

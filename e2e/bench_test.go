@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// BenchmarkRunInline execs a full `run` of fixtures/samples/inline
+// (registration, SetUp with a real bind mount, TearDown) against one
+// reference driver. It reports the driver calls per run and the wall time
+// per call, to compare with BenchmarkBareNodeGetCapabilities.
+func BenchmarkRunInline(b *testing.B) {
+	work := workDir(b)
+	drv := startRefDriver(b, work)
+	inline := sample(b, "inline")
+
+	var inCallsMS float64 // the calls' own duration_ms, as the simulator measured them
+	run := func(i int) int {
+		root := filepath.Join(work, fmt.Sprintf("root-%d", i))
+		r := runSim(b, "run", "-f", inline, "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
+			"--node-name", simNode, "-o", "json")
+		if r.Code != 0 {
+			b.Fatalf("run failed:\n%s", r)
+		}
+		cs := calls(parseTrace(b, r))
+		for _, c := range cs {
+			inCallsMS += c.DurationMS
+		}
+		return len(cs)
+	}
+	perRun := run(-1) // warm-up, and the number of calls per run
+	if perRun == 0 {
+		b.Fatal("no calls in the trace")
+	}
+	inCallsMS = 0
+
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if n := run(i); n != perRun {
+			b.Fatalf("run %d made %d calls, the first made %d", i, n, perRun)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	assertNothingLeft(b, filepath.Join(work, "root-0"), work)
+	b.ReportMetric(float64(perRun), "calls/run")
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*perRun), "ns/call")
+	b.ReportMetric(inCallsMS*1e6/float64(b.N*perRun), "traced-ns/call")
+}
+
+// BenchmarkBareNodeGetCapabilities: one NodeGetCapabilities on a new gRPC
+// connection per call (as the kubelet does, KUBELET.md 12), to the same
+// reference driver: the floor for one call of the simulator.
+func BenchmarkBareNodeGetCapabilities(b *testing.B) {
+	work := workDir(b)
+	drv := startRefDriver(b, work)
+	call := func() {
+		conn, err := grpc.NewClient("unix://"+drv.Sock,
+			grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority("localhost"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = csi.NewNodeClient(conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+		cancel()
+		conn.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	call() // warm-up: the first call of a process costs more
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		call()
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(1, "calls/run")
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/call")
+}

@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInterruptDuringHold: Ctrl-C while the pod is held forever still tears
+// down (NodeUnpublish, then NodeUnstage, after the signal), exits 130
+// (DESIGN.md) and leaves nothing behind.
+func TestInterruptDuringHold(t *testing.T) {
+	work := workDir(t)
+	drv := startRefDriver(t, work)
+	root := filepath.Join(work, "root")
+	sim := startSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock,
+		"--root-dir", root, "--node-name", simNode, "--hold", "forever", "-o", "json")
+
+	target := targetPath(root, stagedUID, "pv-data")
+	staging := stagingPath(root, refDriverName, "vol-data-1")
+	waitMounted(t, target, 10*time.Second, sim.exited)
+	if !isMountPoint(staging) {
+		t.Errorf("staging path %s not mounted", staging)
+	}
+	// Held forever: still mounted a while later.
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-sim.exited:
+		t.Fatalf("--hold forever: the run ended by itself")
+	default:
+	}
+	if !isMountPoint(target) {
+		t.Fatalf("target unmounted before the signal")
+	}
+
+	signalled := time.Now()
+	if err := sim.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := sim.wait(t, 30*time.Second)
+	wantCode(t, r, 130)
+	oneLineError(t, r)
+	assertNothingLeft(t, root, work)
+
+	lines := parseTrace(t, r)
+	var after []string
+	for _, c := range calls(lines) {
+		if c.Time.After(signalled) {
+			after = append(after, c.Method)
+		} else if c.Method == "NodeUnpublishVolume" || c.Method == "NodeUnstageVolume" {
+			t.Errorf("%s before the signal (at %v, signal at %v)", c.Method, c.Time, signalled)
+		}
+	}
+	// KUBELET.md 11: NodeUnpublishVolume (no capability query), then
+	// UnmountDevice: NodeGetCapabilities, NodeUnstageVolume.
+	if got, want := strings.Join(after, ","), "NodeUnpublishVolume,NodeGetCapabilities,NodeUnstageVolume"; got != want {
+		t.Errorf("calls after SIGINT:\n got %s\nwant %s", got, want)
+	}
+	for _, c := range calls(lines) {
+		if c.Time.After(signalled) && c.Code != "OK" {
+			t.Errorf("teardown call failed: %s", c.Raw)
+		}
+	}
+	if s := summary(t, lines); !s.Interrupt {
+		t.Errorf("summary does not say interrupted: %s", s.Raw)
+	}
+}
