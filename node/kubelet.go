@@ -27,6 +27,14 @@ type Config struct {
 	NodeName string
 	Timeout  time.Duration
 	Version  Version
+	// Gates are the release's feature gates with the user's overrides;
+	// nil: the release's defaults.
+	Gates *FeatureGates
+	// SELinux is the node's SELinux.
+	SELinux SELinux
+	// DryRun: nothing is really mounted (`plan`), so the kubelet's own
+	// work on the mounted volume (fsGroup, mount checks) is only described.
+	DryRun bool
 }
 
 // Kubelet is one simulated kubelet on one node, talking to one driver.
@@ -43,6 +51,10 @@ type Kubelet struct {
 	devices    map[string]*deviceState
 	mounts     map[mountKey]*mountState
 	podDirs    map[string]bool // pods whose directories this run made
+	gates      *FeatureGates
+	selinux    SELinux
+	// seLinuxVolumes is the desired state's label per volume.
+	seLinuxVolumes map[string]*seLinuxVolume
 }
 
 // New returns a kubelet. conn is the driver connection (a csiclient.Dialer
@@ -55,6 +67,9 @@ func New(cfg Config, c *cluster.Cluster, conn grpc.ClientConnInterface, trace *c
 	if cfg.Version.Minor == 0 {
 		cfg.Version = DefaultVersion
 	}
+	if cfg.Gates == nil {
+		cfg.Gates, _ = NewFeatureGates(cfg.Version, "")
+	}
 	return &Kubelet{
 		cfg:        cfg,
 		paths:      Paths{Root: cfg.RootDir},
@@ -66,6 +81,10 @@ func New(cfg Config, c *cluster.Cluster, conn grpc.ClientConnInterface, trace *c
 		devices:    map[string]*deviceState{},
 		mounts:     map[mountKey]*mountState{},
 		podDirs:    map[string]bool{},
+		gates:      cfg.Gates,
+		selinux:    cfg.SELinux,
+
+		seLinuxVolumes: map[string]*seLinuxVolume{},
 	}
 }
 

@@ -136,6 +136,10 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	if v.persistent() && k.mountedElsewhere(unique, pod) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail("MountVolume.SetUp", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
+	seLinuxLabel, err := k.mountSELinuxLabel(pod, v)
+	if err != nil {
+		return fail("AddPodToVolume", &opError{kind: Transient, err: err})
+	}
 	if v.persistent() && k.attachRequired(v.Driver) {
 		l := labels
 		l.Operation = "WaitForAttach"
@@ -148,7 +152,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 			l := labels
 			l.Operation = "MountDevice"
 			octx, cancel := k.operationContext(ctx, l)
-			err := k.mountDevice(octx, pod, v)
+			err := k.mountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
 			switch {
 			case err == nil:
@@ -166,7 +170,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	l := labels
 	l.Operation = "SetUp"
 	octx, cancel := k.operationContext(ctx, l)
-	err := k.setUp(octx, pod, v)
+	err = k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
 	key := mountKey{podUID: string(pod.UID), uniqueName: unique}
 	switch {

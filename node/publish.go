@@ -12,9 +12,16 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 )
 
+// mounterArgs are volume.MounterArgs: what the operation generator hands
+// SetUp besides the volume.
+type mounterArgs struct {
+	SELinuxLabel string
+	IsRemount    bool // a republish (requiresRepublish)
+}
+
 // setUp is csiMountMgr.SetUpAt (csi_mounter.go): NodePublishVolume for one
 // volume of one pod, with the kubelet's steps in the kubelet's order.
-func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, args mounterArgs) error {
 	target := k.paths.TargetPath(string(pod.UID), v.SpecName)
 	if err := k.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("mounter.SetUpAt failed to get CSI client: %v", err))
@@ -76,6 +83,11 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec) err
 	if vmg {
 		fsGroup = podFSGroup(pod)
 	}
+	mountOptions := v.mountOptions()
+	seLinuxMount := k.pluginSupportsSELinuxMount(v.Driver) && args.SELinuxLabel != ""
+	if seLinuxMount {
+		mountOptions = addSELinuxMountOption(mountOptions, args.SELinuxLabel)
+	}
 
 	volData := map[string]string{
 		"specVolID":           v.SpecName,
@@ -84,6 +96,9 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec) err
 		"nodeName":            k.cfg.NodeName,
 		"volumeLifecycleMode": string(v.Mode),
 		"attachmentID":        AttachmentName(v.Handle, v.Driver, k.cfg.NodeName),
+	}
+	if seLinuxMount {
+		volData["seLinuxMountContext"] = args.SELinuxLabel
 	}
 	if err := k.fs.saveVolumeData(parentDir, volData); err != nil {
 		k.removeMountDir(ctx, target)
@@ -99,15 +114,19 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec) err
 		Readonly:          v.ReadOnly,
 		Secrets:           secrets,
 		VolumeContext:     volumeContext,
-	}, v.accessMode(), v.FSType, v.mountOptions(), fsGroup)
+	}, v.accessMode(), v.FSType, mountOptions, fsGroup)
 	if err != nil {
-		if kindOf(err) == Final {
+		// Since 1.36 a failed republish keeps the target: the pod still
+		// uses the existing mount (#121271).
+		if kindOf(err) == Final && !(args.IsRemount && k.cfg.Version.Minor >= 36) {
 			k.removeMountDir(ctx, target)
 		}
 		return err
 	}
-	k.noteFSGroup(ctx, pod, v, vmg, driverObj, hasDriverObj)
-	return nil
+	if seLinuxMount {
+		k.checkSELinuxContext(ctx, target, args.SELinuxLabel)
+	}
+	return k.applyFSGroup(ctx, pod, v, target, vmg, driverObj, hasDriverObj)
 }
 
 // nodePublishVolume is csiDriverClient.NodePublishVolume.
@@ -142,28 +161,55 @@ func (k *Kubelet) supportsVolumeLifecycleMode(v *volumeSpec) error {
 	return fmt.Errorf("volume mode %q not supported by driver %s (only supports %q)", v.Mode, v.Driver, d.Spec.VolumeLifecycleModes)
 }
 
-// noteFSGroup says what the kubelet does about fsGroup after a successful
-// publish (supportsFSGroup in csi_mounter.go); the ownership walk itself
-// is not simulated yet.
-func (k *Kubelet) noteFSGroup(ctx context.Context, pod *corev1.Pod, v *volumeSpec, vmg bool, d *storagev1.CSIDriver, hasDriver bool) {
+// applyFSGroup is the kubelet's own ownership change after a successful
+// publish, when the driver does not take fsGroup itself (supportsFSGroup
+// and VolumeOwnership.ChangePermissions, KUBELET.md 7.2 and 7.3). It runs
+// for real on the published target; a failure makes the mount uncertain.
+func (k *Kubelet) applyFSGroup(ctx context.Context, pod *corev1.Pod, v *volumeSpec, target string, vmg bool, d *storagev1.CSIDriver, hasDriver bool) error {
 	fsGroup := podFSGroup(pod)
-	if fsGroup == nil || vmg || v.ReadOnly {
-		return
+	if vmg || !supportsFSGroup(v, fsGroup, fsGroupPolicy(d, hasDriver)) {
+		return nil
 	}
-	policy := storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy
+	if k.cfg.DryRun {
+		k.trace.Note(ctx, false, fmt.Sprintf("fsGroup %d: the kubelet would now set the group of every file on the volume (fsGroupPolicy %s)", *fsGroup, fsGroupPolicy(d, hasDriver)))
+		return nil
+	}
+	var policy *corev1.PodFSGroupChangePolicy
+	if pod.Spec.SecurityContext != nil {
+		policy = pod.Spec.SecurityContext.FSGroupChangePolicy
+	}
+	res, err := changeOwnership(target, *fsGroup, policy, v.ReadOnly)
+	if err != nil {
+		return uncertain(fmt.Errorf("applyFSGroup failed for vol %s: %v", v.Handle, err))
+	}
+	k.trace.Note(ctx, false, fmt.Sprintf("fsGroup %d (fsGroupPolicy %s): %s", *fsGroup, fsGroupPolicy(d, hasDriver), res))
+	return nil
+}
+
+// fsGroupPolicy is getFSGroupPolicy: ReadWriteOnceWithFSType when there is
+// no CSIDriver object.
+func fsGroupPolicy(d *storagev1.CSIDriver, hasDriver bool) storagev1.FSGroupPolicy {
 	if hasDriver && d.Spec.FSGroupPolicy != nil {
-		policy = *d.Spec.FSGroupPolicy
+		return *d.Spec.FSGroupPolicy
 	}
-	applies := false
-	switch policy {
-	case storagev1.FileFSGroupPolicy:
-		applies = true
-	case storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy:
-		applies = v.FSType != "" && (!v.persistent() || hasReadWriteOnce(v.PV.Spec.AccessModes))
+	return storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy
+}
+
+// supportsFSGroup is csiMountMgr.supportsFSGroup.
+func supportsFSGroup(v *volumeSpec, fsGroup *int64, policy storagev1.FSGroupPolicy) bool {
+	if fsGroup == nil || policy == storagev1.NoneFSGroupPolicy || v.ReadOnly {
+		return false
 	}
-	if applies {
-		k.trace.Warn(ctx, fmt.Sprintf("fsGroupPolicy %s: the kubelet would now change the group of the volume's files to %d (ownership walk not simulated yet)", policy, *fsGroup))
+	if policy == storagev1.FileFSGroupPolicy {
+		return true
 	}
+	if v.FSType == "" {
+		return false
+	}
+	if v.persistent() {
+		return v.PV.Spec.AccessModes != nil && hasReadWriteOnce(v.PV.Spec.AccessModes)
+	}
+	return true
 }
 
 func hasReadWriteOnce(modes []corev1.PersistentVolumeAccessMode) bool {

@@ -18,7 +18,7 @@ import (
 // VolumeAttachment and secret reads, globalmount created even for drivers
 // that do not stage, VOLUME_MOUNT_GROUP query, vol_data.json, then
 // NodeStageVolume (preceded by its SINGLE_NODE_MULTI_WRITER query).
-func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec, seLinuxLabel string) error {
 	deviceMountPath := k.paths.DeviceMountPath(v.Driver, v.Handle)
 	if err := k.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("attacher.MountDevice failed to create newCsiDriverClient: %v", err))
@@ -39,6 +39,10 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 		}
 	}
 	mountOptions := v.mountOptions()
+	seLinuxMount := k.pluginSupportsSELinuxMount(v.Driver) && seLinuxLabel != ""
+	if seLinuxMount {
+		mountOptions = addSELinuxMountOption(mountOptions, seLinuxLabel)
+	}
 
 	if err := k.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
 		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
@@ -54,6 +58,9 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	}
 	dataDir := filepath.Dir(deviceMountPath)
 	data := map[string]string{"volumeHandle": v.Handle, "driverName": v.Driver}
+	if seLinuxMount {
+		data["seLinuxMountContext"] = seLinuxLabel
+	}
 	if err := k.fs.saveVolumeData(dataDir, data); err != nil {
 		k.removeMountDir(ctx, deviceMountPath)
 		return errors.New(pluginLog("failed to save volume info data: %v", err))

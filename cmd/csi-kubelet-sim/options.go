@@ -20,6 +20,9 @@ type commonOptions struct {
 	RootDir        string
 	NodeName       string
 	KubeletVersion string
+	FeatureGates   string
+	SELinux        bool
+	SELinuxLevel   string
 	Output         string
 	ShowSecrets    bool
 	Timeout        time.Duration
@@ -29,6 +32,7 @@ type commonOptions struct {
 	serviceAccountOptions
 
 	version node.Version
+	gates   *node.FeatureGates
 	cluster *cluster.Cluster
 }
 
@@ -37,6 +41,9 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RootDir, "root-dir", "", "the kubelet root dir (default: a fresh temp dir, removed afterwards)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
 	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, 1.30 to 1.37")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet feature gates over the version's defaults, A=true,B=false")
+	fs.BoolVar(&o.SELinux, "selinux", true, "the node has SELinux enabled (false: no context= mount option, as on a node without SELinux)")
+	fs.StringVar(&o.SELinuxLevel, "selinux-level", "", "MCS level for seLinuxOptions without one (default: a random level, as the kubelet allocates)")
 	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one object per line)")
 	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
 	fs.DurationVar(&o.Timeout, "timeout", node.DefaultTimeout, "timeout of each kubelet operation, as the kubelet's csiTimeout")
@@ -56,6 +63,9 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
 	}
 	o.version = v
+	if o.gates, err = node.NewFeatureGates(v, o.FeatureGates); err != nil {
+		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
+	}
 	if o.Timeout <= 0 {
 		return withCode(exitUsage, errors.New("--timeout must be positive"))
 	}

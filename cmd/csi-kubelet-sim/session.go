@@ -51,6 +51,9 @@ func newSession(command string, o *commonOptions, s streams, conn grpc.ClientCon
 		NodeName: o.NodeName,
 		Timeout:  o.Timeout,
 		Version:  o.version,
+		Gates:    o.gates,
+		SELinux:  node.SELinux{Enabled: o.SELinux, Level: o.SELinuxLevel},
+		DryRun:   planned,
 	}, o.cluster, conn, ss.trace)
 	ss.tokens = o.newTokenSource(o.cluster, func(msg string) {
 		ss.trace.Warn(context.Background(), "API server: "+msg)
