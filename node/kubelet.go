@@ -55,6 +55,8 @@ type Kubelet struct {
 	selinux    SELinux
 	// seLinuxVolumes is the desired state's label per volume.
 	seLinuxVolumes map[string]*seLinuxVolume
+	// lastTokens is the tokens value last sent per pod volume.
+	lastTokens map[string]string
 }
 
 // New returns a kubelet. conn is the driver connection (a csiclient.Dialer
@@ -85,6 +87,7 @@ func New(cfg Config, c *cluster.Cluster, conn grpc.ClientConnInterface, trace *c
 		selinux:    cfg.SELinux,
 
 		seLinuxVolumes: map[string]*seLinuxVolume{},
+		lastTokens:     map[string]string{},
 	}
 }
 

@@ -69,6 +69,7 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	if err != nil {
 		return transient("%s", pluginLog("mounter.SetUpAt failed to get service accoount token attributes: %v", err))
 	}
+	k.noteTokenChange(ctx, pod, v, tokenAttrs, args.IsRemount)
 	if inSecrets {
 		secrets = mergeMap(secrets, tokenAttrs)
 	} else {

@@ -15,8 +15,11 @@ import (
 
 type runOptions struct {
 	commonOptions
-	Endpoint string
-	Hold     string
+	Endpoint        string
+	Hold            string
+	SyncFrequency   time.Duration
+	RepublishPeriod time.Duration
+	StatsPeriod     time.Duration
 
 	endpoint csiclient.Endpoint
 	hold     time.Duration // <0: until interrupted
@@ -29,6 +32,9 @@ func runRun(ctx context.Context, args []string, s streams) error {
 	o.addFlags(fs)
 	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
 	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C)")
+	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period: a pod is synced (and requiresRepublish volumes republished) every sync-frequency plus up to 50% jitter")
+	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the sync frequency with jitter (for fast tests)")
+	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
 	if err := fs.Parse(args); err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -49,7 +55,7 @@ func runRun(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	ss := newSession("run", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, false, createdDirs)
-	out := ss.lifecycle(ctx, o.holdFor)
+	out := ss.lifecycle(ctx, func(ctx context.Context) { ss.hold(ctx, o.hold, o.holdSchedule()) })
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)
 	return exit
@@ -84,21 +90,8 @@ func (o *runOptions) validate() error {
 	return nil
 }
 
-// holdFor is the pod's running time: the volumes stay published.
-func (o *runOptions) holdFor(ctx context.Context) {
-	if o.hold == 0 {
-		return
-	}
-	if o.hold < 0 {
-		<-ctx.Done()
-		return
-	}
-	t := time.NewTimer(o.hold)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+func (o *runOptions) holdSchedule() holdSchedule {
+	return holdSchedule{syncFrequency: o.SyncFrequency, republishPeriod: o.RepublishPeriod, statsPeriod: o.StatsPeriod}
 }
 
 func warnTo(s streams) func(string) {

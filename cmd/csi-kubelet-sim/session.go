@@ -32,6 +32,7 @@ type session struct {
 	json      *csiclient.JSONPrinter
 	kubelet   *node.Kubelet
 	tokens    *tokenSource
+	holdErrs  []error // failed republishes and stats while the pods ran
 	started   time.Time
 }
 
@@ -182,7 +183,7 @@ func (ss *session) exitErr(out *outcome) error {
 			}
 		}
 	}
-	for _, e := range out.teardownErrs {
+	for _, e := range append(ss.holdErrs, out.teardownErrs...) {
 		refused = append(refused, e.Error())
 	}
 	switch {

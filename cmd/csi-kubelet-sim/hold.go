@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// holdSchedule is when the kubelet touches a running pod's volumes.
+type holdSchedule struct {
+	syncFrequency   time.Duration
+	republishPeriod time.Duration
+	statsPeriod     time.Duration
+}
+
+// nextSync is the pod worker's requeue after a successful sync:
+// wait.Jitter(syncFrequency, 0.5), or the fixed --republish-period.
+func (h holdSchedule) nextSync() time.Duration {
+	if h.republishPeriod > 0 {
+		return h.republishPeriod
+	}
+	return h.syncFrequency + time.Duration(rand.Float64()*0.5*float64(h.syncFrequency))
+}
+
+// nextStats is wait.JitterUntil(period, 1.0): between 1x and 2x.
+func (h holdSchedule) nextStats() time.Duration {
+	return h.statsPeriod + time.Duration(rand.Float64()*float64(h.statsPeriod))
+}
+
+// hold keeps the pods running for d (forever when d < 0, until ctx ends):
+// each pod sync republishes the volumes of drivers with requiresRepublish,
+// and the stats calculator calls NodeGetVolumeStats, starting at once as
+// the kubelet's does when the pod starts.
+func (ss *session) hold(ctx context.Context, d time.Duration, h holdSchedule) {
+	if d == 0 {
+		return
+	}
+	var end <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		end = t.C
+	}
+	pods := ss.opts.cluster.Pods()
+	republish := false
+	for _, p := range pods {
+		republish = republish || ss.kubelet.RequiresRepublish(p)
+	}
+	syncT := stoppedTimer()
+	if republish && (h.republishPeriod > 0 || h.syncFrequency > 0) {
+		syncT.Reset(h.nextSync())
+	}
+	statsT := stoppedTimer()
+	if h.statsPeriod > 0 {
+		statsT.Reset(0)
+	}
+	defer syncT.Stop()
+	defer statsT.Stop()
+	syncs, stats := 0, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-end:
+			return
+		case <-syncT.C:
+			syncs++
+			for _, p := range pods {
+				ss.holdErrs = append(ss.holdErrs, ss.kubelet.Republish(ctx, p, syncs)...)
+			}
+			syncT.Reset(h.nextSync())
+		case <-statsT.C:
+			stats++
+			for _, p := range pods {
+				ss.holdErrs = append(ss.holdErrs, ss.kubelet.VolumeStats(ctx, p, stats)...)
+			}
+			statsT.Reset(h.nextStats())
+		}
+	}
+}
+
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}

@@ -1,0 +1,90 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+)
+
+// RequiresRepublish tells whether any volume of the pod belongs to a
+// driver whose CSIDriver has requiresRepublish (csiPlugin.RequiresRemount).
+func (k *Kubelet) RequiresRepublish(pod *corev1.Pod) bool {
+	for _, key := range k.sortedMounts(pod) {
+		if k.requiresRemount(k.mounts[key].spec.Driver) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *Kubelet) requiresRemount(driver string) bool {
+	d, ok := k.cluster.CSIDriver(driver)
+	return ok && d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
+}
+
+// Republish is what one pod sync does to a running pod's volumes (KUBELET.md
+// 5): for every mounted volume whose driver requires republish, the mount
+// operation again with isRemount: WaitForAttach, no MountDevice (the device
+// is globally mounted), the whole SetUp with tokens from the kubelet's
+// cache, and the fsGroup walk.
+func (k *Kubelet) Republish(ctx context.Context, pod *corev1.Pod, round int) []error {
+	var errs []error
+	for _, key := range k.sortedMounts(pod) {
+		m := k.mounts[key]
+		if m.status != statusMounted || !k.requiresRemount(m.spec.Driver) {
+			continue
+		}
+		v := m.spec
+		labels := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
+		if v.persistent() && k.attachRequired(v.Driver) {
+			if err := k.waitForAttach(csiclient.WithLabels(ctx, labels), v); err != nil {
+				errs = append(errs, k.volumeFailure(ctx, labels, "MountVolume.WaitForAttach", v, pod, &opError{kind: Transient, err: err}))
+				continue
+			}
+		}
+		label := ""
+		if sv, ok := k.seLinuxVolumes[key.uniqueName]; ok {
+			label = sv.effective
+		}
+		octx, cancel := k.operationContext(ctx, labels)
+		err := k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: label, IsRemount: true})
+		cancel()
+		if err != nil {
+			// The volume stays mounted; remountRequired stays set and the
+			// kubelet retries on the next sync.
+			errs = append(errs, k.volumeFailure(ctx, labels, "MountVolume.SetUp", v, pod, err))
+		}
+	}
+	return errs
+}
+
+// volumeFailure records a failed operation as the kubelet's event.
+func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *volumeSpec, pod *corev1.Pod, err error) error {
+	ve := &VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+	k.trace.Warn(csiclient.WithLabels(ctx, l), fmt.Sprintf("%v (%s)", ve, ve.Kind))
+	return ve
+}
+
+// noteTokenChange tells, on a republish, whether the driver got the same
+// token as last time: the kubelet's token manager renews a token only past
+// 80% of its life or 24 hours (KUBELET.md 4.6).
+func (k *Kubelet) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *volumeSpec, attrs map[string]string, remount bool) {
+	key := string(pod.UID) + "/" + v.SpecName
+	value, ok := attrs[csiclient.TokensKey]
+	if !ok {
+		return
+	}
+	prev, seen := k.lastTokens[key]
+	k.lastTokens[key] = value
+	if !remount || !seen {
+		return
+	}
+	if prev == value {
+		k.trace.Note(ctx, false, "republish: same tokens as the last NodePublishVolume (the kubelet's token cache)")
+	} else {
+		k.trace.Note(ctx, false, "republish: tokens renewed since the last NodePublishVolume")
+	}
+}

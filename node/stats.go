@@ -1,0 +1,74 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+)
+
+// volumeConditionCapability is VOLUME_CONDITION (4), which CSI spec 1.13
+// removed in favour of GET_VOLUME_HEALTH; kubelets up to 1.36 still ask it.
+const volumeConditionCapability = csi.NodeServiceCapability_RPC_Type(4)
+
+// VolumeStats is one round of the kubelet's volume stats calculator for a
+// pod (volume_stat_calculator.go, csi_metrics.go GetMetrics): per mounted
+// volume, a GET_VOLUME_STATS query and NodeGetVolumeStats{volume_id,
+// volume_path} with the target path, never the staging path. It returns the
+// driver's answers that the kubelet would reject.
+func (k *Kubelet) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) []error {
+	var errs []error
+	for _, key := range k.sortedMounts(pod) {
+		m := k.mounts[key]
+		if m.status != statusMounted {
+			continue
+		}
+		v := m.spec
+		l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("GetMetrics#%d", round), Volume: v.SpecName, Pod: podName(pod)}
+		octx, cancel := k.operationContext(ctx, l)
+		err := k.volumeStats(octx, pod, v)
+		cancel()
+		if err != nil {
+			k.trace.Warn(octx, fmt.Sprintf("volume stats of %q: %v", v.SpecName, err))
+			errs = append(errs, fmt.Errorf("volume stats of %q: %w", v.SpecName, err))
+		}
+	}
+	return errs
+}
+
+func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+	if err := k.driverRegistered(v.Driver); err != nil {
+		return transient("%v", err)
+	}
+	ok, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		k.trace.Note(ctx, true, fmt.Sprintf("no GET_VOLUME_STATS: metrics are not supported by driver %s; no call", v.Driver))
+		return nil
+	}
+	// 1.32-1.36 with CSIVolumeHealth: a VOLUME_CONDITION query, and an
+	// answer without usage is accepted (the code was removed in 1.37).
+	healthCheck := k.gates.Enabled(CSIVolumeHealth) && k.cfg.Version.Minor <= 36
+	if healthCheck {
+		if _, err := k.nodeSupports(ctx, volumeConditionCapability); err != nil {
+			return err
+		}
+	}
+	target := k.paths.TargetPath(string(pod.UID), v.SpecName)
+	resp, err := k.nodeClient().NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.Handle, VolumePath: target})
+	if err != nil {
+		return err
+	}
+	if resp.GetUsage() == nil && !(healthCheck && k.cfg.Version.Minor >= 32) {
+		return fmt.Errorf("failed to get usage from response. usage is nil")
+	}
+	for _, u := range resp.GetUsage() {
+		k.trace.Note(ctx, false, fmt.Sprintf("stats %s: used %d of %d, available %d", u.GetUnit(), u.GetUsed(), u.GetTotal(), u.GetAvailable()))
+	}
+	return nil
+}
