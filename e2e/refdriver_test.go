@@ -127,7 +127,7 @@ func TestRefDriverWithoutStaging(t *testing.T) {
 			drv := startRefDriver(t, work, "--stage-unstage=false")
 			root := filepath.Join(work, "root")
 			sim := startSim(t, "run", "-f", sample(t, s.dir), "--endpoint", "unix://"+drv.Sock,
-				"--root-dir", root, "--node-name", simNode, "--hold", "2s", "-o", "json")
+				"--root-dir", root, "--node-name", simNode, "--hold", "2s", "--volume-stats-agg-period", "0", "-o", "json")
 
 			target := targetPath(root, s.podUID, s.specName)
 			waitMounted(t, target, 10*time.Second, sim.exited)

@@ -16,7 +16,7 @@ func TestInterruptDuringHold(t *testing.T) {
 	drv := startRefDriver(t, work)
 	root := filepath.Join(work, "root")
 	sim := startSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock,
-		"--root-dir", root, "--node-name", simNode, "--hold", "forever", "-o", "json")
+		"--root-dir", root, "--node-name", simNode, "--hold", "forever", "--volume-stats-agg-period", "0", "-o", "json")
 
 	target := targetPath(root, stagedUID, "pv-data")
 	staging := stagingPath(root, refDriverName, "vol-data-1")

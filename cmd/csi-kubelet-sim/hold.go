@@ -22,6 +22,14 @@ func (h holdSchedule) nextSync() time.Duration {
 	return h.syncFrequency + time.Duration(rand.Float64()*0.5*float64(h.syncFrequency))
 }
 
+// firstStats: the kubelet starts a pod's stats calculator at the next
+// tick of its fs resource analyzer (every period), and the calculator's
+// first round runs at once; so the first call comes at a random time within
+// one period of the pod's start.
+func (h holdSchedule) firstStats() time.Duration {
+	return time.Duration(rand.Float64() * float64(h.statsPeriod))
+}
+
 // nextStats is wait.JitterUntil(period, 1.0): between 1x and 2x.
 func (h holdSchedule) nextStats() time.Duration {
 	return h.statsPeriod + time.Duration(rand.Float64()*float64(h.statsPeriod))
@@ -29,8 +37,7 @@ func (h holdSchedule) nextStats() time.Duration {
 
 // hold keeps the pods running for d (forever when d < 0, until ctx ends):
 // each pod sync republishes the volumes of drivers with requiresRepublish,
-// and the stats calculator calls NodeGetVolumeStats, starting at once as
-// the kubelet's does when the pod starts.
+// and the stats calculator calls NodeGetVolumeStats.
 func (ss *session) hold(ctx context.Context, d time.Duration, h holdSchedule) {
 	if d == 0 {
 		return
@@ -52,7 +59,7 @@ func (ss *session) hold(ctx context.Context, d time.Duration, h holdSchedule) {
 	}
 	statsT := stoppedTimer()
 	if h.statsPeriod > 0 {
-		statsT.Reset(0)
+		statsT.Reset(h.firstStats())
 	}
 	defer syncT.Stop()
 	defer statsT.Stop()
