@@ -39,6 +39,7 @@ const usage = `csi-kubelet-sim shows a CSI driver exactly what a kubelet sends i
 Usage:
   csi-kubelet-sim run   -f FILE... --endpoint unix:///PATH [flags]   the kubelet's node lifecycle for the pod(s)
   csi-kubelet-sim plan  -f FILE... [--node-capabilities ...]         the same requests, printed, no driver needed
+  csi-kubelet-sim tokens keygen|mint|jwks|serve|verify                 service-account tokens as the API server issues them
   csi-kubelet-sim version
 
 Run 'csi-kubelet-sim COMMAND --help' for a command's flags.
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, s streams) int {
 		err = runRun(ctx, args[1:], s)
 	case "plan":
 		err = runPlan(ctx, args[1:], s)
+	case "tokens":
+		err = runTokens(ctx, args[1:], s)
 	case "version", "--version":
 		fmt.Fprintf(s.Out, "csi-kubelet-sim %s (simulates kubelet 1.%d to 1.%d)\n", version, 30, 37)
 	case "help", "-h", "--help":

@@ -108,8 +108,8 @@ func (o *tokensKeygenOptions) usage() string {
 
 func (o *tokensKeygenOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, "type", o.Type, "key type: rsa (2048 bits), rsa3072, rsa4096, ecdsa or p256, p384, p521")
-	fs.StringVar(&o.PrivateKey, "private-key", o.PrivateKey, "where to write the private key, PEM, mode 0600 (the API server's --service-account-signing-key-file)")
-	fs.StringVar(&o.PublicKey, "public-key", o.PublicKey, "where to write the public key, PKIX PEM, mode 0644 (the API server's --service-account-key-file)")
+	fs.StringVar(&o.PrivateKey, "private-key", o.PrivateKey, "`FILE` to write the private key to, PEM, mode 0600 (the API server's --service-account-signing-key-file)")
+	fs.StringVar(&o.PublicKey, "public-key", o.PublicKey, "`FILE` to write the public key to, PKIX PEM, mode 0644 (the API server's --service-account-key-file)")
 	fs.BoolVar(&o.Force, "force", o.Force, "replace existing files")
 }
 
@@ -181,8 +181,8 @@ func (o *tokensMintOptions) usage() string {
 }
 
 func (o *tokensMintOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.KeyFile, "service-account-key-file", o.KeyFile, "PEM private key that signs the token (RSA, or ECDSA P-256/384/521)")
-	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer (the token's iss)")
+	fs.StringVar(&o.KeyFile, "service-account-key-file", o.KeyFile, "PEM private key `FILE` that signs the token (RSA, or ECDSA P-256/384/521)")
+	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer `URL` (the token's iss)")
 	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences, "the API server's --api-audiences, the audiences of a request without any (default: the issuer)")
 	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "the pod's namespace")
 	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "the pod's serviceAccountName")
@@ -191,10 +191,10 @@ func (o *tokensMintOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodUID, "pod-uid", o.PodUID, "that pod's UID")
 	fs.StringVar(&o.Node, "node", o.Node, "the pod's spec.nodeName (kubernetes.io.node claim; none when empty)")
 	fs.StringVar(&o.NodeUID, "node-uid", o.NodeUID, "the Node's UID (empty: the claim carries the name only, as when the Node object is missing)")
-	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "an audience of the request (repeatable; none: the API audiences, as a CSIDriver tokenRequest with audience \"\")")
-	fs.Var(&o.Expiration, "expiration-seconds", "spec.expirationSeconds (default: unset, which the API server makes 3600)")
+	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "an audience `AUD` of the request (repeatable; none: the API audiences, as a CSIDriver tokenRequest with audience \"\")")
+	fs.Var(&o.Expiration, "expiration-seconds", "spec.expirationSeconds: `N` seconds (default: unset, which the API server makes 3600)")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "text (the token) or json (the TokenRequest status)")
-	fs.Var(&o.Now, "now", "the API server's clock, RFC 3339 (default: the current time); a time in the past makes an expired token")
+	fs.Var(&o.Now, "now", "the API server's clock: a `TIME`, RFC 3339 (default: the current time); a time in the past makes an expired token")
 }
 
 func (o *tokensMintOptions) complete(args []string) error { return noArgs("tokens mint", args) }
@@ -272,7 +272,7 @@ func newTokensJWKSOptions(s streams) *tokensJWKSOptions { return &tokensJWKSOpti
 func (o *tokensJWKSOptions) usage() string { return "tokens jwks --key FILE..." }
 
 func (o *tokensJWKSOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM file of public or private keys (repeatable; every key of every file is published)")
+	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM `FILE` of public or private keys (repeatable; every key of every file is published)")
 }
 
 func (o *tokensJWKSOptions) complete(args []string) error { return noArgs("tokens jwks", args) }
@@ -317,9 +317,9 @@ func (o *tokensServeOptions) usage() string {
 }
 
 func (o *tokensServeOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "service-account-key-file", o.KeyFiles, "PEM file of public or private keys to publish (repeatable), as the API server's flag")
-	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer (the discovery document's issuer)")
-	fs.StringVar(&o.JWKSURI, "jwks-uri", o.JWKSURI, "the API server's --service-account-jwks-uri (default: this server's "+tokens.JWKSPath+")")
+	fs.StringArrayVar(&o.KeyFiles, "service-account-key-file", o.KeyFiles, "PEM `FILE` of public or private keys to publish (repeatable), as the API server's flag")
+	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer `URL` (the discovery document's issuer)")
+	fs.StringVar(&o.JWKSURI, "jwks-uri", o.JWKSURI, "the API server's --service-account-jwks-uri `URL` (default: this server's "+tokens.JWKSPath+")")
 	fs.StringVar(&o.Addr, "addr", o.Addr, "host:port to listen on (port 0: any free port)")
 	fs.BoolVar(&o.AllowNonLoopback, "allow-non-loopback", o.AllowNonLoopback, "allow an --addr that is reachable from other hosts")
 }
@@ -383,12 +383,12 @@ func (o *tokensVerifyOptions) usage() string {
 }
 
 func (o *tokensVerifyOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM file of public or private keys (repeatable)")
-	fs.StringVar(&o.JWKSFile, "jwks", o.JWKSFile, "a JWKS file, such as the output of 'tokens jwks'")
-	fs.StringVar(&o.JWKSURL, "jwks-url", o.JWKSURL, "fetch the JWKS from this URL (loopback hosts only, such as 'tokens serve')")
-	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "the token's aud must hold this audience (repeatable: any of them; default: not checked)")
-	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the token's iss must be this (default: not checked)")
-	fs.Var(&o.Now, "now", "check exp, nbf and iat at this time, RFC 3339 (default: the current time)")
+	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM `FILE` of public or private keys (repeatable)")
+	fs.StringVar(&o.JWKSFile, "jwks", o.JWKSFile, "a JWKS `FILE`, such as the output of 'tokens jwks'")
+	fs.StringVar(&o.JWKSURL, "jwks-url", o.JWKSURL, "fetch the JWKS from this `URL` (loopback hosts only, such as 'tokens serve')")
+	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "the token's aud must hold this audience `AUD` (repeatable: any of them; default: not checked)")
+	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the token's iss must be this `URL` (default: not checked)")
+	fs.Var(&o.Now, "now", "check exp, nbf and iat at this `TIME`, RFC 3339 (default: the current time)")
 }
 
 func (o *tokensVerifyOptions) complete(args []string) error {
