@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sort"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -72,6 +74,7 @@ func (p *Planned) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.C
 func ParseCapabilities(names []string) ([]csi.NodeServiceCapability_RPC_Type, error) {
 	var out []csi.NodeServiceCapability_RPC_Type
 	for _, n := range names {
+		n = strings.TrimPrefix(strings.TrimSpace(n), "NodeServiceCapability_RPC_")
 		if n == "" {
 			continue
 		}
@@ -84,16 +87,19 @@ func ParseCapabilities(names []string) ([]csi.NodeServiceCapability_RPC_Type, er
 	return out, nil
 }
 
+// knownCapabilities lists every named capability but UNKNOWN, in enum
+// order (the numbering has gaps: spec 1.13 dropped VOLUME_CONDITION).
 func knownCapabilities() string {
-	s := ""
-	for i := int32(1); ; i++ {
-		name, ok := csi.NodeServiceCapability_RPC_Type_name[i]
-		if !ok {
-			return s
+	var nums []int
+	for v := range csi.NodeServiceCapability_RPC_Type_name {
+		if v != 0 {
+			nums = append(nums, int(v))
 		}
-		if s != "" {
-			s += ", "
-		}
-		s += name
 	}
+	sort.Ints(nums)
+	names := make([]string, len(nums))
+	for i, v := range nums {
+		names[i] = csi.NodeServiceCapability_RPC_Type_name[int32(v)]
+	}
+	return strings.Join(names, ", ")
 }

@@ -148,7 +148,7 @@ var wantAPIVersion = map[string]string{
 }
 
 func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
-	data, err := yaml.YAMLToJSON(raw)
+	data, err := yaml.YAMLToJSONStrict(raw)
 	if err != nil {
 		return &InputError{src, err}
 	}
@@ -180,7 +180,7 @@ func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 	if err := l.Defaults.apply(obj); err != nil {
 		return &InputError{src, err}
 	}
-	if err := validate(obj); err != nil {
+	if err := validate(obj, l.Defaults); err != nil {
 		return &InputError{src, err}
 	}
 	return c.Add(obj, src)

@@ -15,10 +15,10 @@ import (
 // validate refuses what the API server would refuse outright and the
 // kubelet could not work with, naming the field by its path. Full CSIDriver
 // validation is the `validate` command's job.
-func validate(obj any) error {
+func validate(obj any, opts Defaults) error {
 	switch o := obj.(type) {
 	case *storagev1.CSIDriver:
-		return ValidateCSIDriver(o)
+		return ValidateCSIDriver(o, opts)
 	case *storagev1.VolumeAttachment:
 		return requireName(o.Name)
 	case *corev1.Node:
@@ -81,17 +81,18 @@ func validatePodVolumes(p *corev1.Pod) error {
 // ValidateCSIDriver is the API server's validation of a CSIDriver after
 // defaulting (pkg/apis/storage/validation, KUBELET.md 14.3), with its field
 // paths and messages; the first error is returned.
-func ValidateCSIDriver(d *storagev1.CSIDriver) error {
-	errs := CSIDriverErrors(d)
+func ValidateCSIDriver(d *storagev1.CSIDriver, opts Defaults) error {
+	errs := CSIDriverErrors(d, opts)
 	if len(errs) == 0 {
 		return nil
 	}
 	return errors.New(strings.Join(errs, "; "))
 }
 
-// CSIDriverErrors lists every validation error of a CSIDriver, worded by
+// CSIDriverErrors lists every validation error of a CSIDriver (opts say
+// which gated fields the release requires), worded by
 // apimachinery's field errors as the API server words them.
-func CSIDriverErrors(d *storagev1.CSIDriver) []string {
+func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 	var errs field.ErrorList
 	if d.Name == "" {
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
@@ -111,6 +112,13 @@ func CSIDriverErrors(d *storagev1.CSIDriver) []string {
 	}
 	if s.StorageCapacity == nil {
 		errs = append(errs, field.Required(spec.Child("storageCapacity"), ""))
+	}
+	// The SELinuxMountReadWriteOncePod gate is on in every release simulated.
+	if s.SELinuxMount == nil {
+		errs = append(errs, field.Required(spec.Child("seLinuxMount"), ""))
+	}
+	if opts.PreventPodSchedulingIfMissing && s.PreventPodSchedulingIfMissing == nil {
+		errs = append(errs, field.Required(spec.Child("preventPodSchedulingIfMissing"), ""))
 	}
 	if p := s.FSGroupPolicy; p != nil {
 		switch *p {

@@ -1,0 +1,481 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+)
+
+// fakeCall is one call the fake driver received.
+type fakeCall struct {
+	Method    string // short name: NodePublishVolume
+	Component string // trace label: registrar or kubelet
+	Operation string // trace label: MountDevice, SetUp, TearDown, UnmountDevice, ...
+	Asking    string // for NodeGetCapabilities: the capability being tested
+	Request   proto.Message
+	Err       error // what the fake answered with
+
+	// What was on disk when NodeStage/NodePublish arrived.
+	VolData        string // content of vol_data.json beside the staging/target path ("" if absent)
+	TargetExisted  bool   // NodePublish: target_path itself existed
+	ParentExisted  bool   // NodePublish: the parent of target_path existed
+	StagingExisted bool   // NodeStage: staging_target_path existed
+}
+
+// fakeDriver is a CSI driver for node tests: it records every call with its
+// request, answers with configurable identity and capabilities, returns
+// injected errors, and for NodePublish/NodeUnpublish creates/removes the
+// target dir like a real driver (no mounts).
+type fakeDriver struct {
+	mu sync.Mutex
+
+	Name              string
+	VendorVersion     string
+	NodeID            string
+	MaxVolumesPerNode int64
+	Topology          map[string]string
+	Caps              []csi.NodeServiceCapability_RPC_Type
+
+	// errs holds, per short method name, the answers of the next calls in
+	// order: a nil entry means success. An exhausted queue means success.
+	errs map[string][]error
+
+	// KeepTarget makes NodeUnpublish leave target_path in place (a buggy
+	// driver); LitterTarget makes NodePublish leave a file inside it.
+	KeepTarget   bool
+	LitterTarget bool
+
+	calls []fakeCall
+}
+
+const (
+	testDriver = "hostpath.csi.k8s.io"
+	testNode   = "node-1"
+	testNodeID = "node-1-id"
+)
+
+func newFakeDriver(caps ...csi.NodeServiceCapability_RPC_Type) *fakeDriver {
+	return &fakeDriver{Name: testDriver, VendorVersion: "v1.2.3", NodeID: testNodeID, Caps: caps, errs: map[string][]error{}}
+}
+
+// failNext queues answers for the next calls of method.
+func (f *fakeDriver) failNext(method string, errs ...error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[method] = append(f.errs[method], errs...)
+}
+
+var _ grpc.ClientConnInterface = (*fakeDriver)(nil)
+
+func (f *fakeDriver) Invoke(ctx context.Context, method string, args, reply any, _ ...grpc.CallOption) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	short := path.Base(method)
+	l := csiclient.LabelsFrom(ctx)
+	c := fakeCall{Method: short, Component: l.Component, Operation: l.Operation, Asking: l.Asking}
+	if m, ok := args.(proto.Message); ok {
+		c.Request = proto.Clone(m)
+	}
+	var err error
+	if q := f.errs[short]; len(q) > 0 {
+		err, f.errs[short] = q[0], q[1:]
+	}
+	switch r := args.(type) {
+	case *csi.NodeStageVolumeRequest:
+		c.StagingExisted = isDir(r.StagingTargetPath)
+		c.VolData = readFile(filepath.Join(filepath.Dir(r.StagingTargetPath), "vol_data.json"))
+	case *csi.NodePublishVolumeRequest:
+		c.TargetExisted = exists(r.TargetPath)
+		c.ParentExisted = isDir(filepath.Dir(r.TargetPath))
+		c.VolData = readFile(filepath.Join(filepath.Dir(r.TargetPath), "vol_data.json"))
+	}
+	c.Err = err
+	f.calls = append(f.calls, c)
+	if err != nil {
+		return err
+	}
+
+	var answer proto.Message
+	switch r := args.(type) {
+	case *csi.GetPluginInfoRequest:
+		answer = &csi.GetPluginInfoResponse{Name: f.Name, VendorVersion: f.VendorVersion}
+	case *csi.NodeGetInfoRequest:
+		resp := &csi.NodeGetInfoResponse{NodeId: f.NodeID, MaxVolumesPerNode: f.MaxVolumesPerNode}
+		if f.Topology != nil {
+			resp.AccessibleTopology = &csi.Topology{Segments: f.Topology}
+		}
+		answer = resp
+	case *csi.NodeGetCapabilitiesRequest:
+		resp := &csi.NodeGetCapabilitiesResponse{}
+		for _, t := range f.Caps {
+			resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
+				Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}},
+			})
+		}
+		answer = resp
+	case *csi.NodeStageVolumeRequest, *csi.NodeUnstageVolumeRequest:
+		answer = nil
+	case *csi.NodePublishVolumeRequest:
+		if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		if f.LitterTarget {
+			if err := os.WriteFile(filepath.Join(r.TargetPath, "driver-file"), nil, 0o600); err != nil {
+				return status.Error(codes.Internal, err.Error())
+			}
+		}
+	case *csi.NodeUnpublishVolumeRequest:
+		if !f.KeepTarget {
+			if err := os.Remove(r.TargetPath); err != nil && !os.IsNotExist(err) {
+				return status.Error(codes.Internal, err.Error())
+			}
+		}
+	default:
+		return status.Error(codes.Unimplemented, "fake driver: "+method)
+	}
+	if answer != nil {
+		proto.Merge(reply.(proto.Message), answer)
+	}
+	return nil
+}
+
+func (f *fakeDriver) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, errors.New("fake driver: no streams")
+}
+
+// Calls returns the calls received so far.
+func (f *fakeDriver) Calls() []fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fakeCall(nil), f.calls...)
+}
+
+// reset forgets the calls received so far.
+func (f *fakeDriver) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = nil
+}
+
+// seq renders calls as "Operation:Method" ("Operation:NodeGetCapabilities(ASKING)").
+func seq(calls []fakeCall) []string {
+	out := make([]string, 0, len(calls))
+	for _, c := range calls {
+		s := c.Operation + ":" + c.Method
+		if c.Asking != "" {
+			s += "(" + c.Asking + ")"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// only returns the calls of one method.
+func only(calls []fakeCall, method string) []fakeCall {
+	var out []fakeCall
+	for _, c := range calls {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// one returns the single call of method, failing the test if there is not
+// exactly one.
+func one[T proto.Message](t *testing.T, calls []fakeCall, method string) T {
+	t.Helper()
+	cs := only(calls, method)
+	if len(cs) != 1 {
+		t.Fatalf("want exactly one %s, got %d in %v", method, len(cs), seq(calls))
+	}
+	r, ok := cs[0].Request.(T)
+	if !ok {
+		t.Fatalf("%s request is %T", method, cs[0].Request)
+	}
+	return r
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func readFile(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// testEnv is a registered simulated kubelet on node-1 with a fake driver.
+type testEnv struct {
+	t       *testing.T
+	root    string
+	drv     *fakeDriver
+	cluster *cluster.Cluster
+	trace   *csiclient.Trace
+	k       *Kubelet
+}
+
+type envOption func(*Config)
+
+func withVersion(minor int) envOption { return func(c *Config) { c.Version = Version{Minor: minor} } }
+
+// newEnv loads the manifests, starts a kubelet and registers the driver;
+// the registration calls are forgotten.
+func newEnv(t *testing.T, manifests string, drv *fakeDriver, opts ...envOption) *testEnv {
+	t.Helper()
+	e := newUnregisteredEnv(t, manifests, drv, opts...)
+	if _, err := e.k.Register(context.Background()); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	drv.reset()
+	return e
+}
+
+func newUnregisteredEnv(t *testing.T, manifests string, drv *fakeDriver, opts ...envOption) *testEnv {
+	t.Helper()
+	root := t.TempDir()
+	c := loadManifests(t, manifests)
+	cfg := Config{RootDir: root, NodeName: testNode}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	trace := csiclient.NewTrace()
+	return &testEnv{t: t, root: root, drv: drv, cluster: c, trace: trace, k: New(cfg, c, drv, trace)}
+}
+
+func loadManifests(t *testing.T, manifests string) *cluster.Cluster {
+	t.Helper()
+	l := &cluster.Loader{Stdin: strings.NewReader(manifests), Warn: func(s string) { t.Logf("loader: %s", s) }}
+	c, err := l.Load([]string{"-"})
+	if err != nil {
+		t.Fatalf("loading manifests: %v\n%s", err, manifests)
+	}
+	return c
+}
+
+func (e *testEnv) pod(name string) *corev1.Pod {
+	e.t.Helper()
+	for _, p := range e.cluster.Pods() {
+		if p.Name == name {
+			return p
+		}
+	}
+	e.t.Fatalf("no pod %q", name)
+	return nil
+}
+
+// mount mounts a pod's volumes and returns the result; an unresolved pod
+// fails the test.
+func (e *testEnv) mount(name string) *PodResult {
+	e.t.Helper()
+	res, err := e.k.MountPod(context.Background(), e.pod(name))
+	if err != nil {
+		e.t.Fatalf("MountPod(%s): %v", name, err)
+	}
+	return res
+}
+
+// mountOK mounts and fails the test on any volume error.
+func (e *testEnv) mountOK(name string) *PodResult {
+	e.t.Helper()
+	res := e.mount(name)
+	for _, v := range res.Volumes {
+		if v.Err != nil {
+			e.t.Fatalf("MountPod(%s): volume %s: %v", name, v.PodVolume, v.Err)
+		}
+	}
+	return res
+}
+
+func (e *testEnv) unmount(name string) []error {
+	return e.k.UnmountPod(context.Background(), e.pod(name))
+}
+
+func (e *testEnv) unmountOK(name string) {
+	e.t.Helper()
+	if errs := e.unmount(name); len(errs) > 0 {
+		e.t.Fatalf("UnmountPod(%s): %v", name, errs)
+	}
+}
+
+// volErr returns the error of the pod's only volume result.
+func volErr(t *testing.T, res *PodResult) *VolumeError {
+	t.Helper()
+	if len(res.Volumes) != 1 {
+		t.Fatalf("want 1 volume result, got %d", len(res.Volumes))
+	}
+	err := res.Volumes[0].Err
+	if err == nil {
+		t.Fatalf("volume %s mounted, want an error", res.Volumes[0].PodVolume)
+	}
+	var ve *VolumeError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %T is not a *VolumeError: %v", err, err)
+	}
+	return ve
+}
+
+// ---- manifests ----
+
+// docs joins YAML documents.
+func docs(ds ...string) string { return strings.Join(ds, "\n---\n") }
+
+// csiDriverDoc is a CSIDriver for testDriver with the given spec lines
+// (indented by two spaces, e.g. "attachRequired: false").
+func csiDriverDoc(spec ...string) string {
+	s := "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: " + testDriver + "\nspec:"
+	if len(spec) == 0 {
+		return s + " {}"
+	}
+	for _, l := range spec {
+		s += "\n  " + l
+	}
+	return s
+}
+
+// noAttachDriver is the CSIDriver most tests use: no attach, no pod info.
+var noAttachDriver = csiDriverDoc("attachRequired: false")
+
+// pvDoc is a CSI PV bound to claim default/<claim>; extra lines go under
+// spec. An extra line starting with "csi:" replaces the default csi source,
+// one with "accessModes:" the default [ReadWriteOnce].
+func pvDoc(name, handle, claim string, extra ...string) string {
+	s := fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: %s
+spec:
+  capacity: {storage: 1Gi}
+  claimRef: {namespace: default, name: %s}`, name, claim)
+	hasCSI, hasModes := false, false
+	for _, l := range extra {
+		hasCSI = hasCSI || strings.HasPrefix(l, "csi:")
+		hasModes = hasModes || strings.HasPrefix(l, "accessModes:")
+		s += "\n  " + l
+	}
+	if !hasCSI {
+		s += fmt.Sprintf("\n  csi: {driver: %s, volumeHandle: %s}", testDriver, handle)
+	}
+	if !hasModes {
+		s += "\n  accessModes: [ReadWriteOnce]"
+	}
+	return s
+}
+
+func pvcDoc(name, volumeName string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: %s
+  namespace: default
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+  volumeName: %s`, name, volumeName)
+}
+
+// podDoc is a pod in namespace default; volumes are YAML flow mappings.
+func podDoc(name, uid string, volumes ...string) string {
+	s := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+  uid: %s
+spec:
+  serviceAccountName: app-sa
+  nodeName: node-1
+  containers:
+  - name: app
+    image: busybox
+  volumes:`, name, uid)
+	if len(volumes) == 0 {
+		return s + " []"
+	}
+	for _, v := range volumes {
+		s += "\n  - " + v
+	}
+	return s
+}
+
+func claimVol(name, claim string) string {
+	return fmt.Sprintf("{name: %s, persistentVolumeClaim: {claimName: %s}}", name, claim)
+}
+
+func inlineVol(name string, csiFields string) string {
+	if csiFields != "" {
+		csiFields = ", " + csiFields
+	}
+	return fmt.Sprintf("{name: %s, csi: {driver: %s%s}}", name, testDriver, csiFields)
+}
+
+// vaDoc is the VolumeAttachment of handle on node-1, by its literal name.
+func vaDoc(name, pv string, attached bool, status ...string) string {
+	s := fmt.Sprintf(`apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata:
+  name: %s
+spec:
+  attacher: %s
+  nodeName: node-1
+  source: {persistentVolumeName: %s}
+status:
+  attached: %t`, name, testDriver, pv, attached)
+	for _, l := range status {
+		s += "\n  " + l
+	}
+	return s
+}
+
+// The standard objects: PV pv-1 (handle vol-1) bound to claim data-1, used
+// by pod app-1 (uid pod-uid-1) as volume "data".
+var (
+	pv1      = pvDoc("pv-1", "vol-1", "data-1")
+	pvc1     = pvcDoc("data-1", "pv-1")
+	pod1     = podDoc("app-1", "pod-uid-1", claimVol("data", "data-1"))
+	capStage = csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME
+	capSNMW  = csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER
+	capVMG   = csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
+)
+
+// Literal kubelet facts for the standard objects (KUBELET.md 1.3, 10, 2),
+// computed by hand with python3 hashlib.sha256.
+const (
+	// hex(sha256("vol-1"))
+	sha256Vol1 = "d2e8363faaac7ae76def3b14091d8eb5755f6b92e9531627aeec833a8731cc49"
+	// "csi-" + hex(sha256("vol-1" + "hostpath.csi.k8s.io" + "node-1"))
+	attachmentVol1 = "csi-a5a2e67339ab5660a390dc86be397e784322823ff01f40cf2c01a72c3cab1374"
+	// "csi-" + hex(sha256("pod-uid-1" + "scratch"))
+	inlineHandlePod1Scratch = "csi-c5699e390261e9e6987cb40a451a4e699b550c7b5f2b6574fc12407e6f10fb2f"
+)
+
+// Paths of the standard objects under root, written out (KUBELET.md 1.2, 1.3).
+func targetPV1(root string) string {
+	return root + "/pods/pod-uid-1/volumes/kubernetes.io~csi/pv-1/mount"
+}
+
+func globalmountVol1(root string) string {
+	return root + "/plugins/kubernetes.io/csi/hostpath.csi.k8s.io/" + sha256Vol1 + "/globalmount"
+}

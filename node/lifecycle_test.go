@@ -1,0 +1,389 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+)
+
+// The exact calls of each kubelet operation and the capability queries
+// before them (KUBELET.md 11 "Exact call sequence", appendix 1, 1.5, 1.7).
+func TestCallSequence(t *testing.T) {
+	inlineDriver := csiDriverDoc("attachRequired: false", "volumeLifecycleModes: [Ephemeral]")
+	tests := []struct {
+		name      string
+		manifests string
+		caps      []csi.NodeServiceCapability_RPC_Type
+		wantMount []string
+		wantTear  []string
+	}{
+		{
+			name:      "PV, driver with STAGE_UNSTAGE_VOLUME",
+			manifests: docs(noAttachDriver, pv1, pvc1, pod1),
+			caps:      []csi.NodeServiceCapability_RPC_Type{capStage},
+			wantMount: []string{
+				"MountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
+				"MountDevice:NodeGetCapabilities(VOLUME_MOUNT_GROUP)",
+				"MountDevice:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)",
+				"MountDevice:NodeStageVolume",
+				"SetUp:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
+				"SetUp:NodeGetCapabilities(VOLUME_MOUNT_GROUP)",
+				"SetUp:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)",
+				"SetUp:NodePublishVolume",
+			},
+			wantTear: []string{
+				"TearDown:NodeUnpublishVolume",
+				"UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
+				"UnmountDevice:NodeUnstageVolume",
+			},
+		},
+		{
+			name:      "PV, driver without STAGE_UNSTAGE_VOLUME",
+			manifests: docs(noAttachDriver, pv1, pvc1, pod1),
+			caps:      nil,
+			wantMount: []string{
+				"MountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
+				"SetUp:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
+				"SetUp:NodeGetCapabilities(VOLUME_MOUNT_GROUP)",
+				"SetUp:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)",
+				"SetUp:NodePublishVolume",
+			},
+			wantTear: []string{"TearDown:NodeUnpublishVolume"},
+		},
+		{
+			name:      "inline volume",
+			manifests: docs(inlineDriver, podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))),
+			caps:      nil,
+			wantMount: []string{
+				"SetUp:NodeGetCapabilities(VOLUME_MOUNT_GROUP)",
+				"SetUp:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)",
+				"SetUp:NodePublishVolume",
+			},
+			wantTear: []string{"TearDown:NodeUnpublishVolume"},
+		},
+		{
+			name:      "inline volume, driver with STAGE_UNSTAGE_VOLUME: still no staging",
+			manifests: docs(inlineDriver, podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))),
+			caps:      []csi.NodeServiceCapability_RPC_Type{capStage, capSNMW, capVMG},
+			wantMount: []string{
+				"SetUp:NodeGetCapabilities(VOLUME_MOUNT_GROUP)",
+				"SetUp:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)",
+				"SetUp:NodePublishVolume",
+			},
+			wantTear: []string{"TearDown:NodeUnpublishVolume"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.manifests, newFakeDriver(tc.caps...))
+			e.mountOK("app-1")
+			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.wantMount) {
+				t.Errorf("mount calls:\n got %q\nwant %q", got, tc.wantMount)
+			}
+			e.drv.reset()
+			e.unmountOK("app-1")
+			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.wantTear) {
+				t.Errorf("teardown calls:\n got %q\nwant %q", got, tc.wantTear)
+			}
+		})
+	}
+}
+
+// A device used by two pods is staged once, and unstaged only after both
+// pods' NodeUnpublish (KUBELET.md 12 "Order on pod deletion").
+func TestSharedDeviceUnstagedAfterLastPod(t *testing.T) {
+	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1,
+		podDoc("app-2", "pod-uid-2", claimVol("shared", "data-1"))), newFakeDriver(capStage))
+
+	e.mountOK("app-1")
+	e.drv.reset()
+	e.mountOK("app-2")
+	wantSecond := []string{
+		"SetUp:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
+		"SetUp:NodeGetCapabilities(VOLUME_MOUNT_GROUP)",
+		"SetUp:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)",
+		"SetUp:NodePublishVolume",
+	}
+	if got := seq(e.drv.Calls()); !slices.Equal(got, wantSecond) {
+		t.Errorf("second pod: device already staged, want only SetUp:\n got %q\nwant %q", got, wantSecond)
+	}
+	req := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume")
+	if got, want := req.GetTargetPath(), e.root+"/pods/pod-uid-2/volumes/kubernetes.io~csi/pv-1/mount"; got != want {
+		t.Errorf("second pod target_path = %q, want %q", got, want)
+	}
+
+	e.drv.reset()
+	e.unmountOK("app-1")
+	if got, want := seq(e.drv.Calls()), []string{"TearDown:NodeUnpublishVolume"}; !slices.Equal(got, want) {
+		t.Errorf("first pod deleted: got %q, want %q (no unstage while app-2 uses the device)", got, want)
+	}
+	if !isDir(globalmountVol1(e.root)) {
+		t.Errorf("globalmount removed while app-2 still uses it")
+	}
+
+	e.drv.reset()
+	e.unmountOK("app-2")
+	want := []string{
+		"TearDown:NodeUnpublishVolume",
+		"UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
+		"UnmountDevice:NodeUnstageVolume",
+	}
+	if got := seq(e.drv.Calls()); !slices.Equal(got, want) {
+		t.Errorf("last pod deleted:\n got %q\nwant %q", got, want)
+	}
+}
+
+// KUBELET.md 8: a PV whose only access mode is ReadWriteOncePod cannot be
+// mounted by a second pod on the node.
+func TestReadWriteOncePodSecondPod(t *testing.T) {
+	e := newEnv(t, docs(noAttachDriver,
+		pvDoc("pv-1", "vol-1", "data-1", "accessModes: [ReadWriteOncePod]"), pvc1, pod1,
+		podDoc("app-2", "pod-uid-2", claimVol("data", "data-1"))), newFakeDriver(capStage))
+	e.mountOK("app-1")
+	e.drv.reset()
+
+	ve := volErr(t, e.mount("app-2"))
+	const want = `MountVolume.SetUp failed for volume "pv-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`
+	if ve.Error() != want {
+		t.Errorf("error = %q, want %q", ve.Error(), want)
+	}
+	if calls := e.drv.Calls(); len(calls) != 0 {
+		t.Errorf("second pod reached the driver: %q", seq(calls))
+	}
+
+	// Once the first pod is gone, the second one mounts.
+	e.unmountOK("app-1")
+	e.drv.reset()
+	e.mountOK("app-2")
+}
+
+// KUBELET.md 2: the lifecycle mode check at the start of SetUpAt, its exact
+// texts, and that it is transient (no RPC of SetUp, nothing to clean up).
+func TestVolumeLifecycleModeCheck(t *testing.T) {
+	tests := []struct {
+		name      string
+		manifests string
+		want      string
+	}{
+		{
+			name:      "inline, no CSIDriver object",
+			manifests: podDoc("app-1", "pod-uid-1", inlineVol("scratch", "")),
+			want:      `kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver hostpath.csi.k8s.io (no CSIDriver object)`,
+		},
+		{
+			name:      "inline, CSIDriver defaulted to Persistent only",
+			manifests: docs(noAttachDriver, podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))),
+			want:      `kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver hostpath.csi.k8s.io (only supports ["Persistent"])`,
+		},
+		{
+			name:      "PV, CSIDriver lists only Ephemeral",
+			manifests: docs(csiDriverDoc("attachRequired: false", "volumeLifecycleModes: [Ephemeral]"), pv1, pvc1, pod1),
+			want:      `kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Persistent" not supported by driver hostpath.csi.k8s.io (only supports ["Ephemeral"])`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.manifests, newFakeDriver())
+			ve := volErr(t, e.mount("app-1"))
+			if ve.Err.Error() != tc.want {
+				t.Errorf("error = %q, want %q", ve.Err, tc.want)
+			}
+			if ve.Kind != Transient {
+				t.Errorf("kind = %v, want transient", ve.Kind)
+			}
+			if ve.Operation != "MountVolume.SetUp" {
+				t.Errorf("operation = %q, want MountVolume.SetUp", ve.Operation)
+			}
+			for _, c := range e.drv.Calls() {
+				if c.Operation == "SetUp" {
+					t.Errorf("SetUp reached the driver: %s", c.Method)
+				}
+			}
+			if entries, _ := os.ReadDir(e.root + "/pods/pod-uid-1/volumes/kubernetes.io~csi"); len(entries) != 0 {
+				t.Errorf("SetUp created volume dirs: %v", entries)
+			}
+		})
+	}
+}
+
+// Both lifecycle modes listed: both kinds mount.
+func TestVolumeLifecycleModeBoth(t *testing.T) {
+	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "volumeLifecycleModes: [Persistent, Ephemeral]"),
+		pv1, pvc1, podDoc("app-1", "pod-uid-1", claimVol("data", "data-1"), inlineVol("scratch", ""))), newFakeDriver())
+	res := e.mountOK("app-1")
+	got := []string{string(res.Volumes[0].Mode), string(res.Volumes[1].Mode)}
+	if want := []string{"Persistent", "Ephemeral"}; !slices.Equal(got, want) {
+		t.Errorf("modes = %q, want %q", got, want)
+	}
+}
+
+// KUBELET.md 13: a volume naming a driver that is not registered fails
+// with the kubelet's text, as a transient error, before any RPC.
+func TestVolumeOfUnregisteredDriver(t *testing.T) {
+	const other = "other.csi.example.com"
+	otherPV := strings.ReplaceAll(pv1, "driver: "+testDriver, "driver: "+other)
+	otherDriver := strings.ReplaceAll(noAttachDriver, "name: "+testDriver, "name: "+other)
+	tests := []struct {
+		name      string
+		manifests string
+		wantOp    string
+		want      string
+	}{
+		{
+			name:      "PV",
+			manifests: docs(otherDriver, otherPV, pvc1, pod1),
+			wantOp:    "MountVolume.MountDevice",
+			want:      "kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name other.csi.example.com not found in the list of registered CSI drivers",
+		},
+		{
+			name: "inline",
+			manifests: docs(strings.ReplaceAll(csiDriverDoc("volumeLifecycleModes: [Ephemeral]"), "name: "+testDriver, "name: "+other),
+				podDoc("app-1", "pod-uid-1", "{name: scratch, csi: {driver: other.csi.example.com}}")),
+			wantOp: "MountVolume.SetUp",
+			want:   "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name other.csi.example.com not found in the list of registered CSI drivers",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.manifests, newFakeDriver(capStage))
+			ve := volErr(t, e.mount("app-1"))
+			if ve.Err.Error() != tc.want {
+				t.Errorf("error = %q, want %q", ve.Err, tc.want)
+			}
+			if ve.Operation != tc.wantOp || ve.Kind != Transient {
+				t.Errorf("operation, kind = %q, %v; want %q, transient", ve.Operation, ve.Kind, tc.wantOp)
+			}
+			if calls := e.drv.Calls(); len(calls) != 0 {
+				t.Errorf("driver called: %q", seq(calls))
+			}
+		})
+	}
+}
+
+// The pod's data dirs are pre-created with 0750 (KUBELET.md 1.1).
+func TestMakePodDataDirs(t *testing.T) {
+	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver())
+	e.mountOK("app-1")
+	for _, d := range []string{"/pods/pod-uid-1", "/pods/pod-uid-1/volumes", "/pods/pod-uid-1/plugins"} {
+		fi, err := os.Stat(e.root + d)
+		if err != nil {
+			t.Errorf("%s: %v", d, err)
+			continue
+		}
+		if !fi.IsDir() || fi.Mode().Perm() != 0o750 {
+			t.Errorf("%s: mode %v, want a 0750 directory", d, fi.Mode())
+		}
+	}
+}
+
+// Claims are resolved like the desired-state populator does; inputs the
+// kubelet could not resolve are errors naming where the bad object is.
+func TestResolveClaims(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		objects []string // written to claims.yaml
+		want    []string // substrings of the error
+	}{
+		{
+			name:    "claim without volumeName",
+			objects: []string{noAttachDriver, strings.Replace(pvc1, "\n  volumeName: pv-1", "", 1), pod1},
+			want:    []string{"claims.yaml: document 2: spec.volumeName:", "PVC default/data-1", `empty pvc.Spec.VolumeName ("")`},
+		},
+		{
+			name:    "PV not found",
+			objects: []string{noAttachDriver, pvcDoc("data-1", "pv-missing"), pod1},
+			want:    []string{"claims.yaml: document 2: spec.volumeName: PersistentVolume \"pv-missing\" not found"},
+		},
+		{
+			name:    "claim not found",
+			objects: []string{noAttachDriver, pod1},
+			want:    []string{"claims.yaml: document 2: spec.volumes[0] (data):", `persistentvolumeclaims "data-1" not found`},
+		},
+		{
+			name:    "Block volume",
+			objects: []string{noAttachDriver, pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), pvc1, pod1},
+			want:    []string{"claims.yaml: document 2: spec.volumeMode: Block volumes are not simulated yet"},
+		},
+		{
+			name:    "PV bound to another claim",
+			objects: []string{noAttachDriver, pvDoc("pv-1", "vol-1", "someone-else"), pvc1, pod1},
+			want:    []string{"claims.yaml: document 2: spec.claimRef: PV pv-1 is bound to default/someone-else, not to claim default/data-1"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := dir + "/claims.yaml"
+			if err := os.WriteFile(file, []byte(docs(tc.objects...)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := (&cluster.Loader{}).Load([]string{file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			drv := newFakeDriver()
+			k := New(Config{RootDir: t.TempDir(), NodeName: testNode}, c, drv, csiclient.NewTrace())
+			_, err = k.MountPod(context.Background(), c.Pods()[0])
+			if err == nil {
+				t.Fatal("MountPod succeeded")
+			}
+			var ie *cluster.InputError
+			if !errors.As(err, &ie) {
+				t.Errorf("error %T is not a *cluster.InputError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if len(drv.Calls()) != 0 {
+				t.Errorf("driver called")
+			}
+		})
+	}
+}
+
+// Volumes the kubelet would not mount through CSI are reported as skipped.
+func TestSkippedVolumes(t *testing.T) {
+	nfsPV := `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: nfs-pv}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteMany]
+  nfs: {server: nfs.example.com, path: /export}`
+	e := newEnv(t, docs(noAttachDriver, nfsPV, pvcDoc("nfs", "nfs-pv"),
+		podDoc("app-1", "pod-uid-1", "{name: cache, emptyDir: {}}", claimVol("shared", "nfs"))), newFakeDriver())
+	res := e.mountOK("app-1")
+	want := []SkippedVolume{{Name: "cache", Reason: "not a CSI volume"}, {Name: "shared", Reason: "PV nfs-pv is not a CSI volume"}}
+	if !slices.Equal(res.Skipped, want) {
+		t.Errorf("skipped = %+v, want %+v", res.Skipped, want)
+	}
+	if len(res.Volumes) != 0 || len(e.drv.Calls()) != 0 {
+		t.Errorf("volumes = %+v, calls = %q; want none", res.Volumes, seq(e.drv.Calls()))
+	}
+}
+
+// A generic ephemeral volume's claim is <pod>-<volume>; paths use its PV
+// name and readonly is false (KUBELET.md 1.2, 8).
+func TestGenericEphemeralVolume(t *testing.T) {
+	e := newEnv(t, docs(noAttachDriver, pvDoc("pv-eph", "vol-1", "app-1-scratch"), pvcDoc("app-1-scratch", "pv-eph"),
+		podDoc("app-1", "pod-uid-1", "{name: scratch, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}}")),
+		newFakeDriver())
+	e.mountOK("app-1")
+	req := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume")
+	if want := e.root + "/pods/pod-uid-1/volumes/kubernetes.io~csi/pv-eph/mount"; req.GetTargetPath() != want || req.GetReadonly() {
+		t.Errorf("target_path %q readonly %t; want %q, false", req.GetTargetPath(), req.GetReadonly(), want)
+	}
+	if got := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeId(); got != "vol-1" {
+		t.Errorf("volume_id = %q", got)
+	}
+}

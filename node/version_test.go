@@ -1,0 +1,59 @@
+package node
+
+import "testing"
+
+func TestParseVersion(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int
+		wantErr string
+	}{
+		{"1.36", 36, ""},
+		{"v1.36", 36, ""},
+		{"v1.36.3", 36, ""},
+		{"1.30", 30, ""},
+		{"1.37", 37, ""},
+		{"1.29", 0, `kubelet version "1.29": want 1.30 to 1.37`},
+		{"1.38", 0, `kubelet version "1.38": want 1.30 to 1.37`},
+		{"2.1", 0, `kubelet version "2.1": want 1.30 to 1.37`},
+		{"1", 0, `kubelet version "1": want 1.30 to 1.37`},
+		{"1.x", 0, `kubelet version "1.x": want 1.30 to 1.37`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			v, err := ParseVersion(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Errorf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || v.Minor != tc.want {
+				t.Errorf("ParseVersion = %+v, %v; want minor %d", v, err, tc.want)
+			}
+		})
+	}
+}
+
+// KUBELET.md 12: uncertain capability errors since 1.36.
+func TestCapabilityErrorsUncertain(t *testing.T) {
+	for minor, want := range map[int]bool{30: false, 35: false, 36: true, 37: true} {
+		if got := (Version{Minor: minor}).CapabilityErrorsUncertain(); got != want {
+			t.Errorf("1.%d: %t, want %t", minor, got, want)
+		}
+	}
+	if s := (Version{Minor: 36}).String(); s != "1.36" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+// New fills the defaults: 1.37 and the kubelet's 2 minute csiTimeout.
+func TestNewDefaults(t *testing.T) {
+	k := New(Config{RootDir: "/r"}, nil, newFakeDriver(), nil)
+	if k.cfg.Version.Minor != 37 || k.cfg.Timeout.String() != "2m0s" {
+		t.Errorf("defaults: version %v, timeout %v", k.cfg.Version, k.cfg.Timeout)
+	}
+	if k.Paths().Root != "/r" {
+		t.Errorf("Paths().Root = %q", k.Paths().Root)
+	}
+}
