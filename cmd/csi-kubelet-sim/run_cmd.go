@@ -20,6 +20,7 @@ type runOptions struct {
 	SyncFrequency   time.Duration
 	RepublishPeriod time.Duration
 	StatsPeriod     time.Duration
+	ServeOIDC       string
 
 	endpoint csiclient.Endpoint
 	hold     time.Duration // <0: until interrupted
@@ -34,6 +35,7 @@ func runRun(ctx context.Context, args []string, s streams) error {
 	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C)")
 	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period: a pod is synced (and requiresRepublish volumes republished) every sync-frequency plus up to 50% jitter")
 	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the sync frequency with jitter (for fast tests)")
+	fs.StringVar(&o.ServeOIDC, "serve-oidc", "", "serve the issuer's OIDC discovery and JWKS on this loopback address (e.g. 127.0.0.1:0) during the run")
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
 	if err := fs.Parse(args); err != nil {
 		return withCode(exitUsage, err)
@@ -55,6 +57,17 @@ func runRun(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	ss := newSession("run", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, false, createdDirs)
+	if o.ServeOIDC != "" {
+		octx, stop := context.WithCancel(ctx)
+		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
+		if err != nil {
+			stop()
+			removeDirs(createdDirs)
+			return err
+		}
+		defer func() { stop(); _ = wait() }()
+		ss.announce(fmt.Sprintf("OIDC discovery for issuer %s at %s/.well-known/openid-configuration, keys at %s/openid/v1/jwks", o.Issuer, base, base))
+	}
 	out := ss.lifecycle(ctx, func(ctx context.Context) { ss.hold(ctx, o.hold, o.holdSchedule()) })
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)

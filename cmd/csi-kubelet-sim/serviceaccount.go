@@ -53,6 +53,12 @@ type tokenSource struct {
 	err     error
 }
 
+// Issuer builds the token path now, if not yet, and returns the issuer.
+func (t *tokenSource) Issuer() (*tokens.Issuer, error) {
+	t.once.Do(func() { t.manager, t.issuer, t.err = t.build() })
+	return t.issuer, t.err
+}
+
 // Token answers the kubelet's TokenRequest.
 func (t *tokenSource) Token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	t.once.Do(func() { t.manager, t.issuer, t.err = t.build() })
@@ -95,4 +101,27 @@ func (o *serviceAccountOptions) newTokenSource(c *cluster.Cluster, warn func(str
 		}
 		return tokens.NewManager(issuer, tokens.WithLogf(nil)), issuer, nil
 	}}
+}
+
+// serveOIDC serves the issuer's discovery document and keys on addr (the
+// API server's /.well-known/openid-configuration and /openid/v1/jwks) until
+// ctx ends, so a driver can verify the tokens it gets as it would in a
+// cluster. It returns the base URL and a wait for the server to stop.
+func serveOIDC(ctx context.Context, addr string, ts *tokenSource) (string, func() error, error) {
+	if err := tokens.CheckLoopbackAddr(addr); err != nil {
+		return "", nil, withCode(exitUsage, fmt.Errorf("--serve-oidc: %w", err))
+	}
+	issuer, err := ts.Issuer()
+	if err != nil {
+		return "", nil, withCode(exitUsage, fmt.Errorf("service account issuer: %w", err))
+	}
+	h, err := tokens.NewOIDCHandler(issuer.IssuerURL(), "", issuer.PublicKey())
+	if err != nil {
+		return "", nil, withCode(exitUsage, fmt.Errorf("--serve-oidc: %w", err))
+	}
+	base, wait, err := tokens.ServeOIDC(ctx, addr, h)
+	if err != nil {
+		return "", nil, withCode(exitEnvironment, fmt.Errorf("--serve-oidc %s: %w", addr, err))
+	}
+	return base, wait, nil
 }

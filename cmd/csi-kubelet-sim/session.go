@@ -74,6 +74,15 @@ type outcome struct {
 	regErr       error
 }
 
+// announce tells the user something about the run before it starts.
+func (ss *session) announce(msg string) {
+	if ss.json != nil {
+		ss.json.Object(map[string]any{"kind": "info", "text": msg})
+		return
+	}
+	ss.text.Printf("%s\n", msg)
+}
+
 func (ss *session) header() {
 	if ss.text == nil {
 		return
