@@ -32,6 +32,8 @@ type Config struct {
 	Gates *FeatureGates
 	// SELinux is the node's SELinux.
 	SELinux SELinux
+	// Retry bounds the kubelet's retries of failed operations.
+	Retry Retry
 	// DryRun: nothing is really mounted (`plan`), so the kubelet's own
 	// work on the mounted volume (fsGroup, mount checks) is only described.
 	DryRun bool

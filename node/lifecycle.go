@@ -92,7 +92,8 @@ func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod) (*PodResult, er
 			Mode:       v.Mode,
 			TargetPath: k.paths.TargetPath(string(pod.UID), v.SpecName),
 		}
-		if err := k.mountVolume(ctx, pod, v); err != nil {
+		l := csiclient.Labels{Component: "kubelet", Operation: "MountVolume", Volume: v.SpecName, Pod: podName(pod)}
+		if err := k.withRetry(ctx, l, func(int) error { return k.mountVolume(ctx, pod, v) }); err != nil {
 			vr.Err = err
 		} else {
 			vr.Published = true
@@ -205,9 +206,11 @@ func (k *Kubelet) UnmountPod(ctx context.Context, pod *corev1.Pod) []error {
 	for _, key := range k.sortedMounts(pod) {
 		m := k.mounts[key]
 		l := csiclient.Labels{Component: "kubelet", Operation: "TearDown", Volume: m.spec.SpecName, Pod: podName(pod)}
-		octx, cancel := k.operationContext(ctx, l)
-		err := k.tearDown(octx, pod, m.spec)
-		cancel()
+		err := k.withRetry(ctx, l, func(int) error {
+			octx, cancel := k.operationContext(ctx, l)
+			defer cancel()
+			return k.tearDown(octx, pod, m.spec)
+		})
 		if err != nil {
 			ve := &VolumeError{Operation: "UnmountVolume.TearDown", Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
 			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
@@ -229,9 +232,11 @@ func (k *Kubelet) unmountDevices(ctx context.Context) []error {
 		}
 		d := k.devices[unique]
 		l := csiclient.Labels{Component: "kubelet", Operation: "UnmountDevice", Volume: d.spec.SpecName}
-		octx, cancel := k.operationContext(ctx, l)
-		err := k.unmountDevice(octx, d.driver, d.handle)
-		cancel()
+		err := k.withRetry(ctx, l, func(int) error {
+			octx, cancel := k.operationContext(ctx, l)
+			defer cancel()
+			return k.unmountDevice(octx, d.driver, d.handle)
+		})
 		if err != nil {
 			ve := &VolumeError{Operation: "UnmountDevice", Volume: d.spec.SpecName, Kind: kindOf(err), Err: err}
 			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())

@@ -28,6 +28,8 @@ type commonOptions struct {
 	Timeout        time.Duration
 	Verbose        int
 	PodUID         string
+	MaxAttempts    int
+	RetryFor       time.Duration
 	VolumeHandle   string
 	serviceAccountOptions
 
@@ -48,6 +50,8 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
 	fs.DurationVar(&o.Timeout, "timeout", node.DefaultTimeout, "timeout of each kubelet operation, as the kubelet's csiTimeout")
 	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail: the kubelet's own steps (directories, files, objects read)")
+	fs.IntVar(&o.MaxAttempts, "max-attempts", 1, "attempts per kubelet operation; a real kubelet retries forever with its backoff (500ms doubling to 2m2s)")
+	fs.DurationVar(&o.RetryFor, "retry-for", 0, "keep retrying a failed operation with the kubelet's backoff for this long")
 	fs.StringVar(&o.PodUID, "pod-uid", "", "UID of the default pod (used when the manifests hold no Pod)")
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
 	o.serviceAccountOptions.addFlags(fs)

@@ -55,6 +55,7 @@ func newSession(command string, o *commonOptions, s streams, conn grpc.ClientCon
 		Gates:    o.gates,
 		SELinux:  node.SELinux{Enabled: o.SELinux, Level: o.SELinuxLevel},
 		DryRun:   planned,
+		Retry:    node.Retry{MaxAttempts: o.MaxAttempts, For: o.RetryFor},
 	}, o.cluster, conn, ss.trace)
 	ss.tokens = o.newTokenSource(o.cluster, func(msg string) {
 		ss.trace.Warn(context.Background(), "API server: "+msg)
