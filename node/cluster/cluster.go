@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -119,12 +120,13 @@ func (c *Cluster) CSIDriver(name string) (*storagev1.CSIDriver, bool) {
 	return d, ok
 }
 
-// CSIDrivers returns every CSIDriver object.
+// CSIDrivers returns every CSIDriver object, sorted by name.
 func (c *Cluster) CSIDrivers() []*storagev1.CSIDriver {
 	out := make([]*storagev1.CSIDriver, 0, len(c.csiDrivers))
 	for _, d := range c.csiDrivers {
 		out = append(out, d)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -165,4 +167,14 @@ func (c *Cluster) VolumeAttachment(name string) (*storagev1.VolumeAttachment, bo
 func (c *Cluster) Node(name string) (*corev1.Node, bool) {
 	n, ok := c.nodes[name]
 	return n, ok
+}
+
+// PersistentVolumes returns every PV, sorted by name.
+func (c *Cluster) PersistentVolumes() []*corev1.PersistentVolume {
+	out := make([]*corev1.PersistentVolume, 0, len(c.pvs))
+	for _, pv := range c.pvs {
+		out = append(out, pv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

@@ -37,6 +37,9 @@ type Loader struct {
 	Defaults Defaults
 	// Warn receives what is skipped (kinds the kubelet does not read).
 	Warn func(string)
+	// NoValidation loads objects the API server would refuse, for the
+	// validate command, which reports every error rather than the first.
+	NoValidation bool
 }
 
 // Load reads every path into one cluster.
@@ -179,6 +182,9 @@ func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 	}
 	if err := l.Defaults.apply(obj); err != nil {
 		return &InputError{src, err}
+	}
+	if l.NoValidation {
+		return c.Add(obj, src)
 	}
 	if err := validate(obj, l.Defaults); err != nil {
 		return &InputError{src, err}

@@ -160,3 +160,36 @@ func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 	}
 	return out
 }
+
+// CSIDriverWarnings are the API server's warnings on creating a CSIDriver
+// (pkg/registry/storage/csidriver/strategy.go).
+func CSIDriverWarnings(d *storagev1.CSIDriver) []string {
+	if len(d.Spec.TokenRequests) > 0 && d.Spec.ServiceAccountTokenInSecrets == nil {
+		return []string{"spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes"}
+	}
+	return nil
+}
+
+// DriverNameErrors is ValidateCSIDriverName (pkg/apis/core/validation), the
+// check of the driver name in a PV or an inline volume: at most 63
+// characters, a DNS-1123 subdomain after lower-casing, so a name in upper
+// case passes here yet matches no CSIDriver object.
+func DriverNameErrors(name string, path *field.Path) []string {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(path, ""))
+	}
+	if len(name) > 63 {
+		errs = append(errs, field.TooLong(path, "", 63))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(name)) {
+		if name != "" {
+			errs = append(errs, field.Invalid(path, name, msg))
+		}
+	}
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
