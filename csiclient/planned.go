@@ -31,7 +31,7 @@ var _ grpc.ClientConnInterface = (*Planned)(nil)
 
 // Invoke fills reply as a driver with the planned identity and capabilities
 // would; every node operation succeeds.
-func (p *Planned) Invoke(_ context.Context, method string, _, reply any, _ ...grpc.CallOption) error {
+func (p *Planned) Invoke(_ context.Context, method string, args, reply any, _ ...grpc.CallOption) error {
 	var answer proto.Message
 	switch path.Base(method) {
 	case "GetPluginInfo":
@@ -50,6 +50,11 @@ func (p *Planned) Invoke(_ context.Context, method string, _, reply any, _ ...gr
 			})
 		}
 		answer = resp
+	case "NodeExpandVolume":
+		req, _ := args.(*csi.NodeExpandVolumeRequest)
+		answer = &csi.NodeExpandVolumeResponse{CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}
+	case "NodeGetVolumeStats":
+		answer = &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES}}}
 	case "NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume", "NodeUnpublishVolume":
 		return nil // empty responses: reply is already zero
 	default:

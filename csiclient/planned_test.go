@@ -52,9 +52,13 @@ func TestPlannedAnswers(t *testing.T) {
 	if _, err := n.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{}); err != nil {
 		t.Errorf("NodeUnstageVolume: %v", err)
 	}
-	_, err = n.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{})
-	if status.Code(err) != codes.Unimplemented || status.Convert(err).Message() != "plan: /csi.v1.Node/NodeExpandVolume is not planned" {
-		t.Errorf("NodeExpandVolume: %v", err)
+	er, err := n.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{CapacityRange: &csi.CapacityRange{RequiredBytes: 5 << 30}})
+	if err != nil || er.GetCapacityBytes() != 5<<30 {
+		t.Errorf("NodeExpandVolume = %v, %v; want the required bytes back", er, err)
+	}
+	_, err = csi.NewControllerClient(p).ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{})
+	if status.Code(err) != codes.Unimplemented || status.Convert(err).Message() != "plan: /csi.v1.Controller/ControllerPublishVolume is not planned" {
+		t.Errorf("ControllerPublishVolume: %v", err)
 	}
 }
 

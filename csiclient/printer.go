@@ -134,6 +134,8 @@ func (p *TextPrinter) detailFields(c Call) [][2]string {
 		"NodePublishVolume":   {"volume_id", "staging_target_path", "target_path", "volume_capability", "readonly", "publish_context", "volume_context", "secrets"},
 		"NodeUnpublishVolume": {"volume_id", "target_path"},
 		"NodeUnstageVolume":   {"volume_id", "staging_target_path"},
+		"NodeExpandVolume":    {"volume_id", "volume_path", "staging_target_path", "capacity_range", "volume_capability", "secrets"},
+		"NodeGetVolumeStats":  {"volume_id", "volume_path", "staging_target_path"},
 	}[c.Method]
 	if order == nil || c.Request == nil {
 		return nil

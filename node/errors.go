@@ -97,14 +97,21 @@ func pluginLog(format string, a ...any) string {
 // `MountVolume.SetUp failed for volume "pv-1" : <cause>`.
 type VolumeError struct {
 	Operation string // MountVolume.SetUp, MountVolume.MountDevice, ...
-	Volume    string // volume.Spec.Name(): the PV name, or the inline volume's name
-	Pod       string
-	Kind      Kind
-	Err       error
+	// Prefix replaces "<Operation> failed" where the kubelet words the event
+	// otherwise ("MountVolume.Setup failed while expanding volume").
+	Prefix string
+	Volume string // volume.Spec.Name(): the PV name, or the inline volume's name
+	Pod    string
+	Kind   Kind
+	Err    error
 }
 
 func (e *VolumeError) Error() string {
-	return fmt.Sprintf("%s failed for volume %q : %v", e.Operation, e.Volume, e.Err)
+	prefix := e.Prefix
+	if prefix == "" {
+		prefix = e.Operation + " failed"
+	}
+	return fmt.Sprintf("%s for volume %q : %v", prefix, e.Volume, e.Err)
 }
 
 func (e *VolumeError) Unwrap() error { return e.Err }

@@ -185,6 +185,14 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
+	l.Operation = "NodeExpand"
+	octx, cancel = k.operationContext(ctx, l)
+	defer cancel()
+	if err := k.expandDuringMount(octx, pod, v); err != nil {
+		ve := &VolumeError{Operation: "MountVolume.NodeExpandVolume", Prefix: "MountVolume.Setup failed while expanding volume", Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+		k.trace.Warn(csiclient.WithLabels(ctx, l), fmt.Sprintf("%v (%s)", ve, ve.Kind))
+		return ve
+	}
 	return nil
 }
 

@@ -23,7 +23,9 @@ type volumeSpec struct {
 	FSType     string
 	Attributes map[string]string
 	// PV is set for persistent volumes, nil for inline ones.
-	PV               *corev1.PersistentVolume
+	PV *corev1.PersistentVolume
+	// PVC is the claim bound to PV.
+	PVC              *corev1.PersistentVolumeClaim
 	StageSecretRef   *corev1.SecretReference
 	PublishSecretRef *corev1.SecretReference
 }
@@ -159,6 +161,7 @@ func claimSpec(c *cluster.Cluster, pod *corev1.Pod, podVolume, claim string, rea
 		FSType:           csiSrc.FSType,
 		Attributes:       csiSrc.VolumeAttributes,
 		PV:               pv,
+		PVC:              pvc,
 		StageSecretRef:   csiSrc.NodeStageSecretRef,
 		PublishSecretRef: csiSrc.NodePublishSecretRef,
 	}, "", nil

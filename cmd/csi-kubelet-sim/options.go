@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -29,6 +30,7 @@ type commonOptions struct {
 	Verbose        int
 	PodUID         string
 	MaxAttempts    int
+	ExpandTo       string
 	RetryFor       time.Duration
 	VolumeHandle   string
 	serviceAccountOptions
@@ -50,6 +52,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
 	fs.DurationVar(&o.Timeout, "timeout", node.DefaultTimeout, "timeout of each kubelet operation, as the kubelet's csiTimeout")
 	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail: the kubelet's own steps (directories, files, objects read)")
+	fs.StringVar(&o.ExpandTo, "expand-to", "", "make every CSI PV this big (e.g. 2Gi) while its claim's status keeps the old size, so the kubelet calls NodeExpandVolume")
 	fs.IntVar(&o.MaxAttempts, "max-attempts", 1, "attempts per kubelet operation; a real kubelet retries forever with its backoff (500ms doubling to 2m2s)")
 	fs.DurationVar(&o.RetryFor, "retry-for", 0, "keep retrying a failed operation with the kubelet's backoff for this long")
 	fs.StringVar(&o.PodUID, "pod-uid", "", "UID of the default pod (used when the manifests hold no Pod)")
@@ -91,6 +94,13 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 		return withCode(exitUsage, err)
 	}
 	o.cluster = c
+	if o.ExpandTo != "" {
+		size, err := resource.ParseQuantity(o.ExpandTo)
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("--expand-to: %w", err))
+		}
+		c.ExpandPersistentVolumes(size)
+	}
 	return nil
 }
 

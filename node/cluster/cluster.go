@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Source is where an object was read: a file (or "-" for stdin), the
@@ -177,4 +178,32 @@ func (c *Cluster) PersistentVolumes() []*corev1.PersistentVolume {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// ExpandPersistentVolumes makes every CSI PV size big, as the external
+// resizer does after ControllerExpandVolume, while each bound claim's
+// status.capacity keeps the old size: what the kubelet sees before it
+// expands on the node.
+func (c *Cluster) ExpandPersistentVolumes(size resource.Quantity) {
+	for _, pv := range c.pvs {
+		if pv.Spec.CSI == nil {
+			continue
+		}
+		old := pv.Spec.Capacity[corev1.ResourceStorage]
+		if pv.Spec.Capacity == nil {
+			pv.Spec.Capacity = corev1.ResourceList{}
+		}
+		pv.Spec.Capacity[corev1.ResourceStorage] = size
+		for _, pvc := range c.pvcs {
+			if pvc.Spec.VolumeName != pv.Name {
+				continue
+			}
+			if pvc.Status.Capacity == nil {
+				pvc.Status.Capacity = corev1.ResourceList{}
+			}
+			if _, set := pvc.Status.Capacity[corev1.ResourceStorage]; !set {
+				pvc.Status.Capacity[corev1.ResourceStorage] = old
+			}
+		}
+	}
 }
