@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -93,12 +94,21 @@ func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod) (*PodResult, er
 			TargetPath: k.paths.TargetPath(string(pod.UID), v.SpecName),
 		}
 		l := csiclient.Labels{Component: "kubelet", Operation: "MountVolume", Volume: v.SpecName, Pod: podName(pod)}
-		if err := k.withRetry(ctx, l, func(int) error { return k.mountVolume(ctx, pod, v) }); err != nil {
+		mount := k.mountVolume
+		if v.Block {
+			vr.TargetPath = k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+			mount = k.mapVolume
+		}
+		if err := k.withRetry(ctx, l, func(int) error { return mount(ctx, pod, v) }); err != nil {
 			vr.Err = err
 		} else {
 			vr.Published = true
 		}
-		if v.persistent() {
+		if v.Block {
+			if _, err := os.Stat(k.paths.BlockStagingPath(v.SpecName)); err == nil {
+				vr.StagingPath = k.paths.BlockStagingPath(v.SpecName)
+			}
+		} else if v.persistent() {
 			dmp := k.paths.DeviceMountPath(v.Driver, v.Handle)
 			if _, err := loadVolumeData(filepath.Dir(dmp)); err == nil {
 				vr.StagingPath = dmp
@@ -213,14 +223,18 @@ func (k *Kubelet) UnmountPod(ctx context.Context, pod *corev1.Pod) []error {
 	var errs []error
 	for _, key := range k.sortedMounts(pod) {
 		m := k.mounts[key]
-		l := csiclient.Labels{Component: "kubelet", Operation: "TearDown", Volume: m.spec.SpecName, Pod: podName(pod)}
+		op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.tearDown
+		if m.spec.Block {
+			op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.unmapVolume
+		}
+		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.spec.SpecName, Pod: podName(pod)}
 		err := k.withRetry(ctx, l, func(int) error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
-			return k.tearDown(octx, pod, m.spec)
+			return teardown(octx, pod, m.spec)
 		})
 		if err != nil {
-			ve := &VolumeError{Operation: "UnmountVolume.TearDown", Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+			ve := &VolumeError{Operation: op, Prefix: prefix, Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
 			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
 			errs = append(errs, ve)
 			continue
@@ -239,14 +253,20 @@ func (k *Kubelet) unmountDevices(ctx context.Context) []error {
 			continue
 		}
 		d := k.devices[unique]
-		l := csiclient.Labels{Component: "kubelet", Operation: "UnmountDevice", Volume: d.spec.SpecName}
+		op, prefix := "UnmountDevice", "UnmountDevice failed"
+		unmount := func(ctx context.Context) error { return k.unmountDevice(ctx, d.driver, d.handle) }
+		if d.spec.Block {
+			op, prefix = "TearDownDevice", "UnmapDevice.TearDownDevice failed"
+			unmount = func(ctx context.Context) error { return k.unmapDevice(ctx, d.spec) }
+		}
+		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: d.spec.SpecName}
 		err := k.withRetry(ctx, l, func(int) error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
-			return k.unmountDevice(octx, d.driver, d.handle)
+			return unmount(octx)
 		})
 		if err != nil {
-			ve := &VolumeError{Operation: "UnmountDevice", Volume: d.spec.SpecName, Kind: kindOf(err), Err: err}
+			ve := &VolumeError{Operation: op, Prefix: prefix, Volume: d.spec.SpecName, Kind: kindOf(err), Err: err}
 			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
 			errs = append(errs, ve)
 			d.status = statusUncertain

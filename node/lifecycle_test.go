@@ -309,11 +309,6 @@ func TestResolveClaims(t *testing.T) {
 			want:    []string{"claims.yaml: document 2: spec.volumes[0] (data):", `persistentvolumeclaims "data-1" not found`},
 		},
 		{
-			name:    "Block volume",
-			objects: []string{noAttachDriver, pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), pvc1, pod1},
-			want:    []string{"claims.yaml: document 2: spec.volumeMode: Block volumes are not simulated yet"},
-		},
-		{
 			name:    "PV bound to another claim",
 			objects: []string{noAttachDriver, pvDoc("pv-1", "vol-1", "someone-else"), pvc1, pod1},
 			want:    []string{"claims.yaml: document 2: spec.claimRef: PV pv-1 is bound to default/someone-else, not to claim default/data-1"},

@@ -55,9 +55,16 @@ func (k *Kubelet) accessModeMapper(ctx context.Context) (accessModeMapper, error
 }
 
 // volumeCapability builds the capability the kubelet sends to NodeStage and
-// NodePublish: always a Mount access type for filesystem volumes, even with
-// no fsType ({}), and volume_mount_group only when delegated.
+// NodePublish: Block{} for the internal fsType "block", else always a Mount
+// access type, even with no fsType ({}), and volume_mount_group only when
+// delegated.
 func volumeCapability(mode csi.VolumeCapability_AccessMode_Mode, fsType string, mountFlags []string, fsGroup *int64) *csi.VolumeCapability {
+	if fsType == fsTypeBlockName {
+		return &csi.VolumeCapability{
+			AccessMode: &csi.VolumeCapability_AccessMode{Mode: mode},
+			AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		}
+	}
 	mv := &csi.VolumeCapability_MountVolume{FsType: fsType, MountFlags: mountFlags}
 	if fsGroup != nil {
 		mv.VolumeMountGroup = strconv.FormatInt(*fsGroup, 10)

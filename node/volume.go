@@ -24,6 +24,8 @@ type volumeSpec struct {
 	Attributes map[string]string
 	// PV is set for persistent volumes, nil for inline ones.
 	PV *corev1.PersistentVolume
+	// Block: volumeMode Block, mapped rather than mounted.
+	Block bool
 	// PVC is the claim bound to PV.
 	PVC              *corev1.PersistentVolumeClaim
 	StageSecretRef   *corev1.SecretReference
@@ -146,10 +148,6 @@ func claimSpec(c *cluster.Cluster, pod *corev1.Pod, podVolume, claim string, rea
 	if pv.Spec.CSI == nil {
 		return nil, fmt.Sprintf("PV %s is not a CSI volume", pv.Name), nil
 	}
-	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock {
-		return nil, "", &cluster.InputError{Source: c.SourceOf("PersistentVolume", "", pv.Name),
-			Err: fmt.Errorf("spec.volumeMode: Block volumes are not simulated yet")}
-	}
 	csiSrc := pv.Spec.CSI
 	return &volumeSpec{
 		PodVolume:        podVolume,
@@ -162,6 +160,7 @@ func claimSpec(c *cluster.Cluster, pod *corev1.Pod, podVolume, claim string, rea
 		Attributes:       csiSrc.VolumeAttributes,
 		PV:               pv,
 		PVC:              pvc,
+		Block:            pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
 		StageSecretRef:   csiSrc.NodeStageSecretRef,
 		PublishSecretRef: csiSrc.NodePublishSecretRef,
 	}, "", nil

@@ -1,0 +1,421 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	mount "k8s.io/mount-utils"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+)
+
+// fsTypeBlockName is the fsType the CSI plugin uses internally for
+// volumeMode: Block; the client sends a Block{} access type for it.
+const fsTypeBlockName = "block"
+
+// Block paths of csi_block.go and csi_util.go (KUBELET.md 1.4).
+
+// VolumeDevicesDir is <root>/plugins/kubernetes.io/csi/volumeDevices.
+func (p Paths) VolumeDevicesDir() string { return filepath.Join(p.PluginDir(), "volumeDevices") }
+
+// BlockStagingPath is NodeStage's staging_target_path for a block volume
+// (no hashing).
+func (p Paths) BlockStagingPath(specName string) string {
+	return filepath.Join(p.VolumeDevicesDir(), "staging", specName)
+}
+
+// BlockPublishPath is NodePublish's target_path for a block volume: a file
+// the driver creates.
+func (p Paths) BlockPublishPath(specName, podUID string) string {
+	return filepath.Join(p.VolumeDevicesDir(), "publish", specName, podUID)
+}
+
+// GlobalMapPath is where the kubelet bind-mounts the published device per pod.
+func (p Paths) GlobalMapPath(specName string) string {
+	return filepath.Join(p.VolumeDevicesDir(), escapeQualifiedName(specName), "dev")
+}
+
+// BlockDataDir holds the block vol_data.json.
+func (p Paths) BlockDataDir(specName string) string {
+	return filepath.Join(p.VolumeDevicesDir(), escapeQualifiedName(specName), "data")
+}
+
+// PodDeviceMapPath is the directory of the pod's device symlinks.
+func (p Paths) PodDeviceMapPath(podUID string) string {
+	return filepath.Join(p.PodDir(podUID), "volumeDevices", escapeQualifiedName(pluginName))
+}
+
+// newBlockVolumeMapper is csiPlugin.NewBlockVolumeMapper: the data dir and
+// its vol_data.json (no lifecycle mode, no SELinux key), written every time
+// a mapper is made.
+func (k *Kubelet) newBlockVolumeMapper(ctx context.Context, v *volumeSpec) error {
+	dataDir := k.paths.BlockDataDir(v.SpecName)
+	if err := k.fs.mkdirAll(dataDir, 0o750); err != nil {
+		return errors.New(pluginLog("failed to create data dir %s:  %v", dataDir, err))
+	}
+	data := map[string]string{
+		"specVolID":    v.SpecName,
+		"volumeHandle": v.Handle,
+		"driverName":   v.Driver,
+		"nodeName":     k.cfg.NodeName,
+		"attachmentID": AttachmentName(v.Handle, v.Driver, k.cfg.NodeName),
+	}
+	if err := k.fs.saveVolumeData(dataDir, data); err != nil {
+		return errors.New(pluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err))
+	}
+	k.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
+	return nil
+}
+
+// mapVolume is GenerateMapVolumeFunc: ReadWriteOncePod check, the mapper,
+// WaitForAttach, SetUpDevice (NodeStage) unless the device is globally
+// mapped, MapPodDevice (NodePublish), then the kubelet's own mapping of the
+// published device (MapBlockVolume).
+func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+	unique := v.uniqueName(string(pod.UID))
+	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
+	fail := func(prefix string, err error) error {
+		ve := &VolumeError{Operation: prefix, Prefix: prefix + " failed", Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+		k.trace.Warn(csiclient.WithLabels(ctx, labels), fmt.Sprintf("%v (%s)", ve, ve.Kind))
+		return ve
+	}
+	if k.mountedElsewhere(unique, pod) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+		return fail("MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
+	}
+	if err := k.newBlockVolumeMapper(csiclient.WithLabels(ctx, labels), v); err != nil {
+		return fail("MapVolume.NewBlockVolumeMapper initialization", err)
+	}
+	if k.attachRequired(v.Driver) {
+		l := labels
+		l.Operation = "WaitForAttach"
+		if err := k.waitForAttach(csiclient.WithLabels(ctx, l), v); err != nil {
+			return fail("MapVolume.WaitForAttach", &opError{kind: Transient, err: err})
+		}
+	}
+	if d, ok := k.devices[unique]; !ok || d.status != statusMounted {
+		l := labels
+		l.Operation = "SetUpDevice"
+		octx, cancel := k.operationContext(ctx, l)
+		err := k.setUpDevice(octx, v)
+		cancel()
+		k.recordDevice(unique, v, err)
+		if err != nil {
+			return fail("MapVolume.SetUpDevice", err)
+		}
+	}
+	l := labels
+	l.Operation = "MapPodDevice"
+	octx, cancel := k.operationContext(ctx, l)
+	defer cancel()
+	publishPath, err := k.mapPodDevice(octx, pod, v)
+	k.recordMount(pod, unique, v, err)
+	if err != nil {
+		return fail("MapVolume.MapPodDevice", err)
+	}
+	if err := k.mapBlockVolume(octx, pod, v, publishPath); err != nil {
+		// After MapPodDevice a failure leaves the volume uncertain, so that
+		// teardown still unpublishes it.
+		k.recordMount(pod, unique, v, uncertain(err))
+		return fail("MapVolume.MapBlockVolume", err)
+	}
+	return nil
+}
+
+// recordDevice updates the actual state of a device after SetUpDevice or
+// MountDevice.
+func (k *Kubelet) recordDevice(unique string, v *volumeSpec, err error) {
+	switch {
+	case err == nil:
+		k.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusMounted}
+	case kindOf(err) == Uncertain:
+		k.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusUncertain}
+	case kindOf(err) == Final:
+		delete(k.devices, unique)
+	}
+}
+
+// recordMount updates the actual state of a pod's volume after SetUp or
+// MapPodDevice.
+func (k *Kubelet) recordMount(pod *corev1.Pod, unique string, v *volumeSpec, err error) {
+	key := mountKey{podUID: string(pod.UID), uniqueName: unique}
+	switch {
+	case err == nil:
+		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusMounted}
+	case kindOf(err) == Uncertain:
+		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusUncertain}
+	case kindOf(err) == Final:
+		delete(k.mounts, key)
+	}
+}
+
+// blockPublishContext is the GET of the VolumeAttachment in SetUpDevice and
+// MapPodDevice: its attachmentMetadata, or {} when attach is skipped.
+func (k *Kubelet) blockPublishContext(ctx context.Context, v *volumeSpec, op string) (map[string]string, error) {
+	if !k.attachRequired(v.Driver) {
+		return map[string]string{}, nil
+	}
+	name := AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
+	va, ok := k.cluster.VolumeAttachment(name)
+	if !ok {
+		return nil, transient("%s", pluginLog("blockMapper.%s failed to get volume attachment [id=%v]: volumeattachments.storage.k8s.io %q not found", op, name, name))
+	}
+	k.trace.Note(ctx, true, "publish_context: GET VolumeAttachment "+name)
+	meta := copyMap(va.Status.AttachmentMetadata)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return meta, nil
+}
+
+// setUpDevice is csiBlockMapper.SetUpDevice and stageVolumeForBlock.
+func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) error {
+	publishContext, err := k.blockPublishContext(ctx, v, "SetupDevice")
+	if err != nil {
+		return err
+	}
+	if err := k.driverRegistered(v.Driver); err != nil {
+		return transient("%s", pluginLog("blockMapper.SetUpDevice failed to get CSI client: %v", err))
+	}
+	stagingPath := k.paths.BlockStagingPath(v.SpecName)
+	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	if err != nil {
+		return errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
+	}
+	if !stage {
+		k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume, and no staging directory")
+		return nil
+	}
+	secrets := map[string]string{}
+	if ref := v.StageSecretRef; ref != nil {
+		if secrets, err = k.credentialsFromSecret(ref); err != nil {
+			return transient("%s", pluginLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
+		}
+	}
+	if err := k.fs.mkdirAll(stagingPath, 0o750); err != nil {
+		return errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", stagingPath, err))
+	}
+	k.trace.Note(ctx, true, "mkdir "+stagingPath+" (0750)")
+	err = k.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+		VolumeId:          v.Handle,
+		PublishContext:    publishContext,
+		StagingTargetPath: stagingPath,
+		Secrets:           secrets,
+		VolumeContext:     copyMap(v.Attributes),
+	}, v.accessMode(), fsTypeBlockName, nil, nil)
+	if err != nil && kindOf(err) == Final {
+		k.cleanupOrphanDeviceFiles(ctx, v)
+	}
+	return err
+}
+
+// mapPodDevice is csiBlockMapper.MapPodDevice and publishVolumeForBlock:
+// pod info without tokens (the block path has none), and the staging path
+// always, even for drivers that do not stage.
+func (k *Kubelet) mapPodDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec) (string, error) {
+	publishContext, err := k.blockPublishContext(ctx, v, "MapPodDevice")
+	if err != nil {
+		return "", err
+	}
+	if err := k.driverRegistered(v.Driver); err != nil {
+		return "", transient("%s", pluginLog("blockMapper.MapPodDevice failed to get CSI client: %v", err))
+	}
+	volumeContext := copyMap(v.Attributes)
+	if d, ok := k.cluster.CSIDriver(v.Driver); ok && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
+		volumeContext = mergeMap(volumeContext, podInfoAttrs(pod, storagev1.VolumeLifecyclePersistent))
+	}
+	secrets := map[string]string{}
+	if ref := v.PublishSecretRef; ref != nil {
+		if secrets, err = k.credentialsFromSecret(ref); err != nil {
+			return "", transient("%s", pluginLog("blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
+		}
+	}
+	publishPath := k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	if err := k.fs.mkdirAll(filepath.Dir(publishPath), 0o750); err != nil {
+		return "", errors.New(pluginLog("blockMapper.publishVolumeForBlock failed to create dir %s:  %v", filepath.Dir(publishPath), err))
+	}
+	k.trace.Note(ctx, true, "mkdir "+filepath.Dir(publishPath)+" (0750); the device file itself is left to the driver")
+	err = k.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
+		VolumeId:          v.Handle,
+		PublishContext:    publishContext,
+		StagingTargetPath: k.paths.BlockStagingPath(v.SpecName),
+		TargetPath:        publishPath,
+		Readonly:          v.ReadOnly,
+		Secrets:           secrets,
+		VolumeContext:     volumeContext,
+	}, v.accessMode(), fsTypeBlockName, []string{}, nil)
+	return publishPath, err
+}
+
+// mapBlockVolume is util.MapBlockVolume: a bind mount of the published
+// device at <globalMapPath>/<podUID>, a symlink to it in the pod's
+// volumeDevices dir, and a loop device over the bind mount that keeps the
+// device open while the pod runs.
+func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec, devicePath string) error {
+	globalMapPath := k.paths.GlobalMapPath(v.SpecName)
+	podMapPath := k.paths.PodDeviceMapPath(string(pod.UID))
+	if k.cfg.DryRun {
+		k.trace.Note(ctx, false, fmt.Sprintf("the kubelet would bind-mount %s at %s/%s, link %s/%s to it, and hold a loop device on it", devicePath, globalMapPath, pod.UID, podMapPath, v.SpecName))
+		return nil
+	}
+	linkPath := filepath.Join(globalMapPath, string(pod.UID))
+	if err := k.fs.mkdirAll(globalMapPath, 0o750); err != nil {
+		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: %v", devicePath, globalMapPath, pod.UID, true, err)
+	}
+	if _, err := os.Stat(linkPath); os.IsNotExist(err) {
+		f, err := os.OpenFile(linkPath, os.O_CREATE|os.O_RDWR, 0o750)
+		if err != nil {
+			return fmt.Errorf("blkUtil.MapDevice failed: failed to open file %s: %v", linkPath, err)
+		}
+		f.Close()
+		k.fs.remember(linkPath)
+	}
+	if err := mount.New("").Mount(devicePath, linkPath, "", []string{"bind"}); err != nil {
+		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: failed to bind mount devicePath: %s to linkPath %s: %v", devicePath, globalMapPath, pod.UID, true, devicePath, linkPath, err)
+	}
+	k.trace.Note(ctx, false, fmt.Sprintf("bind-mounted %s at %s", devicePath, linkPath))
+	if err := k.fs.mkdirAll(podMapPath, 0o750); err != nil {
+		return err
+	}
+	symlink := filepath.Join(podMapPath, v.SpecName)
+	_ = os.Remove(symlink)
+	if err := os.Symlink(devicePath, symlink); err != nil {
+		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, podVolumeMapPath:%s, volumeMapName: %s, bindMount: %v: %v", devicePath, podMapPath, v.SpecName, false, err)
+	}
+	k.fs.remember(symlink)
+	k.trace.Note(ctx, true, fmt.Sprintf("linked %s -> %s", symlink, devicePath))
+	loop, err := attachFileDevice(linkPath)
+	if err != nil {
+		return fmt.Errorf("blkUtil.AttachFileDevice failed. globalMapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)
+	}
+	k.trace.Note(ctx, false, fmt.Sprintf("loop device %s holds %s open", loop, linkPath))
+	return nil
+}
+
+// unmapVolume is GenerateUnmapVolumeFunc: UnmapBlockVolume (loop device,
+// symlink, bind mount), then UnmapPodDevice (NodeUnpublishVolume).
+func (k *Kubelet) unmapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+	globalMapPath := k.paths.GlobalMapPath(v.SpecName)
+	linkPath := filepath.Join(globalMapPath, string(pod.UID))
+	if !k.cfg.DryRun {
+		if err := detachFileDevice(linkPath); err != nil {
+			return fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)
+		}
+		symlink := filepath.Join(k.paths.PodDeviceMapPath(string(pod.UID)), v.SpecName)
+		if fi, err := os.Lstat(symlink); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			_ = os.Remove(symlink)
+		}
+		if mounted, _ := isMountPoint(linkPath); mounted {
+			if err := mount.New("").Unmount(linkPath); err != nil {
+				return fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s, bindMount: %v: failed to unmount linkPath %s: %v", globalMapPath, pod.UID, true, linkPath, err)
+			}
+		}
+		_ = os.Remove(linkPath)
+	}
+	if err := k.driverRegistered(v.Driver); err != nil {
+		return transient("%s", pluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
+	}
+	publishPath := k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	if _, err := k.nodeClient().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
+		return errors.New(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err))
+	}
+	return nil
+}
+
+// unmapDevice is GenerateUnmapDeviceFunc and csiBlockMapper.TearDownDevice:
+// NodeUnstage only when the staging path still exists, then the orphan
+// device files and the global map path go.
+func (k *Kubelet) unmapDevice(ctx context.Context, v *volumeSpec) error {
+	if err := k.driverRegistered(v.Driver); err != nil {
+		return transient("%s", pluginLog("blockMapper.TearDownDevice failed to get CSI client: %v", err))
+	}
+	stagingPath := k.paths.BlockStagingPath(v.SpecName)
+	if _, err := os.Stat(stagingPath); err == nil {
+		stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+		if err != nil {
+			return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
+		}
+		if stage {
+			if err := k.nodeUnstageVolume(ctx, v.Handle, stagingPath); err != nil {
+				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err))
+			}
+			if err := os.RemoveAll(stagingPath); err != nil {
+				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to remove staging path after NodeUnstageVolume() error [%s]: %v", stagingPath, err))
+			}
+		}
+	} else if os.IsNotExist(err) {
+		k.trace.Note(ctx, false, "block staging path does not exist: no NodeUnstageVolume")
+	} else {
+		return err
+	}
+	k.cleanupOrphanDeviceFiles(ctx, v)
+	if err := os.RemoveAll(k.paths.GlobalMapPath(v.SpecName)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("failed to remove directory %s: %v", k.paths.GlobalMapPath(v.SpecName), err)
+	}
+	return nil
+}
+
+// cleanupOrphanDeviceFiles removes the publish dir and the staging path if
+// empty, then the volume's dir (data and dev) on one filesystem.
+func (k *Kubelet) cleanupOrphanDeviceFiles(ctx context.Context, v *volumeSpec) {
+	_ = os.Remove(filepath.Dir(k.paths.BlockPublishPath(v.SpecName, "x")))
+	_ = os.Remove(k.paths.BlockStagingPath(v.SpecName))
+	volumeDir := filepath.Dir(k.paths.GlobalMapPath(v.SpecName))
+	if mounted, _ := isMountPoint(volumeDir); !mounted {
+		_ = os.RemoveAll(volumeDir)
+		k.trace.Note(ctx, true, "removed "+volumeDir)
+	}
+}
+
+// attachFileDevice is VolumePathHandler.AttachFileDevice: the loop device
+// backed by path, made with losetup when there is none.
+func attachFileDevice(path string) (string, error) {
+	if dev, err := loopDeviceFor(path); err == nil {
+		return dev, nil
+	}
+	if out, err := exec.Command("losetup", "-f", path).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("makeLoopDevice failed for path %s: losetup -f %s failed: %v: %s", path, path, err, strings.TrimSpace(string(out)))
+	}
+	return loopDeviceFor(path)
+}
+
+// detachFileDevice is VolumePathHandler.DetachFileDevice.
+func detachFileDevice(path string) error {
+	dev, err := loopDeviceFor(path)
+	if err != nil {
+		return nil
+	}
+	if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("removeLoopDevice failed for path %s: %v: %s", path, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// loopDeviceFor is getLoopDeviceFromSysfs: the loop device whose backing
+// file is path.
+func loopDeviceFor(path string) (string, error) {
+	real, _ := filepath.EvalSymlinks(path)
+	devices, _ := filepath.Glob("/sys/block/loop*")
+	for _, d := range devices {
+		b, err := os.ReadFile(filepath.Join(d, "loop", "backing_file"))
+		if err != nil {
+			continue
+		}
+		backing := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+		if backing == path || backing == real {
+			return "/dev/" + filepath.Base(d), nil
+		}
+	}
+	return "", errors.New("device not found")
+}
+
+func isMountPoint(p string) (bool, error) {
+	return mount.New("").IsMountPoint(p)
+}
