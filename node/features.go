@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
 )
 
 // Gate is a kubelet (or API server) feature gate that changes what a
@@ -135,4 +137,19 @@ func (f *FeatureGates) String() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ",")
+}
+
+// APIServerDefaults are the API server's CSIDriver defaults and dropped
+// fields for these gates: a cluster of one release runs its API server
+// with the same gates as its kubelet.
+func (f *FeatureGates) APIServerDefaults() cluster.Defaults {
+	return cluster.Defaults{
+		PreventPodSchedulingIfMissing: f.Enabled(VolumeLimitScaling),
+		Dropped: cluster.DroppedFields{
+			ServiceAccountTokenInSecrets:       !f.Enabled(CSIServiceAccountTokenSecrets),
+			SELinuxMount:                       !f.Enabled(SELinuxMountReadWriteOncePod),
+			NodeAllocatableUpdatePeriodSeconds: !f.Enabled(MutableCSINodeAllocatableCount),
+			PreventPodSchedulingIfMissing:      !f.Enabled(VolumeLimitScaling),
+		},
+	}
 }

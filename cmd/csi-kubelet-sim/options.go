@@ -86,7 +86,7 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 	}
 	loader := &cluster.Loader{
 		Stdin:    s.In,
-		Defaults: cluster.Defaults{PreventPodSchedulingIfMissing: v.Minor >= 37},
+		Defaults: o.gates.APIServerDefaults(),
 		Warn:     warn,
 	}
 	c, err := loader.Load(o.Filenames)

@@ -10,6 +10,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -70,9 +71,11 @@ func (t *tokenSource) Token(ctx context.Context, namespace, sa string, req *auth
 
 // newTokenSource builds the token path from the flags and the cluster's
 // objects: ServiceAccount UIDs and the pods' nodes fill the claims.
-func (o *serviceAccountOptions) newTokenSource(c *cluster.Cluster, warn func(string)) *tokenSource {
+func (o *serviceAccountOptions) newTokenSource(c *cluster.Cluster, gates *node.FeatureGates, warn func(string)) *tokenSource {
 	return &tokenSource{build: func() (*tokens.Manager, *tokens.Issuer, error) {
 		cfg := tokens.DefaultIssuerConfig()
+		cfg.JTI = gates.Enabled(node.ServiceAccountTokenJTI)
+		cfg.PodNodeInfo = gates.Enabled(node.ServiceAccountTokenPodNodeInfo)
 		cfg.Issuer = o.Issuer
 		cfg.APIAudiences = o.APIAudiences
 		cfg.Key = o.key

@@ -57,7 +57,7 @@ func newSession(command string, o *commonOptions, s streams, conn grpc.ClientCon
 		DryRun:   planned,
 		Retry:    node.Retry{MaxAttempts: o.MaxAttempts, For: o.RetryFor},
 	}, o.cluster, conn, ss.trace)
-	ss.tokens = o.newTokenSource(o.cluster, func(msg string) {
+	ss.tokens = o.newTokenSource(o.cluster, o.gates, func(msg string) {
 		ss.trace.Warn(context.Background(), "API server: "+msg)
 	})
 	ss.kubelet.SetTokenIssuer(ss.tokens)

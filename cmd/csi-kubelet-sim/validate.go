@@ -31,6 +31,7 @@ type finding struct {
 type validateOptions struct {
 	Filenames      []string
 	KubeletVersion string
+	FeatureGates   string
 	Output         string
 	Endpoint       string
 	Timeout        time.Duration
@@ -45,6 +46,7 @@ func runValidate(ctx context.Context, args []string, s streams) error {
 	fs.SetOutput(s.Err)
 	fs.StringArrayVarP(&o.Filenames, "filename", "f", nil, "manifests: a file, a directory or - for stdin (repeatable)")
 	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the release whose API server validates, 1.30 to 1.37")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "feature gates over the version's defaults, A=true,B=false")
 	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one finding per line)")
 	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "also compare the objects with the driver on this socket")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each call to the driver")
@@ -61,7 +63,11 @@ func runValidate(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
 	}
-	defaults := cluster.Defaults{PreventPodSchedulingIfMissing: v.Minor >= 37}
+	gates, err := node.NewFeatureGates(v, o.FeatureGates)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
+	}
+	defaults := gates.APIServerDefaults()
 	loader := &cluster.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {

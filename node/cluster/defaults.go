@@ -15,6 +15,18 @@ type Defaults struct {
 	// PreventPodSchedulingIfMissing: the VolumeLimitScaling gate (on from
 	// 1.37) defaults spec.preventPodSchedulingIfMissing to false.
 	PreventPodSchedulingIfMissing bool
+	// Dropped lists the CSIDriver fields whose gate is off in the release:
+	// the API server's strategy drops them on create
+	// (pkg/registry/storage/csidriver/strategy.go), so no kubelet sees them.
+	Dropped DroppedFields
+}
+
+// DroppedFields are gated CSIDriver fields the API server removes.
+type DroppedFields struct {
+	ServiceAccountTokenInSecrets       bool // CSIServiceAccountTokenSecrets off (before 1.35)
+	SELinuxMount                       bool // SELinuxMountReadWriteOncePod off
+	NodeAllocatableUpdatePeriodSeconds bool // MutableCSINodeAllocatableCount off
+	PreventPodSchedulingIfMissing      bool // VolumeLimitScaling off
 }
 
 func (d Defaults) apply(obj any) error {
@@ -49,11 +61,22 @@ func (d Defaults) apply(obj any) error {
 	return nil
 }
 
-// csiDriver is SetDefaults_CSIDriver (pkg/apis/storage/v1/defaults.go),
-// KUBELET.md 14.2. seLinuxMount is defaulted because the
-// SELinuxMountReadWriteOncePod gate is on in every release simulated.
+// csiDriver is the API server's strategy (gated fields dropped) and
+// SetDefaults_CSIDriver (pkg/apis/storage/v1/defaults.go), KUBELET.md 14.2.
 func (d Defaults) csiDriver(o *storagev1.CSIDriver) {
 	s := &o.Spec
+	if d.Dropped.ServiceAccountTokenInSecrets {
+		s.ServiceAccountTokenInSecrets = nil
+	}
+	if d.Dropped.SELinuxMount {
+		s.SELinuxMount = nil
+	}
+	if d.Dropped.NodeAllocatableUpdatePeriodSeconds {
+		s.NodeAllocatableUpdatePeriodSeconds = nil
+	}
+	if d.Dropped.PreventPodSchedulingIfMissing {
+		s.PreventPodSchedulingIfMissing = nil
+	}
 	if s.AttachRequired == nil {
 		s.AttachRequired = ptr(true)
 	}
@@ -73,7 +96,7 @@ func (d Defaults) csiDriver(o *storagev1.CSIDriver) {
 	if s.RequiresRepublish == nil {
 		s.RequiresRepublish = ptr(false)
 	}
-	if s.SELinuxMount == nil {
+	if s.SELinuxMount == nil && !d.Dropped.SELinuxMount {
 		s.SELinuxMount = ptr(false)
 	}
 	if d.PreventPodSchedulingIfMissing && s.PreventPodSchedulingIfMissing == nil {

@@ -113,8 +113,7 @@ func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 	if s.StorageCapacity == nil {
 		errs = append(errs, field.Required(spec.Child("storageCapacity"), ""))
 	}
-	// The SELinuxMountReadWriteOncePod gate is on in every release simulated.
-	if s.SELinuxMount == nil {
+	if s.SELinuxMount == nil && !opts.Dropped.SELinuxMount {
 		errs = append(errs, field.Required(spec.Child("seLinuxMount"), ""))
 	}
 	if opts.PreventPodSchedulingIfMissing && s.PreventPodSchedulingIfMissing == nil {
