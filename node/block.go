@@ -82,10 +82,8 @@ func (k *Kubelet) newBlockVolumeMapper(ctx context.Context, v *volumeSpec) error
 func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
 	unique := v.uniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
-	fail := func(prefix string, err error) error {
-		ve := &VolumeError{Operation: prefix, Prefix: prefix + " failed", Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
-		k.trace.Warn(csiclient.WithLabels(ctx, labels), fmt.Sprintf("%v (%s)", ve, ve.Kind))
-		return ve
+	fail := func(op string, err error) error {
+		return k.volumeFailure(ctx, labels, op, v, pod, err)
 	}
 	if k.mountedElsewhere(unique, pod) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail("MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))

@@ -140,9 +140,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	unique := v.uniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
 	fail := func(op string, err error) error {
-		ve := &VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
-		k.trace.Warn(csiclient.WithLabels(ctx, labels), fmt.Sprintf("%v (%s)", ve, ve.Kind))
-		return ve
+		return k.volumeFailure(ctx, labels, op, v, pod, err)
 	}
 	if v.persistent() && k.mountedElsewhere(unique, pod) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail("MountVolume.SetUp", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
@@ -165,14 +163,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 			octx, cancel := k.operationContext(ctx, l)
 			err := k.mountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
-			switch {
-			case err == nil:
-				k.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusMounted}
-			case kindOf(err) == Uncertain:
-				k.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusUncertain}
-			case kindOf(err) == Final:
-				delete(k.devices, unique)
-			}
+			k.recordDevice(unique, v, err)
 			if err != nil {
 				return fail("MountVolume.MountDevice", err)
 			}
@@ -183,15 +174,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	octx, cancel := k.operationContext(ctx, l)
 	err = k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
-	key := mountKey{podUID: string(pod.UID), uniqueName: unique}
-	switch {
-	case err == nil:
-		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusMounted}
-	case kindOf(err) == Uncertain:
-		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusUncertain}
-	case kindOf(err) == Final:
-		delete(k.mounts, key)
-	}
+	k.recordMount(pod, unique, v, err)
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
@@ -199,9 +182,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	octx, cancel = k.operationContext(ctx, l)
 	defer cancel()
 	if err := k.expandDuringMount(octx, pod, v); err != nil {
-		ve := &VolumeError{Operation: "MountVolume.NodeExpandVolume", Prefix: "MountVolume.Setup failed while expanding volume", Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
-		k.trace.Warn(csiclient.WithLabels(ctx, l), fmt.Sprintf("%v (%s)", ve, ve.Kind))
-		return ve
+		return k.volumeFailure(ctx, l, "MountVolume.Setup failed while expanding volume", v, pod, err)
 	}
 	return nil
 }

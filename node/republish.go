@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -61,9 +62,15 @@ func (k *Kubelet) Republish(ctx context.Context, pod *corev1.Pod, round int) []e
 	return errs
 }
 
-// volumeFailure records a failed operation as the kubelet's event.
+// volumeFailure records a failed operation as the kubelet's event. op is
+// the operation ("MountVolume.SetUp") or, when it already says "failed",
+// the event's whole prefix.
 func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *volumeSpec, pod *corev1.Pod, err error) error {
 	ve := &VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+	if strings.Contains(op, " failed") {
+		ve.Operation, _, _ = strings.Cut(op, " ")
+		ve.Prefix = op
+	}
 	k.trace.Warn(csiclient.WithLabels(ctx, l), fmt.Sprintf("%v (%s)", ve, ve.Kind))
 	return ve
 }
