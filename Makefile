@@ -44,8 +44,8 @@ test: build tools vet
 	CSI_SANITY=$(SANITY) CSI_MOCK_DRIVER=$(MOCK) CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
 		$(GO) test -count=1 ./...
 
-bench: build
-	CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
+bench: build tools
+	CSI_SANITY=$(SANITY) CSI_MOCK_DRIVER=$(MOCK) CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
 		$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 clean:

@@ -39,6 +39,7 @@ const usage = `csi-kubelet-sim shows a CSI driver exactly what a kubelet sends i
 Usage:
   csi-kubelet-sim run   -f FILE... --endpoint unix:///PATH [flags]   the kubelet's node lifecycle for the pod(s)
   csi-kubelet-sim plan  -f FILE... [--node-capabilities ...]         the same requests, printed, no driver needed
+  csi-kubelet-sim conformance --endpoint ... [-f csidriver.yaml]       the driver checked against what a kubelet needs
   csi-kubelet-sim validate -f FILE... [--endpoint ...]                API-server validation of CSIDriver objects, and against the live driver
   csi-kubelet-sim tokens keygen|mint|jwks|serve|verify                 service-account tokens as the API server issues them
   csi-kubelet-sim version
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, s streams) int {
 		err = runRun(ctx, args[1:], s)
 	case "plan":
 		err = runPlan(ctx, args[1:], s)
+	case "conformance":
+		err = runConformance(ctx, args[1:], s)
 	case "validate":
 		err = runValidate(ctx, args[1:], s)
 	case "tokens":

@@ -34,6 +34,9 @@ import (
 // create volumes.
 const DefaultVolumeHandle = "csi-kubelet-sim-conformance"
 
+// timeRound rounds durations in messages.
+const timeRound = 10 * time.Microsecond
+
 // Status is a scenario's outcome.
 type Status string
 
@@ -56,8 +59,10 @@ type Result struct {
 	// Notes are what a person may want to know even when it passed (the
 	// target was not a mount point, the file survived, ...).
 	Notes []string
-	// Calls is how many calls the scenario made to the driver.
-	Calls int
+	// Calls is how many calls the scenario made to the driver, and
+	// CallTime how long they took together.
+	Calls    int
+	CallTime time.Duration
 	// KubeletSpecific: the scenario checks something only a kubelet (not
 	// the CSI spec alone) asks of the driver.
 	KubeletSpecific bool
@@ -119,6 +124,7 @@ type Report struct {
 	Results   []Result
 	// NotSelected counts the scenarios --focus/--skip left out.
 	NotSelected int
+	Started     time.Time
 	Duration    time.Duration
 	Interrupted bool
 }
@@ -136,6 +142,17 @@ func (r *Report) Counts() (pass, fail, skip int) {
 		}
 	}
 	return pass, fail, skip
+}
+
+// CallCount is how many calls the scenarios made to the driver, and how
+// long they took.
+func (r *Report) CallCount() (int, time.Duration) {
+	n, d := 0, time.Duration(0)
+	for _, res := range r.Results {
+		n += res.Calls
+		d += res.CallTime
+	}
+	return n, d
 }
 
 // Failed tells whether the run failed: a scenario failed, or the volume
@@ -180,8 +197,9 @@ type Config struct {
 	Host     Host
 	// Sink, when set, is given the trace of each scenario (for -v).
 	Sink func(scenario string) csiclient.Sink
-	// OnStart and OnResult are called around each scenario.
-	OnStart  func(name string)
+	// OnStart and OnResult are called around each scenario that runs;
+	// OnResult for skipped ones too.
+	OnStart  func(Scenario)
 	OnResult func(Result)
 }
 

@@ -40,7 +40,9 @@ func (d *DriverInfo) HasController(c csi.ControllerServiceCapability_RPC_Type) b
 }
 
 // Stages: STAGE_UNSTAGE_VOLUME.
-func (d *DriverInfo) Stages() bool { return d.HasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) }
+func (d *DriverInfo) Stages() bool {
+	return d.HasNode(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+}
 
 // Publishes: a controller with PUBLISH_UNPUBLISH_VOLUME (attach).
 func (d *DriverInfo) Publishes() bool {
@@ -62,7 +64,7 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // probeLabels mark the calls conformance makes to learn about the driver.
-var probeLabels = csiclient.Labels{Component: "conformance", Operation: "Probe"}
+var probeLabels = csiclient.Labels{Component: "check", Operation: "Probe"}
 
 // Probe asks the driver what it is and can do: GetPluginInfo,
 // GetPluginCapabilities, ControllerGetCapabilities (with a controller),

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+)
+
+// conformanceCLI runs `csi-kubelet-sim conformance ARGS` as main does.
+func conformanceCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := runConformance(context.Background(), args, streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code = report(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+// identityDriver answers the calls conformance makes before mounting
+// anything: it is enough for registration/node-info and timing.
+type identityDriver struct {
+	csi.UnimplementedIdentityServer
+	csi.UnimplementedNodeServer
+	name     string
+	topology map[string]string
+}
+
+func (d *identityDriver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: d.name, VendorVersion: "9.9.9"}, nil
+}
+
+func (d *identityDriver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	return &csi.GetPluginCapabilitiesResponse{}, nil
+}
+
+func (d *identityDriver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return &csi.NodeGetCapabilitiesResponse{}, nil
+}
+
+func (d *identityDriver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{NodeId: "node-1", AccessibleTopology: &csi.Topology{Segments: d.topology}}, nil
+}
+
+// serveDriver serves d on a socket in a short temp dir.
+func serveDriver(t *testing.T, d *identityDriver) (sock, dir string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "conf-cmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock = filepath.Join(dir, "csi.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	csi.RegisterIdentityServer(srv, d)
+	csi.RegisterNodeServer(srv, d)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return sock, dir
+}
+
+func TestConformanceUsage(t *testing.T) {
+	sock, dir := serveDriver(t, &identityDriver{name: "drv.example.com"})
+	noDriver := writeTestFile(t, dir, "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n")
+	other := writeTestFile(t, dir, "other.yaml", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: other.example.com}\nspec: {}\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no endpoint", []string{"--endpoint", ""}, exitUsage, "--endpoint"},
+		{"bad output", []string{"--endpoint", sock, "-o", "yaml"}, exitUsage, `--output "yaml"`},
+		{"bad focus", []string{"--endpoint", sock, "--focus", "("}, exitUsage, "--focus: error parsing regexp"},
+		{"bad skip", []string{"--endpoint", sock, "--skip", "[z-a]"}, exitUsage, "--skip: error parsing regexp"},
+		{"bad version", []string{"--endpoint", sock, "--kubelet-version", "1.20"}, exitUsage, "--kubelet-version"},
+		{"bad timeout", []string{"--endpoint", sock, "--timeout", "0s"}, exitUsage, "--timeout must be positive"},
+		{"unknown flag", []string{"--endpoint", sock, "--hold", "1s"}, exitUsage, "unknown flag: --hold"},
+		{"arguments", []string{"--endpoint", sock, "extra"}, exitUsage, "unexpected arguments [extra]"},
+		{"bad attributes", []string{"--endpoint", sock, "--volume-attributes", "novalue"}, exitUsage, "--volume-attributes"},
+		{"no CSIDriver in -f", []string{"--endpoint", sock, "-f", noDriver}, exitUsage, "no CSIDriver object"},
+		{"CSIDriver of another driver", []string{"--endpoint", sock, "-f", other}, exitUsage, `no CSIDriver named "drv.example.com", the name the driver registers (GetPluginInfo); given: other.example.com`},
+		{"missing socket", []string{"--endpoint", filepath.Join(dir, "nope.sock")}, exitEnvironment, "no such file or directory"},
+		{"not a socket", []string{"--endpoint", noDriver}, exitEnvironment, "not a unix socket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := conformanceCLI(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tt.want)
+			}
+		})
+	}
+}
+
+// A socket file nobody listens on: the driver is not running.
+func TestConformanceUnreachable(t *testing.T) {
+	dir, err := os.MkdirTemp("", "conf-cmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "dead.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	_, stderr, code := conformanceCLI(t, "--endpoint", "unix://"+sock, "--timeout", "5s")
+	if code != exitEnvironment || !strings.Contains(stderr, "the driver does not answer") {
+		t.Errorf("exit %d, stderr %q; want %d and 'the driver does not answer'", code, stderr, exitEnvironment)
+	}
+}
+
+func TestConformanceRegistrationOnly(t *testing.T) {
+	sock, dir := serveDriver(t, &identityDriver{name: "drv.example.com", topology: map[string]string{"topology.example.com/zone": "zone-a"}})
+	root := filepath.Join(dir, "root", "sub")
+	junit := filepath.Join(dir, "out.xml")
+	stdout, stderr, code := conformanceCLI(t, "--endpoint", sock, "--focus", "^(registration|timing)/", "--root-dir", root, "--junit", junit, "--node-name", "n1")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"csi-kubelet-sim conformance: driver drv.example.com 9.9.9",
+		"CSIDriver   none given",
+		"controller  no controller service",
+		"PASS  registration/node-info",
+		"PASS  timing/half-timeout",
+		"18 not selected by --focus/--skip",
+		"result      PASS",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout does not contain %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "root")); !os.IsNotExist(err) {
+		t.Errorf("the root dir (and the parent made for it) should be removed: %v", err)
+	}
+	data, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suite struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Name string `xml:"name,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("junit: %v\n%s", err, data)
+	}
+	if doc.Suite.Name != "csi-kubelet-sim conformance" || len(doc.Suite.Cases) != 2 || doc.Suite.Cases[0].Name != "registration/node-info" {
+		t.Errorf("junit: %+v", doc)
+	}
+}
+
+func TestConformanceJSON(t *testing.T) {
+	sock, _ := serveDriver(t, &identityDriver{name: "drv.example.com", topology: map[string]string{"Bad Key": "v"}})
+	stdout, stderr, code := conformanceCLI(t, "--endpoint", sock, "--focus", "registration", "-o", "json")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "1 of 1 scenarios failed") {
+		t.Errorf("stderr %q", stderr)
+	}
+	var objs []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %q: %v", sc.Text(), err)
+		}
+		objs = append(objs, m)
+	}
+	if len(objs) != 2 || objs[0]["kind"] != "scenario" || objs[1]["kind"] != "summary" {
+		t.Fatalf("want one scenario and a summary, got %v", objs)
+	}
+	s := objs[0]
+	if s["name"] != "registration/node-info" || s["status"] != "fail" || !strings.Contains(s["message"].(string), `topology key "Bad Key"`) {
+		t.Errorf("scenario %v", s)
+	}
+	f := s["failures"].([]any)[0].(map[string]any)
+	if f["section"] != "13" || !strings.Contains(f["needed"].(string), "Node's labels") {
+		t.Errorf("failure %v", f)
+	}
+	sum := objs[1]
+	if sum["failed"] != 1.0 || sum["result"] != "fail" || sum["csidriver"] != nil || sum["not_selected"] != 19.0 {
+		t.Errorf("summary %v", sum)
+	}
+}
+
+func writeTestFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
