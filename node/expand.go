@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
@@ -34,14 +35,19 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 		return nil
 	}
 	newSize := specCap
-	// checkForRecoveryFromExpansion: with or without the
-	// RecoverVolumeExpansionFailure gate, a claim without a resize status
-	// or allocated resources takes the legacy path (an older resizer).
-	resizeStatus := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
-	if resizeStatus != "" || pvc.Status.AllocatedResources != nil {
+	if k.recoveringFromExpansion(pvc) {
+		// NodeExpander.runPreCheck: expand to allocatedResources while the
+		// resizer says the node's turn has come; an RWX claim the controller
+		// already grew is expanded unless annotated as not needing it.
 		newSize = pvc.Status.AllocatedResources[corev1.ResourceStorage]
-		if resizeStatus != corev1.PersistentVolumeClaimNodeResizePending && resizeStatus != corev1.PersistentVolumeClaimNodeResizeInProgress {
-			k.trace.Note(ctx, true, fmt.Sprintf("expansion: resize status %q: nothing for the node to do", resizeStatus))
+		resizeStatus := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+		alreadyUpdated := statusCap.Cmp(newSize) >= 0 && resizeStatus == ""
+		_, notRequired := pvc.Annotations["volume.kubernetes.io/node-expansion-not-required"]
+		allow := resizeStatus == corev1.PersistentVolumeClaimNodeResizePending ||
+			resizeStatus == corev1.PersistentVolumeClaimNodeResizeInProgress ||
+			(alreadyUpdated && slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) && !notRequired)
+		if !allow {
+			k.trace.Note(ctx, true, fmt.Sprintf("expansion: resize status %q: NodeExpandVolume is not allowed to proceed", resizeStatus))
 			return nil
 		}
 	}
@@ -57,6 +63,19 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 	delete(pvc.Status.AllocatedResourceStatuses, corev1.ResourceStorage)
 	k.trace.Note(ctx, false, fmt.Sprintf("expansion: claim %s/%s status.capacity is now %s", pvc.Namespace, pvc.Name, size.String()))
 	return nil
+}
+
+// recoveringFromExpansion is checkForRecoveryFromExpansion: whether the
+// claim's allocatedResources and resize status drive the expansion (the
+// RecoverVolumeExpansionFailure path) or the legacy path expands to the PV's
+// size. From 1.31 a claim with either field set takes the new path even
+// with the gate off; in 1.30 the gate alone decides.
+func (k *Kubelet) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
+	set := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != "" || pvc.Status.AllocatedResources != nil
+	if !k.gates.Enabled(RecoverVolumeExpansionFailure) && k.cfg.Version.Minor < 31 {
+		return false
+	}
+	return set
 }
 
 // nodeExpand is csiPlugin.nodeExpandWithClient and the client's
