@@ -138,7 +138,8 @@ func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
 			k.trace.Warn(ctx, fmt.Sprintf("orphaned pod %q found, but volume paths are still present on disk", uid))
 			continue
 		}
-		for _, d := range []string{csiDir, volumes, filepath.Join(podDir, "plugins"), podDir} {
+		devices := filepath.Join(podDir, "volumeDevices")
+		for _, d := range []string{csiDir, volumes, filepath.Join(devices, escapeQualifiedName(pluginName)), devices, filepath.Join(podDir, "plugins"), podDir} {
 			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
 				k.trace.Warn(ctx, fmt.Sprintf("housekeeping: %v", err))
 				break
