@@ -179,11 +179,11 @@ func (ss *session) exitErr(out *outcome) error {
 	if out.mountErr != nil {
 		return out.mountErr
 	}
-	var driverFailed, refused []string
+	// A call that failed but whose operation later succeeded on a retry
+	// is not a failure of the run: the kubelet got there.
+	driverFailed := false
 	for _, c := range calls {
-		if c.Err != nil {
-			driverFailed = append(driverFailed, fmt.Sprintf("%s %s: %s", c.Method, c.Labels.Volume, c.Code))
-		}
+		driverFailed = driverFailed || c.Err != nil
 	}
 	var volErrs []string
 	for _, r := range out.results {
@@ -193,20 +193,17 @@ func (ss *session) exitErr(out *outcome) error {
 			}
 		}
 	}
+	var later []string
 	for _, e := range append(ss.holdErrs, out.teardownErrs...) {
-		refused = append(refused, e.Error())
+		later = append(later, e.Error())
 	}
 	switch {
-	case len(driverFailed) > 0:
-		msg := "the driver failed " + strings.Join(driverFailed, ", ")
-		if len(volErrs) > 0 {
-			msg = volErrs[0]
-		}
-		return withCode(exitFailed, errors.New(msg))
+	case len(volErrs) > 0 && driverFailed:
+		return withCode(exitFailed, errors.New(volErrs[0]))
 	case len(volErrs) > 0:
 		return withCode(exitUsage, errors.New(volErrs[0]))
-	case len(refused) > 0:
-		return withCode(exitFailed, errors.New(refused[0]))
+	case len(later) > 0:
+		return withCode(exitFailed, errors.New(later[0]))
 	case !out.leftovers.Clean():
 		return withCode(exitFailed, fmt.Errorf("the driver left things behind: %s", strings.Join(append(out.leftovers.Mounts, out.leftovers.DriverPaths...), ", ")))
 	}

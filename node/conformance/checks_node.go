@@ -32,7 +32,7 @@ func (r *scenarioRun) stagedVolume(ctx context.Context) (*csi.NodeStageVolumeReq
 		publish = cs[len(cs)-1].Request.(*csi.NodePublishVolumeRequest)
 	}
 	if publish == nil {
-		r.fail("", "the kubelet made no NodePublishVolume", "")
+		r.fail("12", "the mount stopped before NodePublishVolume (an earlier call failed)", "the volume to reach NodePublishVolume, so that the node rules can be checked on it")
 		return nil, nil, false
 	}
 	return stage, publish, true
@@ -67,7 +67,7 @@ func checkStageIdempotent(ctx context.Context, r *scenarioRun) {
 		return
 	}
 	if stage == nil {
-		r.fail("11", "the kubelet made no NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME", "")
+		r.fail("11", "the mount stopped before NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME (an earlier call failed)", "NodeStageVolume to run, so that it can be checked")
 		return
 	}
 	r.repeatOnMount("NodeStageVolume", stage.GetStagingTargetPath(), func() error {
@@ -146,7 +146,7 @@ func checkUnstageIdempotent(ctx context.Context, r *scenarioRun) {
 		return
 	}
 	if stage == nil {
-		r.fail("11", "the kubelet made no NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME", "")
+		r.fail("11", "the mount stopped before NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME (an earlier call failed)", "NodeStageVolume to run, so that it can be checked")
 		return
 	}
 	for _, pod := range r.pods {
@@ -155,7 +155,7 @@ func checkUnstageIdempotent(ctx context.Context, r *scenarioRun) {
 		}
 	}
 	if len(r.kubeletCalls("NodeUnstageVolume")) == 0 {
-		r.fail("11", "the kubelet made no NodeUnstageVolume", "")
+		r.fail("12", "the volume was never unstaged: the kubelet makes no NodeUnstageVolume while a pod's mount of it remains (an earlier NodeUnpublishVolume failed)", "NodeUnpublishVolume to succeed first, so that NodeUnstageVolume can be checked")
 		return
 	}
 	c, cctx, cancel := r.direct(ctx, "Repeat")
@@ -236,7 +236,7 @@ func checkInvalidArgument(ctx context.Context, r *scenarioRun, m invalidMethod) 
 		}
 	}
 	if base == nil || (m.stage && stage == nil) {
-		r.fail("11", "the kubelet made no NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME", "")
+		r.fail("11", "the mount stopped before NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME (an earlier call failed)", "NodeStageVolume to run, so that it can be checked")
 		return
 	}
 	var okFields []string
