@@ -1638,7 +1638,7 @@ func TestVersionGates(t *testing.T) {
 		{"1.36", "SELinuxChangePolicy=false"},           // GA, locked on
 		{"1.36", "SELinuxMountReadWriteOncePod=false"},  // GA, locked on
 		{"1.36", "CSIServiceAccountTokenSecrets=false"}, // GA, locked on
-		{"1.37", "SELinuxMount=false"},                  // GA, locked on
+		{"1.37", "SELinuxChangePolicy=false"},           // GA, locked on (SELinuxMount is GA in 1.37 but not locked: "Lock in 1.38")
 		{"1.35", "NoSuchGate=true"},
 	} {
 		t.Run("refused/"+bad.version+"/"+bad.gates, func(t *testing.T) {

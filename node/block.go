@@ -304,18 +304,15 @@ func (k *Kubelet) unmapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	linkPath := filepath.Join(globalMapPath, string(pod.UID))
 	if !k.cfg.DryRun {
 		if err := detachFileDevice(linkPath); err != nil {
-			return fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)
+			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)}
 		}
 		symlink := filepath.Join(k.paths.PodDeviceMapPath(string(pod.UID)), v.SpecName)
 		if fi, err := os.Lstat(symlink); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 			_ = os.Remove(symlink)
 		}
-		if mounted, _ := isMountPoint(linkPath); mounted {
-			if err := mount.New("").Unmount(linkPath); err != nil {
-				return fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s, bindMount: %v: failed to unmount linkPath %s: %v", globalMapPath, pod.UID, true, linkPath, err)
-			}
+		if err := unmapBindMountDevice(linkPath); err != nil {
+			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s, bindMount: %v: %v", globalMapPath, pod.UID, true, err)}
 		}
-		_ = os.Remove(linkPath)
 	}
 	if err := k.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
@@ -412,6 +409,29 @@ func loopDeviceFor(path string) (string, error) {
 		}
 	}
 	return "", errors.New("device not found")
+}
+
+// unmapBindMountDevice is VolumePathHandler's: the kubelet unmounts the
+// per-pod map file only when it is a device node (a driver that published a
+// regular file leaves a bind mount the kubelet cannot remove, and the
+// kubelet then retries forever without calling NodeUnpublishVolume).
+func unmapBindMountDevice(linkPath string) error {
+	fi, err := os.Lstat(linkPath)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to Lstat file %s: %v", linkPath, err)
+	}
+	if fi.Mode()&os.ModeDevice != 0 {
+		if err := mount.New("").Unmount(linkPath); err != nil {
+			return fmt.Errorf("failed to unmount linkPath %s: %v", linkPath, err)
+		}
+	}
+	if err := os.Remove(linkPath); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("failed to remove file %s: %v", linkPath, err)
+	}
+	return nil
 }
 
 func isMountPoint(p string) (bool, error) {

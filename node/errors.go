@@ -115,3 +115,23 @@ func (e *VolumeError) Error() string {
 }
 
 func (e *VolumeError) Unwrap() error { return e.Err }
+
+// prefixedError carries the event prefix of the step that failed when one
+// operation has several ("UnmapVolume.UnmapBlockVolume failed" before
+// "UnmapVolume.UnmapPodDevice failed").
+type prefixedError struct {
+	prefix string
+	err    error
+}
+
+func (e *prefixedError) Error() string { return e.err.Error() }
+func (e *prefixedError) Unwrap() error { return e.err }
+
+// eventPrefix returns the prefix an error carries, or def.
+func eventPrefix(err error, def string) string {
+	var pe *prefixedError
+	if errors.As(err, &pe) {
+		return pe.prefix
+	}
+	return def
+}

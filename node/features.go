@@ -41,6 +41,9 @@ var (
 	betaOff  = stage{name: "beta"}
 	betaOn   = stage{on: true, name: "beta"}
 	gaOn     = stage{on: true, locked: true, name: "GA"}
+	// gaOnUnlocked is a GA gate still settable: SELinuxMount in 1.37
+	// ("Lock in 1.38", pkg/features/kube_features.go).
+	gaOnUnlocked = stage{on: true, name: "GA"}
 )
 
 // gateTable holds each gate's stage per minor release; a release missing
@@ -48,7 +51,7 @@ var (
 // release, as KUBELET.md's gate table lists them.
 var gateTable = map[Gate]map[int]stage{
 	SELinuxMountReadWriteOncePod:   span(30, 35, betaOn, 36, 37, gaOn),
-	SELinuxMount:                   join(span(30, 32, alphaOff, 33, 36, betaOff), span(37, 37, gaOn, 0, -1, stage{})),
+	SELinuxMount:                   join(span(30, 32, alphaOff, 33, 36, betaOff), span(37, 37, gaOnUnlocked, 0, -1, stage{})),
 	SELinuxChangePolicy:            join(span(32, 32, alphaOff, 33, 35, betaOn), span(36, 37, gaOn, 0, -1, stage{})),
 	ReadWriteOncePod:               span(30, 30, gaOn, 0, -1, stage{}),
 	CSIVolumeHealth:                span(30, 37, alphaOff, 0, -1, stage{}),

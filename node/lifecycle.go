@@ -215,7 +215,7 @@ func (k *Kubelet) UnmountPod(ctx context.Context, pod *corev1.Pod) []error {
 			return teardown(octx, pod, m.spec)
 		})
 		if err != nil {
-			ve := &VolumeError{Operation: op, Prefix: prefix, Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+			ve := &VolumeError{Operation: op, Prefix: eventPrefix(err, prefix), Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
 			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
 			errs = append(errs, ve)
 			continue

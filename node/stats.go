@@ -51,14 +51,6 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 		k.trace.Note(ctx, true, fmt.Sprintf("no GET_VOLUME_STATS: metrics are not supported by driver %s; no call", v.Driver))
 		return nil
 	}
-	// 1.32-1.36 with CSIVolumeHealth: a VOLUME_CONDITION query, and an
-	// answer without usage is accepted (the code was removed in 1.37).
-	healthCheck := k.gates.Enabled(CSIVolumeHealth) && k.cfg.Version.Minor <= 36
-	if healthCheck {
-		if _, err := k.nodeSupports(ctx, volumeConditionCapability); err != nil {
-			return err
-		}
-	}
 	target := k.paths.TargetPath(string(pod.UID), v.SpecName)
 	if v.Block {
 		// The block metrics provider's path: the global map path + podUID.
@@ -68,7 +60,16 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	if err != nil {
 		return err
 	}
-	if resp.GetUsage() == nil && !(healthCheck && k.cfg.Version.Minor >= 32) {
+	// Up to 1.36, with CSIVolumeHealth, the client asks VOLUME_CONDITION
+	// after the stats call, and from 1.32 a driver with it may answer
+	// without usage (the code was removed in 1.37).
+	conditionCapable := false
+	if k.gates.Enabled(CSIVolumeHealth) && k.cfg.Version.Minor <= 36 {
+		if conditionCapable, err = k.nodeSupports(ctx, volumeConditionCapability); err != nil {
+			return err
+		}
+	}
+	if resp.GetUsage() == nil && !(conditionCapable && k.cfg.Version.Minor >= 32) {
 		return fmt.Errorf("failed to get usage from response. usage is nil")
 	}
 	for _, u := range resp.GetUsage() {

@@ -1,0 +1,378 @@
+package kubeletdiff
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Case is one pod on one node: manifests given to both sides, the driver's
+// node capabilities, and kubelet feature gates.
+type Case struct {
+	Name         string
+	Sample       string   // a directory of fixtures/samples, or
+	YAML         string   // manifests
+	Caps         []string // the driver's node capabilities
+	Gates        string   // kubelet --feature-gates, for both sides
+	SELinuxLevel string   // --selinux-level (the kubelet code's fake translator allocates s0:c998,c999)
+	Republish    bool     // one pod sync while the pod runs
+	Stats        bool     // one round of volume stats while the pod runs
+	SimArgs      []string // more simulator flags
+	MinMinor     int      // the first Kubernetes minor the case applies to
+	MaxMinor     int      // the last one (0: the newest)
+
+	RealBlockPaths bool          // the kubelet code gets the real block volume path handler
+	PhaseTimeout   time.Duration // how long a kubelet phase may take (0: 20s)
+
+	// Outlier, when it returns a reason for a release, marks a case where
+	// the kubelet code as this harness runs it is known to differ from a
+	// real kubelet: a disagreement is then skipped with that reason.
+	Outlier func(minor int) string
+	// FSOutlier is the same for what the driver finds on disk (the "fs"
+	// member): a case whose requests are identical is skipped with it.
+	FSOutlier func(minor int) string
+}
+
+const samplesDir = "../../fixtures/samples"
+
+func (c Case) files(t *testing.T, dir string) []string {
+	if c.Sample != "" {
+		p, err := filepath.Abs(filepath.Join(samplesDir, c.Sample))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{p}
+	}
+	d := filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(d, c.Name+".yaml")
+	if err := os.WriteFile(p, []byte(c.YAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+func (c Case) gates(int) string { return c.Gates }
+
+func (c Case) fsOutlier(minor int) string {
+	if c.FSOutlier == nil {
+		return ""
+	}
+	return c.FSOutlier(minor)
+}
+
+func (c Case) outlier(minor int) string {
+	if c.Outlier == nil {
+		return ""
+	}
+	return c.Outlier(minor)
+}
+
+// cases: every sample, then the table.
+func cases(t *testing.T) []Case {
+	entries, err := os.ReadDir(samplesDir)
+	if err != nil {
+		t.Fatalf("samples: %v", err)
+	}
+	var out []Case
+	for _, e := range entries {
+		if e.IsDir() {
+			// The reference driver's capabilities (make demo runs the samples against it).
+			out = append(out, Case{Name: "sample-" + e.Name(), Sample: e.Name(), Caps: []string{"STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"}})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no samples in %s", samplesDir)
+	}
+	for i, c := range table() {
+		if c.YAML == "" {
+			t.Fatalf("case %s has no manifests", c.Name)
+		}
+		c.YAML = strings.ReplaceAll(c.YAML, "@UID@", fmt.Sprintf("7d1c0a55-0000-4000-8000-%012d", i+1))
+		out = append(out, c)
+	}
+	return out
+}
+
+const driver = "ref.csi.kubelet-sim.io"
+
+var (
+	stage = []string{"STAGE_UNSTAGE_VOLUME"}
+	none  = []string{}
+)
+
+func caps(c ...string) []string { return c }
+
+func docs(d ...string) string { return strings.Join(d, "---\n") }
+
+func indent(s string, n int) string {
+	if s == "" {
+		return ""
+	}
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pad + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func csiDriver(spec string) string {
+	return "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: " + driver + "\nspec:\n" + indent(spec, 2)
+}
+
+// pv is pv-vol, bound to default/claim, with the CSI source's extra fields
+// and more spec.
+func pv(modes, csi, spec string) string {
+	return "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv-vol\nspec:\n" +
+		"  capacity:\n    storage: 1Gi\n  accessModes: [" + modes + "]\n" +
+		"  claimRef:\n    namespace: default\n    name: claim\n" + indent(spec, 2) +
+		"  csi:\n    driver: " + driver + "\n    volumeHandle: vol-1\n" + indent(csi, 4)
+}
+
+func pvc(modes, spec string) string {
+	return "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: claim\n  namespace: default\nspec:\n" +
+		"  accessModes: [" + modes + "]\n  resources:\n    requests:\n      storage: 1Gi\n  volumeName: pv-vol\n" + indent(spec, 2)
+}
+
+// claimVolume and inlineVolume are the pod's volume "vol".
+func claimVolume(readOnly bool) string {
+	s := "persistentVolumeClaim:\n  claimName: claim\n"
+	if readOnly {
+		s += "  readOnly: true\n"
+	}
+	return s
+}
+
+func inlineVolume(extra string) string {
+	return "csi:\n  driver: " + driver + "\n" + indent(extra, 2)
+}
+
+// pod is default/app (service account app-sa), one container mounting
+// "vol" at /data; podSC and containerSC are securityContext fields.
+func pod(volume, podSC, containerSC string) string {
+	s := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\n  namespace: default\n  uid: @UID@\nspec:\n" +
+		"  nodeName: sim-node\n  serviceAccountName: app-sa\n"
+	if podSC != "" {
+		s += "  securityContext:\n" + indent(podSC, 4)
+	}
+	s += "  containers:\n  - name: app\n    image: registry.k8s.io/pause:3.10\n"
+	if containerSC != "" {
+		s += "    securityContext:\n" + indent(containerSC, 6)
+	}
+	s += "    volumeMounts:\n    - name: vol\n      mountPath: /data\n"
+	s += "  volumes:\n  - name: vol\n" + indent(volume, 4)
+	return s
+}
+
+// blockPod is pod with the volume as a raw block device (volumeDevices).
+func blockPod(volume string) string {
+	return strings.Replace(pod(volume, "", ""), "    volumeMounts:\n    - name: vol\n      mountPath: /data\n",
+		"    volumeDevices:\n    - name: vol\n      devicePath: /dev/xvda\n", 1)
+}
+
+// blockCase is a PV in volumeMode Block.
+func blockCase(driverSpec, modes, csi string, extra ...string) string {
+	d := []string{csiDriver(driverSpec), pv(modes, csi, "volumeMode: Block\n"), pvc(modes, "volumeMode: Block\n")}
+	d = append(d, extra...)
+	return docs(append(d, blockPod(claimVolume(false)))...)
+}
+
+func secret(ns, name, data string) string {
+	return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\nstringData:\n" + indent(data, 2)
+}
+
+func attachment(meta string) string {
+	return "apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata:\n  name: " + attachmentName("vol-1", driver, nodeName) +
+		"\nspec:\n  attacher: " + driver + "\n  nodeName: sim-node\n  source:\n    persistentVolumeName: pv-vol\nstatus:\n  attached: true\n" +
+		"  attachmentMetadata:\n" + indent(meta, 4)
+}
+
+const (
+	noAttach      = "attachRequired: false\n"
+	seLinux       = "seLinuxOptions:\n  level: s0:c1,c2\n"
+	fsGroup       = "fsGroup: 2000\n"
+	rwoExt4       = "fsType: ext4\n"
+	tokenRequests = "tokenRequests:\n- audience: vault\n  expirationSeconds: 3600\n- audience: \"\"\n"
+)
+
+// A PV of the given modes on a driver with the given CSIDriver spec.
+func pvCase(driverSpec, modes, csi, pvSpec, podSC string, readOnly bool) string {
+	return docs(csiDriver(driverSpec), pv(modes, csi, pvSpec), pvc(modes, ""), pod(claimVolume(readOnly), podSC, ""))
+}
+
+func table() []Case {
+	return []Case{
+		// Inline (ephemeral) volumes.
+		{Name: "inline-podinfo", Caps: none, YAML: docs(
+			csiDriver(noAttach+"podInfoOnMount: true\nvolumeLifecycleModes: [Ephemeral]\n"),
+			pod(inlineVolume("readOnly: true\nvolumeAttributes:\n  size: 1Gi\n  csi.storage.k8s.io/pod.uid: user-value\n"), "", ""))},
+		{Name: "inline-no-podinfo-stage-cap", Caps: stage, YAML: docs(
+			csiDriver(noAttach+"volumeLifecycleModes: [Persistent, Ephemeral]\n"),
+			pod(inlineVolume("fsType: xfs\nvolumeAttributes:\n  a: b\n"), "", ""))},
+
+		// Persistent volumes, with and without staging.
+		{Name: "pv-stage", Caps: stage, YAML: pvCase(noAttach, "ReadWriteOnce",
+			rwoExt4+"volumeAttributes:\n  tier: fast\n", "mountOptions: [noatime, discard]\n", "", false)},
+		{Name: "pv-nostage", Caps: none, YAML: pvCase(noAttach, "ReadWriteOnce",
+			rwoExt4+"volumeAttributes:\n  tier: fast\n", "mountOptions: [noatime]\n", "", false)},
+		{Name: "pv-nostage-podinfo", Caps: none, YAML: pvCase(noAttach+"podInfoOnMount: true\n", "ReadWriteMany",
+			"volumeAttributes:\n  csi.storage.k8s.io/ephemeral: user-value\n", "", "", false)},
+		{Name: "pv-readonly-claim", Caps: stage, YAML: pvCase(noAttach, "ReadOnlyMany", "", "", "", true)},
+		{Name: "pv-csi-readonly", Caps: stage, YAML: pvCase(noAttach, "ReadWriteOnce", "readOnly: true\n", "", "", false)},
+		{Name: "pv-first-access-mode", Caps: stage, YAML: pvCase(noAttach, "ReadOnlyMany, ReadWriteOnce", "", "", "", false)},
+
+		// Attach: publish_context from the VolumeAttachment.
+		{Name: "attach-publish-context-stage", Caps: stage, YAML: docs(
+			csiDriver("attachRequired: true\n"), pv("ReadWriteOnce", rwoExt4, ""), pvc("ReadWriteOnce", ""),
+			attachment("device: /dev/sdx\nlun: \"7\"\n"), pod(claimVolume(false), "", ""))},
+		{Name: "attach-publish-context-nostage", Caps: none, YAML: docs(
+			csiDriver("attachRequired: true\n"), pv("ReadWriteOnce", "", ""), pvc("ReadWriteOnce", ""),
+			attachment("device: /dev/sdx\n"), pod(claimVolume(false), "", ""))},
+		{Name: "attach-no-csidriver", Caps: stage, YAML: docs(
+			pv("ReadWriteOnce", "", ""), pvc("ReadWriteOnce", ""),
+			attachment("device: /dev/sdy\n"), pod(claimVolume(false), "", ""))},
+
+		// Secrets.
+		{Name: "secrets-pv", Caps: stage, YAML: docs(
+			csiDriver(noAttach), secret("storage", "stage", "user: admin\npassword: s3cr3t\n"), secret("other", "publish", "key: value\n"),
+			pv("ReadWriteOnce", "nodeStageSecretRef:\n  name: stage\n  namespace: storage\nnodePublishSecretRef:\n  name: publish\n  namespace: other\n", ""),
+			pvc("ReadWriteOnce", ""), pod(claimVolume(false), "", ""))},
+		{Name: "secrets-inline", Caps: none, YAML: docs(
+			csiDriver(noAttach+"volumeLifecycleModes: [Ephemeral]\n"), secret("default", "publish", "key: value\n"),
+			pod(inlineVolume("nodePublishSecretRef:\n  name: publish\n"), "", ""))},
+
+		// Service-account tokens.
+		{Name: "tokens-volume-context", Caps: stage, YAML: pvCase(noAttach+"podInfoOnMount: true\n"+tokenRequests, "ReadWriteOnce", "volumeAttributes:\n  a: b\n", "", "", false)},
+		{Name: "tokens-volume-context-no-podinfo", Caps: stage, YAML: pvCase(noAttach+tokenRequests+"serviceAccountTokenInSecrets: false\n", "ReadWriteOnce", "", "", "", false)},
+		{Name: "tokens-in-secrets", Caps: stage, YAML: docs(
+			csiDriver(noAttach+"tokenRequests:\n- audience: https://vault.example.com/?a=1&b=<2>\n  expirationSeconds: 7200\nserviceAccountTokenInSecrets: true\n"),
+			secret("other", "publish", "key: value\n"),
+			pv("ReadWriteOnce", "nodePublishSecretRef:\n  name: publish\n  namespace: other\n", ""),
+			pvc("ReadWriteOnce", ""), pod(claimVolume(false), "", ""))},
+		{Name: "tokens-in-secrets-no-secret", Caps: none, YAML: pvCase(noAttach+tokenRequests+"serviceAccountTokenInSecrets: true\n", "ReadWriteOnce", "", "", "", false)},
+		{Name: "tokens-inline", Caps: none, YAML: docs(
+			csiDriver(noAttach+"podInfoOnMount: true\nvolumeLifecycleModes: [Ephemeral]\n"+tokenRequests),
+			pod(inlineVolume(""), "", ""))},
+
+		// SELinux: the context= mount option, by access mode and gate.
+		{Name: "selinux-rwop-gate-on", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOncePod", rwoExt4, "mountOptions: [noatime]\n", seLinux, false)},
+		{Name: "selinux-rwop-gate-off", Caps: stage, Gates: "SELinuxMount=false", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOncePod", rwoExt4, "mountOptions: [noatime]\n", seLinux, false)},
+		{Name: "selinux-rwo-gate-on", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce", rwoExt4, "", seLinux, false)},
+		{Name: "selinux-rwo-gate-off", Caps: stage, Gates: "SELinuxMount=false", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce", rwoExt4, "", seLinux, false)},
+		{Name: "selinux-rwx-gate-on-nostage", Caps: none, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteMany", "", "", seLinux, false)},
+		{Name: "selinux-recursive-policy", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOncePod", "", "", seLinux+"seLinuxChangePolicy: Recursive\n", false)},
+		{Name: "selinux-driver-without-selinuxmount", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: false\n", "ReadWriteOncePod", "", "", seLinux, false)},
+		{Name: "selinux-container-level", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: docs(csiDriver(noAttach+"seLinuxMount: true\n"), pv("ReadWriteOncePod", "", ""), pvc("ReadWriteOncePod", ""),
+				pod(claimVolume(false), seLinux, "seLinuxOptions:\n  level: s0:c3,c4\n"))},
+		{Name: "selinux-allocated-level", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c998,c999",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOncePod", "", "", "seLinuxOptions:\n  type: container_t\n", false)},
+		{Name: "selinux-inline", Caps: none, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2", YAML: docs(
+			csiDriver(noAttach+"seLinuxMount: true\nvolumeLifecycleModes: [Ephemeral]\n"),
+			pod(inlineVolume(""), seLinux, ""))},
+
+		// fsGroup: delegated with VOLUME_MOUNT_GROUP, else the kubelet's walk
+		// (seen by the driver at NodeUnpublishVolume: the target's group and mode).
+		{Name: "fsgroup-volume-mount-group", Caps: caps("STAGE_UNSTAGE_VOLUME", "VOLUME_MOUNT_GROUP"),
+			YAML: pvCase(noAttach, "ReadWriteOnce", rwoExt4, "", fsGroup, false)},
+		{Name: "fsgroup-volume-mount-group-policy-none", Caps: caps("STAGE_UNSTAGE_VOLUME", "VOLUME_MOUNT_GROUP"),
+			YAML: pvCase(noAttach+"fsGroupPolicy: None\n", "ReadWriteMany", "", "", fsGroup, false)},
+		{Name: "fsgroup-volume-mount-group-inline", Caps: caps("VOLUME_MOUNT_GROUP"), YAML: docs(
+			csiDriver(noAttach+"volumeLifecycleModes: [Ephemeral]\n"), pod(inlineVolume(""), fsGroup, ""))},
+		{Name: "fsgroup-kubelet-walk", Caps: stage, YAML: pvCase(noAttach, "ReadWriteOnce", rwoExt4, "", fsGroup, false)},
+		{Name: "fsgroup-kubelet-walk-on-root-mismatch", Caps: stage,
+			YAML: pvCase(noAttach, "ReadWriteOnce", rwoExt4, "", fsGroup+"fsGroupChangePolicy: OnRootMismatch\n", false)},
+		{Name: "fsgroup-policy-file-rwx", Caps: stage, YAML: pvCase(noAttach+"fsGroupPolicy: File\n", "ReadWriteMany", "", "", fsGroup, false)},
+		{Name: "fsgroup-policy-none", Caps: stage, YAML: pvCase(noAttach+"fsGroupPolicy: None\n", "ReadWriteOnce", rwoExt4, "", fsGroup, false)},
+		{Name: "fsgroup-rwx-with-fstype", Caps: stage, YAML: pvCase(noAttach, "ReadWriteMany", rwoExt4, "", fsGroup, false)},
+		{Name: "fsgroup-rwo-without-fstype", Caps: stage, YAML: pvCase(noAttach, "ReadWriteOnce", "", "", fsGroup, false)},
+		{Name: "fsgroup-readonly", Caps: stage, YAML: pvCase(noAttach+"fsGroupPolicy: File\n", "ReadWriteOnce", rwoExt4, "", fsGroup, true)},
+		{Name: "fsgroup-inline-walk", Caps: none, YAML: docs(
+			csiDriver(noAttach+"volumeLifecycleModes: [Ephemeral]\n"), pod(inlineVolume("fsType: ext4\n"), fsGroup, ""))},
+
+		// Access modes with and without SINGLE_NODE_MULTI_WRITER.
+		{Name: "snmw-rwo", Caps: caps("STAGE_UNSTAGE_VOLUME", "SINGLE_NODE_MULTI_WRITER"), YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
+		{Name: "snmw-rwop", Caps: caps("STAGE_UNSTAGE_VOLUME", "SINGLE_NODE_MULTI_WRITER"), YAML: pvCase(noAttach, "ReadWriteOncePod", "", "", "", false)},
+		{Name: "snmw-rwx", Caps: caps("STAGE_UNSTAGE_VOLUME", "SINGLE_NODE_MULTI_WRITER"), YAML: pvCase(noAttach, "ReadWriteMany", "", "", "", false)},
+		{Name: "snmw-inline", Caps: caps("SINGLE_NODE_MULTI_WRITER"), YAML: docs(
+			csiDriver(noAttach+"volumeLifecycleModes: [Ephemeral]\n"), pod(inlineVolume(""), "", ""))},
+		{Name: "rwop-without-snmw", Caps: stage, YAML: pvCase(noAttach, "ReadWriteOncePod", "", "", "", false)},
+
+		// Block volumes (volumeDevices).
+		{Name: "block-stage", Caps: stage, YAML: blockCase(noAttach, "ReadWriteOnce", "volumeAttributes:\n  a: b\n")},
+		{Name: "block-nostage", Caps: none, YAML: blockCase(noAttach, "ReadWriteOnce", "")},
+		{Name: "block-attach-podinfo-tokens-secrets", Caps: stage, YAML: blockCase(
+			"podInfoOnMount: true\n"+tokenRequests, "ReadWriteOncePod",
+			"nodeStageSecretRef:\n  name: stage\n  namespace: default\nnodePublishSecretRef:\n  name: publish\n  namespace: default\n",
+			attachment("device: /dev/sdb\n"), secret("default", "stage", "a: b\n"), secret("default", "publish", "c: d\n"))},
+		// The real block path handler: the kubelet's teardown removes the
+		// bind mount at <globalMapPath>/<podUID> only when it is a device
+		// node (IsDeviceBindMountExist); over the regular file this driver
+		// publishes it fails (EBUSY) and retries, never unpublishing.
+		{Name: "block-regular-file-target-real-paths", Caps: stage, RealBlockPaths: true, PhaseTimeout: 3 * time.Second,
+			YAML: blockCase(noAttach, "ReadWriteOnce", "")},
+		{Name: "block-snmw-fsgroup-selinux", Caps: caps("STAGE_UNSTAGE_VOLUME", "SINGLE_NODE_MULTI_WRITER", "VOLUME_MOUNT_GROUP"),
+			Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2", YAML: strings.Replace(
+				blockCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce", ""),
+				"  serviceAccountName: app-sa\n", "  serviceAccountName: app-sa\n  securityContext:\n    fsGroup: 2000\n    seLinuxOptions:\n      level: s0:c1,c2\n", 1)},
+
+		// Republish (requiresRepublish) and stats, while the pod runs.
+		{Name: "republish-inline-tokens", Caps: none, Republish: true, YAML: docs(
+			csiDriver(noAttach+"podInfoOnMount: true\nrequiresRepublish: true\nvolumeLifecycleModes: [Ephemeral]\n"+tokenRequests),
+			pod(inlineVolume(""), "", ""))},
+		{Name: "republish-pv-attach-stage", Caps: stage, Republish: true, YAML: docs(
+			csiDriver("attachRequired: true\nrequiresRepublish: true\n"+tokenRequests+"serviceAccountTokenInSecrets: true\n"),
+			pv("ReadWriteOnce", rwoExt4, ""), pvc("ReadWriteOnce", ""), attachment("device: /dev/sdz\n"),
+			pod(claimVolume(false), fsGroup, ""))},
+		{Name: "republish-not-required", Caps: stage, Republish: true, YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
+		{Name: "stats", Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"), Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", rwoExt4, "", "", false)},
+		{Name: "stats-without-capability", Caps: stage, Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
+		// 1.32-1.36 with the alpha gate: a VOLUME_CONDITION query before each
+		// NodeGetVolumeStats (the capability is gone from the CSI spec 1.37 uses).
+		{Name: "stats-volume-condition-gate", MaxMinor: 36, Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS", "VOLUME_CONDITION"), Stats: true,
+			Gates: "CSIVolumeHealth=true", YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
+		{Name: "stats-inline", Caps: caps("GET_VOLUME_STATS"), Stats: true, YAML: docs(
+			csiDriver(noAttach+"volumeLifecycleModes: [Ephemeral]\n"), pod(inlineVolume(""), "", ""))},
+		{Name: "stats-block", Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"), Stats: true, YAML: blockCase(noAttach, "ReadWriteOnce", ""),
+			FSOutlier: func(int) string {
+				return "the kubelet code runs with the fake block volume path handler, which does not bind-mount the published device " +
+					"at the volume_path <globalMapPath>/<podUID>; csi-kubelet-sim does, as the real handler does"
+			}},
+
+		// More of what the rest of the cluster does to a pod.
+		{Name: "namespace-and-default-service-account", Caps: stage, YAML: docs(
+			csiDriver(noAttach+"podInfoOnMount: true\nvolumeLifecycleModes: [Ephemeral]\n"+tokenRequests),
+			strings.NewReplacer("  namespace: default\n", "  namespace: team-a\n", "  serviceAccountName: app-sa\n", "").Replace(pod(inlineVolume(""), "", "")))},
+		{Name: "generic-ephemeral-volume", Caps: stage, YAML: docs(
+			csiDriver(noAttach+"podInfoOnMount: true\n"),
+			strings.NewReplacer("name: claim\n", "name: app-vol\n").Replace(pv("ReadWriteOnce", "", "")),
+			strings.Replace(pvc("ReadWriteOnce", ""), "  name: claim\n", "  name: app-vol\n  ownerReferences:\n  - apiVersion: v1\n    kind: Pod\n    name: app\n    uid: @UID@\n    controller: true\n", 1),
+			pod("ephemeral:\n  volumeClaimTemplate:\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources:\n        requests:\n          storage: 1Gi\n", "", ""))},
+		{Name: "selinux-init-container", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: docs(csiDriver(noAttach+"seLinuxMount: true\n"), pv("ReadWriteOncePod", "", ""), pvc("ReadWriteOncePod", ""),
+				strings.Replace(pod(claimVolume(false), "", ""), "  containers:\n",
+					"  initContainers:\n  - name: init\n    image: registry.k8s.io/pause:3.10\n    securityContext:\n      seLinuxOptions:\n        level: s0:c5,c6\n    volumeMounts:\n    - name: vol\n      mountPath: /init\n  containers:\n", 1))},
+		{Name: "selinux-user-and-level", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOncePod", "", "", "seLinuxOptions:\n  user: staff_u\n  level: s0:c7,c8\n", false)},
+		{Name: "selinux-role-and-type", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOncePod", "", "", "seLinuxOptions:\n  role: sysadm_r\n  type: spc_t\n  level: s0:c1,c2\n", false),
+			Outlier: func(int) string {
+				return "the harness labels with the kubelet's fake SELinux translator (pkg/volume/util NewFakeSELinuxLabelTranslator), " +
+					"which copies the pod's role and type into the file label; on a node, label.InitLabels keeps the policy's " +
+					"object_r:container_file_t and takes only user and level from the pod (KUBELET.md 6.1)"
+			}},
+	}
+}

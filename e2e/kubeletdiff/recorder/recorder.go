@@ -1,0 +1,411 @@
+// Package recorder is a CSI driver that does nothing but answer success and
+// write down what it was asked: one JSON object per call, with a stable key
+// order, so that two runs (the kubelet's own code and csi-kubelet-sim) can be
+// compared line by line.
+//
+// It behaves like a driver where a kubelet can tell: it advertises the node
+// capabilities it is given, creates the target of NodePublishVolume (a
+// directory with one file in it, so that the kubelet's fsGroup walk has
+// something to walk) and removes it on NodeUnpublishVolume. Besides the
+// request it records what the kubelet left on disk for the driver to see
+// (the "fs" member: the staging and target paths, their parents, the
+// kubelet's vol_data.json), which is part of what a kubelet does too.
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Config is what the driver says about itself.
+type Config struct {
+	DriverName       string
+	VendorVersion    string
+	NodeID           string
+	NodeCapabilities []string // csi.NodeServiceCapability_RPC_Type names, e.g. STAGE_UNSTAGE_VOLUME
+}
+
+// Call is one recorded request.
+type Call struct {
+	Method  string // the full gRPC method, /csi.v1.Node/NodePublishVolume
+	Request map[string]any
+	FS      map[string]any // what the driver found on disk, for the calls where it looks
+}
+
+// Line is the call as one JSON object with sorted keys.
+func (c Call) Line() string {
+	m := map[string]any{"method": c.Method, "request": c.Request}
+	if c.FS != nil {
+		m["fs"] = c.FS
+	}
+	return Canonical(m)
+}
+
+// Short is the method name without the service.
+func (c Call) Short() string { return c.Method[strings.LastIndex(c.Method, "/")+1:] }
+
+// Recorder is a running driver.
+type Recorder struct {
+	cfg  Config
+	caps []*csi.NodeServiceCapability
+	srv  *grpc.Server
+	lis  net.Listener
+	out  io.Writer
+	done chan struct{}
+
+	mu    sync.Mutex
+	calls []Call
+}
+
+// Start serves the driver on the unix socket path (removed first if it is
+// left from an earlier run). Every call is also written to out, if not nil.
+func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
+	r := &Recorder{cfg: cfg, out: out, done: make(chan struct{})}
+	for _, name := range cfg.NodeCapabilities {
+		v, ok := csi.NodeServiceCapability_RPC_Type_value[name]
+		if !ok {
+			return nil, fmt.Errorf("recorder: unknown node capability %q", name)
+		}
+		r.caps = append(r.caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
+			Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_Type(v)}}})
+	}
+	_ = os.Remove(socket)
+	lis, err := net.Listen("unix", socket)
+	if err != nil {
+		return nil, err
+	}
+	r.lis = lis
+	r.srv = grpc.NewServer(
+		grpc.UnaryInterceptor(r.intercept),
+		grpc.UnknownServiceHandler(r.unknown),
+	)
+	csi.RegisterIdentityServer(r.srv, &identity{r: r})
+	csi.RegisterNodeServer(r.srv, &node{r: r})
+	go func() {
+		defer close(r.done)
+		_ = r.srv.Serve(lis)
+	}()
+	return r, nil
+}
+
+// Stop stops serving and removes the socket.
+func (r *Recorder) Stop() {
+	r.srv.Stop()
+	<-r.done
+	_ = os.Remove(r.lis.Addr().String())
+}
+
+// Calls returns what was recorded so far.
+func (r *Recorder) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Call(nil), r.calls...)
+}
+
+// Count is how many calls of a method (short name) were recorded.
+func (r *Recorder) Count(short string) int {
+	n := 0
+	for _, c := range r.Calls() {
+		if c.Short() == short {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *Recorder) record(c Call) {
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	if r.out != nil {
+		fmt.Fprintln(r.out, c.Line())
+	}
+	r.mu.Unlock()
+}
+
+func (r *Recorder) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	c := Call{Method: info.FullMethod}
+	switch m := req.(type) {
+	case proto.Message:
+		c.Request = Message(m)
+	case protoadapt.MessageV1:
+		// Older CSI specs (v1.9.0, the one Kubernetes 1.36 builds with) are
+		// generated for the first protobuf API.
+		c.Request = Message(protoadapt.MessageV2Of(m))
+	default:
+		c.Request = map[string]any{BadRequest: fmt.Sprintf("not a protobuf message: %T", req)}
+	}
+	// What the kubelet left on disk before the driver does anything (for
+	// NodeUnpublishVolume: what it did to the target since the publish,
+	// i.e. the fsGroup walk).
+	c.FS = observe(req)
+	r.record(c)
+	return handler(ctx, req)
+}
+
+func (r *Recorder) unknown(_ any, stream grpc.ServerStream) error {
+	method, _ := grpc.MethodFromServerStream(stream)
+	r.record(Call{Method: method, Request: map[string]any{"_unknown_method": true}})
+	return status.Errorf(codes.Unimplemented, "recorder: %s is not implemented", method)
+}
+
+// BadRequest is the key of a request the recorder could not write down;
+// a test must fail on it, since both sides would record it alike.
+const BadRequest = "_recorder_error"
+
+// Message is a request as protojson with the proto field names, decoded
+// again so that it prints with sorted keys. Fields the message type does
+// not know (a newer CSI spec on the sending side) are not dropped
+// silently: they show as "_unknown_fields".
+func Message(m proto.Message) map[string]any {
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return map[string]any{BadRequest: "protojson: " + err.Error()}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	out := map[string]any{}
+	if err := dec.Decode(&out); err != nil {
+		return map[string]any{BadRequest: "decode: " + err.Error()}
+	}
+	if u := unknownFields(m.ProtoReflect(), ""); len(u) > 0 {
+		out["_unknown_fields"] = u
+	}
+	return out
+}
+
+func unknownFields(m protoreflect.Message, path string) []string {
+	var out []string
+	if raw := m.GetUnknown(); len(raw) > 0 {
+		out = append(out, fmt.Sprintf("%s%x", prefix(path), []byte(raw)))
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := path + "." + string(fd.Name())
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				out = append(out, unknownFields(l.Get(i).Message(), fmt.Sprintf("%s[%d]", p, i))...)
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				out = append(out, unknownFields(mv.Message(), fmt.Sprintf("%s[%v]", p, k.Interface()))...)
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			out = append(out, unknownFields(v.Message(), p)...)
+		}
+		return true
+	})
+	return out
+}
+
+func prefix(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ": "
+}
+
+// Canonical is v as JSON with sorted keys and no HTML escaping.
+func Canonical(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprintf(`{"_encode_error":%q}`, err.Error())
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// observe is what the driver sees on disk when a call arrives.
+func observe(req any) map[string]any {
+	switch q := req.(type) {
+	case *csi.NodeStageVolumeRequest:
+		p := q.GetStagingTargetPath()
+		fs := map[string]any{
+			"staging_target_path":   stat(p),
+			"staging_parent":        stat(filepath.Dir(p)),
+			"staging_vol_data.json": readFile(filepath.Join(filepath.Dir(p), "vol_data.json")),
+		}
+		if d := blockDataFile(p); d != "" {
+			fs["block_vol_data.json"] = readFile(d)
+		}
+		return fs
+	case *csi.NodePublishVolumeRequest:
+		p := q.GetTargetPath()
+		fs := map[string]any{
+			"target_path":   stat(p),
+			"target_parent": stat(filepath.Dir(p)),
+			"vol_data.json": readFile(filepath.Join(filepath.Dir(p), "vol_data.json")),
+		}
+		if s := q.GetStagingTargetPath(); s != "" {
+			fs["staging_target_path"] = stat(s)
+			if d := blockDataFile(s); d != "" {
+				fs["block_vol_data.json"] = readFile(d)
+			}
+		}
+		return fs
+	case *csi.NodeUnpublishVolumeRequest:
+		p := q.GetTargetPath()
+		return map[string]any{
+			"target_path":      stat(p),
+			"target_path/data": stat(filepath.Join(p, "data")),
+		}
+	case *csi.NodeUnstageVolumeRequest:
+		p := q.GetStagingTargetPath()
+		return map[string]any{
+			"staging_target_path":   stat(p),
+			"staging_vol_data.json": readFile(filepath.Join(filepath.Dir(p), "vol_data.json")),
+		}
+	case *csi.NodeGetVolumeStatsRequest:
+		return map[string]any{"volume_path": stat(q.GetVolumePath())}
+	}
+	return nil
+}
+
+// blockDataFile is where the kubelet keeps a block volume's vol_data.json
+// (<root>/plugins/kubernetes.io/csi/volumeDevices/<spec>/data/), given its
+// staging path (.../volumeDevices/staging/<spec>); "" for other paths.
+func blockDataFile(staging string) string {
+	dir, spec := filepath.Split(staging)
+	dir = filepath.Clean(dir)
+	if filepath.Base(dir) != "staging" || filepath.Base(filepath.Dir(dir)) != "volumeDevices" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(dir), spec, "data", "vol_data.json")
+}
+
+func stat(p string) any {
+	if p == "" {
+		return nil
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "absent"
+	}
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	out := map[string]any{"mode": fi.Mode().String()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		out["uid"] = st.Uid
+		out["gid"] = st.Gid
+	}
+	return out
+}
+
+func readFile(p string) any {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "absent"
+	}
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return string(b)
+}
+
+type identity struct {
+	csi.UnimplementedIdentityServer
+	r *Recorder
+}
+
+func (s *identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: s.r.cfg.DriverName, VendorVersion: s.r.cfg.VendorVersion}, nil
+}
+
+func (s *identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	return &csi.GetPluginCapabilitiesResponse{}, nil
+}
+
+func (s *identity) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{}, nil
+}
+
+type node struct {
+	csi.UnimplementedNodeServer
+	r *Recorder
+}
+
+func (s *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{NodeId: s.r.cfg.NodeID}, nil
+}
+
+func (s *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: s.r.caps}, nil
+}
+
+func (s *node) NodeStageVolume(context.Context, *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+func (s *node) NodeUnstageVolume(context.Context, *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// NodePublishVolume makes the target as a driver's mount would: a directory
+// (a file for a block volume) with content.
+func (s *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	t := req.GetTargetPath()
+	if t == "" {
+		return nil, status.Error(codes.InvalidArgument, "target_path missing")
+	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		if err := os.WriteFile(t, nil, 0o640); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csi.NodePublishVolumeResponse{}, nil
+	}
+	if err := os.Mkdir(t, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	// Fixed modes whatever the umask, so both runs start from the same state.
+	if err := os.Chmod(t, 0o750); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	data := filepath.Join(t, "data")
+	if err := os.WriteFile(data, []byte("recorded\n"), 0o640); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if err := os.Chmod(data, 0o640); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+func (s *node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	if err := os.RemoveAll(req.GetTargetPath()); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+func (s *node) NodeGetVolumeStats(context.Context, *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+		{Unit: csi.VolumeUsage_BYTES, Total: 1 << 30, Used: 1 << 20, Available: 1<<30 - 1<<20},
+		{Unit: csi.VolumeUsage_INODES, Total: 1000, Used: 10, Available: 990},
+	}}, nil
+}
+
+func (s *node) NodeExpandVolume(context.Context, *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	return &csi.NodeExpandVolumeResponse{}, nil
+}
