@@ -24,8 +24,16 @@ type Case struct {
 	MinMinor     int      // the first Kubernetes minor the case applies to
 	MaxMinor     int      // the last one (0: the newest)
 
-	RealBlockPaths bool          // the kubelet code gets the real block volume path handler
-	PhaseTimeout   time.Duration // how long a kubelet phase may take (0: 20s)
+	// RegularFileBlockTarget: the driver publishes a block volume as an
+	// empty regular file instead of a loop device bind-mounted on the target.
+	RegularFileBlockTarget bool
+	PhaseTimeout           time.Duration // how long a kubelet phase may take (0: 20s)
+	// TeardownStuck is the error (its prefix, the operation, e.g.
+	// "UnmapVolume.UnmapBlockVolume failed") of a teardown that never
+	// completes on a kubelet: the kubelet code retries it until the phase
+	// timeout, the simulator exits 1 with it. The error after the volume's
+	// name must be the same on both sides; then the streams are compared.
+	TeardownStuck string
 
 	// Outlier, when it returns a reason for a release, marks a case where
 	// the kubelet code as this harness runs it is known to differ from a
@@ -318,12 +326,13 @@ func table() []Case {
 			"podInfoOnMount: true\n"+tokenRequests, "ReadWriteOncePod",
 			"nodeStageSecretRef:\n  name: stage\n  namespace: default\nnodePublishSecretRef:\n  name: publish\n  namespace: default\n",
 			attachment("device: /dev/sdb\n"), secret("default", "stage", "a: b\n"), secret("default", "publish", "c: d\n"))},
-		// The real block path handler: the kubelet's teardown removes the
-		// bind mount at <globalMapPath>/<podUID> only when it is a device
-		// node (IsDeviceBindMountExist); over the regular file this driver
-		// publishes it fails (EBUSY) and retries, never unpublishing.
-		{Name: "block-regular-file-target-real-paths", Caps: stage, RealBlockPaths: true, PhaseTimeout: 3 * time.Second,
-			YAML: blockCase(noAttach, "ReadWriteOnce", "")},
+		// A driver that publishes a regular file: the kubelet's teardown
+		// removes its bind mount at <globalMapPath>/<podUID> only when it is
+		// a device node (IsDeviceBindMountExist); over a regular file the
+		// removal fails (EBUSY) and is retried for ever, and the volume is
+		// never unpublished nor unstaged.
+		{Name: "block-regular-file-target-real-paths", Caps: stage, RegularFileBlockTarget: true, PhaseTimeout: 3 * time.Second,
+			TeardownStuck: "UnmapVolume.UnmapBlockVolume failed", YAML: blockCase(noAttach, "ReadWriteOnce", "")},
 		{Name: "block-snmw-fsgroup-selinux", Caps: caps("STAGE_UNSTAGE_VOLUME", "SINGLE_NODE_MULTI_WRITER", "VOLUME_MOUNT_GROUP"),
 			Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2", YAML: strings.Replace(
 				blockCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce", ""),
@@ -346,11 +355,8 @@ func table() []Case {
 			Gates: "CSIVolumeHealth=true", YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
 		{Name: "stats-inline", Caps: caps("GET_VOLUME_STATS"), Stats: true, YAML: docs(
 			csiDriver(noAttach+"volumeLifecycleModes: [Ephemeral]\n"), pod(inlineVolume(""), "", ""))},
-		{Name: "stats-block", Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"), Stats: true, YAML: blockCase(noAttach, "ReadWriteOnce", ""),
-			FSOutlier: func(int) string {
-				return "the kubelet code runs with the fake block volume path handler, which does not bind-mount the published device " +
-					"at the volume_path <globalMapPath>/<podUID>; csi-kubelet-sim does, as the real handler does"
-			}},
+		// volume_path is the kubelet's bind mount of the device, <globalMapPath>/<podUID>.
+		{Name: "stats-block", Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"), Stats: true, YAML: blockCase(noAttach, "ReadWriteOnce", "")},
 
 		// More of what the rest of the cluster does to a pod.
 		{Name: "namespace-and-default-service-account", Caps: stage, YAML: docs(

@@ -63,8 +63,14 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
+	// Nothing attached or mounted under dir may outlive the case.
+	defer checkHost(t, dir)
 	root := filepath.Join(dir, "root")
 	socket := filepath.Join(dir, "csi.sock")
+	images := filepath.Join(dir, "images")
+	if err := os.Mkdir(images, 0o700); err != nil {
+		t.Fatal(err)
+	}
 
 	files := c.files(t, dir)
 	gates := c.gates(minor)
@@ -74,8 +80,11 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		t.Fatalf("manifests: %v", err)
 	}
 	in.republish, in.stats = c.Republish, c.Stats
-	in.realBlockPaths, in.phaseTimeout = c.RealBlockPaths, c.PhaseTimeout
-	cfg := recorder.Config{DriverName: in.driverName, VendorVersion: "0.0.1", NodeID: nodeName, NodeCapabilities: c.Caps}
+	in.phaseTimeout = c.PhaseTimeout
+	cfg := recorder.Config{DriverName: in.driverName, VendorVersion: "0.0.1", NodeID: nodeName, NodeCapabilities: c.Caps, BlockDir: images}
+	if c.RegularFileBlockTarget {
+		cfg.BlockDir = ""
+	}
 
 	var kubeletLog, simLog io.Writer
 	if outDir != "" {
@@ -103,7 +112,11 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	}
 	klogBuffer.take()
 	kerr := runKubelet(t, in, root, socket, recK)
-	recK.Stop()
+	// What the kubelet code left on the host (loop devices over its map
+	// files, their bind mounts: a kubelet would keep retrying to release
+	// them), then what the driver did.
+	kubeletLeft, _ := releaseHost(root)
+	driverLeftK := recK.Stop()
 	kubeletKlog := klogBuffer.take()
 	kubeletCalls := recK.Calls()
 	if err := os.RemoveAll(root); err != nil {
@@ -142,7 +155,7 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	}
 	args = append(args, c.SimArgs...)
 	stdout, stderr, code := runSimulator(t, bin, args)
-	recS.Stop()
+	driverLeftS := recS.Stop()
 	simCalls := recS.Calls()
 
 	for _, calls := range [][]recorder.Call{kubeletCalls, simCalls} {
@@ -161,6 +174,35 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	sameRequests := strings.Join(normalizeAll(withoutFS(kubeletCalls)), "\n") == strings.Join(normalizeAll(withoutFS(simCalls)), "\n")
 
 	var problems []string
+	if c.TeardownStuck != "" {
+		if p := checkStuck(c.TeardownStuck, kerr, kubeletKlog, code, stderr); p != "" {
+			problems = append(problems, p)
+		} else {
+			t.Logf("both sides stuck in teardown as a kubelet is: %s", stuckError(c.TeardownStuck, stderr))
+			kerr, code = nil, 0
+		}
+	}
+	// A teardown that completes leaves nothing; one that got stuck leaves
+	// what it did not release.
+	for _, l := range []struct {
+		what string
+		ok   bool
+		left []string
+	}{
+		{"the kubelet code", kerr == nil && c.TeardownStuck == "", kubeletLeft},
+		{"the kubelet code's driver", kerr == nil && c.TeardownStuck == "", driverLeftK},
+		{"csi-kubelet-sim's driver", code == 0 && c.TeardownStuck == "", driverLeftS},
+	} {
+		if len(l.left) == 0 {
+			continue
+		}
+		msg := fmt.Sprintf("after %s's teardown the harness released:\n  %s", l.what, strings.Join(l.left, "\n  "))
+		if l.ok {
+			problems = append(problems, msg)
+		} else {
+			t.Log(msg)
+		}
+	}
 	if kerr != nil {
 		problems = append(problems, fmt.Sprintf("the kubelet code failed: %v\nits log:\n%s", kerr, kubeletKlog))
 	}
@@ -185,6 +227,45 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		t.Skipf("the requests are identical; what the driver found on disk differs, and the harness is the outlier there: %s", reason)
 	}
 	t.Errorf("csi-kubelet-sim %s\n%s", strings.Join(args, " "), report)
+}
+
+// checkStuck checks a case whose teardown gets stuck (Case.TeardownStuck):
+// the kubelet code timed out in its teardown, retrying an operation that
+// failed with prefix; the simulator exited 1 with the same error after the
+// volume's name. It returns what is wrong, "" if nothing.
+func checkStuck(prefix string, kerr error, klog string, code int, stderr string) string {
+	k, s := stuckError(prefix, klog), stuckError(prefix, stderr)
+	switch {
+	case kerr == nil:
+		return fmt.Sprintf("the kubelet code's teardown should get stuck at %q, it completed", prefix)
+	case !strings.HasPrefix(kerr.Error(), "teardown: "):
+		return fmt.Sprintf("the kubelet code should get stuck in teardown at %q, it failed: %v\nits log:\n%s", prefix, kerr, klog)
+	case k == "":
+		return fmt.Sprintf("the kubelet code got stuck in teardown (%v), but not at %q\nits log:\n%s", kerr, prefix, klog)
+	case code != 1 || s == "":
+		return fmt.Sprintf("csi-kubelet-sim should exit 1 with %q ... : %s; it exited %d\nstderr:\n%s", prefix, k, code, stderr)
+	case k != s:
+		return fmt.Sprintf("stuck at %q with different errors:\n  kubelet: %s\n  sim:     %s", prefix, k, s)
+	}
+	return ""
+}
+
+// stuckError is, of the last line of log with prefix + " for volume ",
+// what follows the volume's name (the kubelet names it by its unique name
+// and its pod, the simulator by its spec name): the text after the first
+// " : " on. "" if there is none.
+func stuckError(prefix, log string) string {
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		_, rest, ok := strings.Cut(lines[i], prefix+" for volume ")
+		if !ok {
+			continue
+		}
+		if _, e, ok := strings.Cut(rest, " : "); ok {
+			return strings.TrimSpace(e)
+		}
+	}
+	return ""
 }
 
 func runSimulator(t *testing.T, bin string, args []string) (stdout, stderr string, code int) {

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -134,19 +133,14 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 	k.dsw = cache.NewDesiredStateOfWorld(k.mgr, util.NewFakeSELinuxLabelTranslator())
 	k.asw = cache.NewActualStateOfWorld(nodeName, k.mgr)
 	k.events = record.NewFakeRecorder(10000)
-	// The block volume path handler is the kubelet's fake one: the real one
-	// bind-mounts the published device at <globalMapPath>/<podUID> and holds
-	// a loop device on it, host plumbing that sends nothing to the driver,
-	// and its teardown only unmounts a device node (IsDeviceBindMountExist),
-	// which this driver, publishing a regular file, does not make. Cases
-	// with realBlockPaths use the real one anyway (and unmount after it).
-	blk := volumetest.NewBlockVolumePathHandler()
-	if in.realBlockPaths {
-		blk = volumepathhandler.NewBlockVolumePathHandler()
-		defer unmountUnder(t, root)
-	}
+	// The block volume path handler is the kubelet's real one: it
+	// bind-mounts the device the driver published at
+	// <globalMapPath>/<podUID>, links the pod's device to it and holds a
+	// loop device on it; at teardown it detaches the loop device and
+	// unmounts the bind mount only when it is a device node. What it leaves
+	// when a teardown fails is released by the case (releaseHost).
 	oe := operationexecutor.NewOperationExecutor(operationexecutor.NewOperationGenerator(
-		k.client, k.mgr, k.events, blk))
+		k.client, k.mgr, k.events, volumepathhandler.NewBlockVolumePathHandler()))
 	translator := csitrans.New()
 	k.pods = &podSource{pods: map[types.UID]*corev1.Pod{}, removed: map[types.UID]bool{}}
 	k.dswp = populator.NewDesiredStateOfWorldPopulator(k.client, loopPeriod, k.pods, k.pods,
@@ -507,27 +501,3 @@ type allSourcesReady struct{}
 
 func (allSourcesReady) AddSource(string) {}
 func (allSourcesReady) AllReady() bool   { return true }
-
-// unmountUnder unmounts whatever the kubelet code left mounted under root
-// (the real block path handler's bind mounts, when its teardown fails).
-func unmountUnder(t *testing.T, root string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Logf("mountinfo: %v", err)
-		return
-	}
-	lines := strings.Split(string(b), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		f := strings.Fields(lines[i])
-		if len(f) < 5 {
-			continue
-		}
-		if p := f[4]; strings.HasPrefix(p, root+"/") {
-			if err := syscall.Unmount(p, 0); err != nil {
-				t.Logf("unmount %s: %v", p, err)
-			} else {
-				t.Logf("harness: unmounted %s, left by the kubelet code", p)
-			}
-		}
-	}
-}

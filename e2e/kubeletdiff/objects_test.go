@@ -37,7 +37,6 @@ type input struct {
 	nodeName   string
 	driverName string
 
-	realBlockPaths   bool          // the real block volume path handler (bind mounts, loop devices)
 	phaseTimeout     time.Duration // how long a kubelet phase may take (0: the default)
 	republish        bool          // one more pod sync after the mount
 	republishVolumes int           // how many of the pod's volumes that republishes

@@ -6,7 +6,9 @@
 // It behaves like a driver where a kubelet can tell: it advertises the node
 // capabilities it is given, creates the target of NodePublishVolume (a
 // directory with one file in it, so that the kubelet's fsGroup walk has
-// something to walk) and removes it on NodeUnpublishVolume. Besides the
+// something to walk; for a block volume a file with a loop device's node
+// bind-mounted on it, see block.go) and removes it on NodeUnpublishVolume.
+// Besides the
 // request it records what the kubelet left on disk for the driver to see
 // (the "fs" member: the staging and target paths, their parents, the
 // kubelet's vol_data.json), which is part of what a kubelet does too.
@@ -42,6 +44,10 @@ type Config struct {
 	VendorVersion    string
 	NodeID           string
 	NodeCapabilities []string // csi.NodeServiceCapability_RPC_Type names, e.g. STAGE_UNSTAGE_VOLUME
+	// BlockDir is where block volumes get their image files, each attached
+	// to a loop device that is bind-mounted on the publish target (needs
+	// root). Empty: a block volume is published as an empty regular file.
+	BlockDir string
 }
 
 // Call is one recorded request.
@@ -74,12 +80,13 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	calls []Call
+	block map[string]*blockVolume // by volume id, with BlockDir
 }
 
 // Start serves the driver on the unix socket path (removed first if it is
 // left from an earlier run). Every call is also written to out, if not nil.
 func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
-	r := &Recorder{cfg: cfg, out: out, done: make(chan struct{})}
+	r := &Recorder{cfg: cfg, out: out, done: make(chan struct{}), block: map[string]*blockVolume{}}
 	for _, name := range cfg.NodeCapabilities {
 		v, ok := csi.NodeServiceCapability_RPC_Type_value[name]
 		if !ok {
@@ -107,11 +114,14 @@ func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
 	return r, nil
 }
 
-// Stop stops serving and removes the socket.
-func (r *Recorder) Stop() {
+// Stop stops serving and removes the socket, then releases the block
+// devices a teardown left published or staged (unmounts the targets,
+// detaches the loop devices). It returns what it had to release.
+func (r *Recorder) Stop() []string {
 	r.srv.Stop()
 	<-r.done
 	_ = os.Remove(r.lis.Addr().String())
+	return r.releaseAll()
 }
 
 // Calls returns what was recorded so far.
@@ -354,22 +364,40 @@ func (s *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequ
 	return &csi.NodeGetCapabilitiesResponse{Capabilities: s.r.caps}, nil
 }
 
-func (s *node) NodeStageVolume(context.Context, *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+// NodeStageVolume attaches a block volume's loop device (with BlockDir).
+func (s *node) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	if s.r.cfg.BlockDir != "" && req.GetVolumeCapability().GetBlock() != nil {
+		if err := s.r.stageBlock(req.GetVolumeId(), req.GetStagingTargetPath()); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
-func (s *node) NodeUnstageVolume(context.Context, *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+// NodeUnstageVolume detaches a block volume's loop device if no target
+// has it any more.
+func (s *node) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	if err := s.r.unstageBlock(req.GetVolumeId(), req.GetStagingTargetPath()); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
 
 // NodePublishVolume makes the target as a driver's mount would: a directory
-// (a file for a block volume) with content.
+// with content; for a block volume a file, with a device bind-mounted on it
+// when the driver has a BlockDir.
 func (s *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	t := req.GetTargetPath()
 	if t == "" {
 		return nil, status.Error(codes.InvalidArgument, "target_path missing")
 	}
 	if req.GetVolumeCapability().GetBlock() != nil {
+		if s.r.cfg.BlockDir != "" {
+			if err := s.r.publishBlock(req.GetVolumeId(), t); err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+			return &csi.NodePublishVolumeResponse{}, nil
+		}
 		if err := os.WriteFile(t, nil, 0o640); err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
@@ -393,6 +421,9 @@ func (s *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 }
 
 func (s *node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	if _, err := s.r.unpublishBlock(req.GetTargetPath()); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
 	if err := os.RemoveAll(req.GetTargetPath()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
