@@ -26,6 +26,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -350,14 +351,33 @@ func runSim(tb testing.TB, args ...string) simResult {
 	return r
 }
 
-// bgSim is a simulator run in the background.
+// bgSim is a simulator run in the background; its output can be read
+// while it runs.
 type bgSim struct {
 	cmd    *exec.Cmd
-	out    bytes.Buffer
-	errb   bytes.Buffer
+	out    lockedBuffer
+	errb   lockedBuffer
 	args   []string
 	exited chan struct{}
 	err    error
+}
+
+// lockedBuffer is a bytes.Buffer that can be read while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startSim(tb testing.TB, args ...string) *bgSim {

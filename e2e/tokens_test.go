@@ -27,13 +27,11 @@ import (
 	"math/big"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -168,83 +166,11 @@ func tokRunArgs(mf, sock, root string, extra ...string) []string {
 		"--node-name", simNode, "--volume-stats-agg-period", "0"}, extra...)
 }
 
-// lockedBuffer is a bytes.Buffer that can be read while a process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// tokBg is a simulator run in the background whose output can be read while
-// it runs.
-type tokBg struct {
-	args   []string
-	cmd    *exec.Cmd
-	out    lockedBuffer
-	errb   lockedBuffer
-	exited chan struct{}
-	err    error
-}
-
-func tokStartSim(t *testing.T, args ...string) *tokBg {
-	t.Helper()
-	s := &tokBg{args: args, exited: make(chan struct{})}
-	s.cmd = exec.Command(simBin(t), args...)
-	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.errb
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-	return s
-}
-
-func (s *tokBg) wait(t *testing.T, timeout time.Duration) simResult {
-	t.Helper()
-	select {
-	case <-s.exited:
-	case <-time.After(timeout):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		t.Fatalf("csi-kubelet-sim still running after %v; stdout:\n%s\nstderr:\n%s", timeout, s.out.String(), s.errb.String())
-	}
-	r := simResult{Args: s.args, Stdout: s.out.String(), Stderr: s.errb.String()}
-	if s.err != nil {
-		ee, ok := s.err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("csi-kubelet-sim: %v", s.err)
-		}
-		r.Code = ee.ExitCode()
-	}
-	return r
-}
-
 var oidcURLRe = regexp.MustCompile(`keys at (http://127\.0\.0\.1:[0-9]+)/openid/v1/jwks`)
 
 // oidcBase waits for the line naming the served URLs (the first line of the
 // text output, or a {"kind":"info"} line of -o json) and returns the base URL.
-func (s *tokBg) oidcBase(t *testing.T) string {
+func (s *bgSim) oidcBase(t *testing.T) string {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -282,7 +208,7 @@ func readMockLog(t *testing.T, d *driverProc) []mocklog.Call {
 
 // waitMockCall polls the mock's log until it has recorded a successful call
 // of method, and returns it.
-func waitMockCall(t *testing.T, d *driverProc, s *tokBg, method string) mocklog.Call {
+func waitMockCall(t *testing.T, d *driverProc, s *bgSim, method string) mocklog.Call {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -302,22 +228,6 @@ func waitMockCall(t *testing.T, d *driverProc, s *tokBg, method string) mocklog.
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// stoppedMockCalls stops the mock (so its log is complete) and parses it.
-func stoppedMockCalls(t *testing.T, d *driverProc) []mocklog.Call {
-	t.Helper()
-	d.Stop()
-	f, err := os.Open(d.Log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cs, err := mocklog.Parse(f)
-	if err != nil {
-		t.Fatalf("mock log: %v", err)
-	}
-	return cs
 }
 
 // onePublish returns the single successful NodePublishVolume of the log.
@@ -558,7 +468,7 @@ func TestTokensInNodePublish(t *testing.T) {
 			before := time.Now()
 			r := runSim(t, tokRunArgs(mf, mock.Sock, root, append([]string{"-o", "json"}, tc.args...)...)...)
 			after := time.Now()
-			cs := stoppedMockCalls(t, mock)
+			cs := mockCalls(t, mock)
 			if tc.mayReject != "" && r.Code == 2 {
 				oneLineError(t, r, tc.mayReject)
 				assertNothingLeft(t, root, work)
@@ -956,7 +866,7 @@ func TestTokensVerifiedWithServedJWKS(t *testing.T) {
 				extra = append(extra, "--api-audiences", strings.Join(tc.apiAuds, ","))
 			}
 			before := time.Now()
-			sim := tokStartSim(t, tokRunArgs(mf, mock.Sock, root, extra...)...)
+			sim := startSim(t, tokRunArgs(mf, mock.Sock, root, extra...)...)
 			base := sim.oidcBase(t)
 			pub := waitMockCall(t, mock, sim, "NodePublishVolume")
 			after := time.Now()
@@ -1024,7 +934,7 @@ func TestTokensVerifiedWithServedJWKS(t *testing.T) {
 			}
 
 			res := sim.wait(t, simTimeout)
-			stoppedMockCalls(t, mock)
+			mockCalls(t, mock)
 			if res.Code != 0 {
 				t.Errorf("run: exit %d, want 0\n%s", res.Code, res)
 			}
@@ -1076,7 +986,7 @@ func TestTokensNeverPrinted(t *testing.T) {
 			mf := writeFile(t, work, "manifests.yaml", tokSetup{driverSpec: spec, saName: tokSA, publishSecret: true}.manifests())
 			args := append([]string{"--serve-oidc", "127.0.0.1:0", "--service-account-key-file", priv}, tc.args...)
 			r := runSim(t, tokRunArgs(mf, mock.Sock, root, args...)...)
-			cs := stoppedMockCalls(t, mock)
+			cs := mockCalls(t, mock)
 			wantCode(t, r, 0)
 			assertNothingLeft(t, root, work)
 
@@ -1218,7 +1128,7 @@ func TestTokensBadInput(t *testing.T) {
 				extra = []string{"--service-account-key-file", tc.keyFile}
 			}
 			r := runSim(t, tokRunArgs(mf, mock.Sock, root, extra...)...)
-			cs := stoppedMockCalls(t, mock)
+			cs := mockCalls(t, mock)
 			wantCode(t, r, 2)
 			want := tc.want
 			if tc.keyFile == "" {
@@ -1243,7 +1153,7 @@ func TestTokensBadInput(t *testing.T) {
 			before := time.Now()
 			r := runSim(t, tokRunArgs(mf, mock.Sock, root)...)
 			after := time.Now()
-			cs := stoppedMockCalls(t, mock)
+			cs := mockCalls(t, mock)
 			if r.Code != 0 {
 				t.Fatalf("expirationSeconds %d: exit %d, want 0\n%s", secs, r.Code, r)
 			}
@@ -1264,7 +1174,7 @@ func TestTokensBadInput(t *testing.T) {
 		root := filepath.Join(sub, "root")
 		mf := writeFile(t, sub, "manifests.yaml", tokSetup{driverSpec: "  attachRequired: false\n  podInfoOnMount: true\n" + tokRequests}.manifests())
 		before := time.Now()
-		sim := tokStartSim(t, tokRunArgs(mf, mock.Sock, root, "--serve-oidc", "127.0.0.1:0", "--hold", "2s", "--service-account-key-file", priv)...)
+		sim := startSim(t, tokRunArgs(mf, mock.Sock, root, "--serve-oidc", "127.0.0.1:0", "--hold", "2s", "--service-account-key-file", priv)...)
 		base := sim.oidcBase(t)
 		pub := waitMockCall(t, mock, sim, "NodePublishVolume")
 		var set jose.JSONWebKeySet
@@ -1272,7 +1182,7 @@ func TestTokensBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := sim.wait(t, simTimeout)
-		stoppedMockCalls(t, mock)
+		mockCalls(t, mock)
 		wantCode(t, r, 0)
 		assertNothingLeft(t, root, sub)
 
@@ -1299,7 +1209,7 @@ func TestTokensRepublishSameToken(t *testing.T) {
 		driverSpec: "  attachRequired: false\n  podInfoOnMount: true\n  requiresRepublish: true\n" + tokRequests,
 		saName:     tokSA}.manifests())
 	r := runSim(t, tokRunArgs(mf, mock.Sock, root, "--republish-period", "1s", "--hold", "3500ms", "-o", "json")...)
-	cs := stoppedMockCalls(t, mock)
+	cs := mockCalls(t, mock)
 	if r.Code != 0 {
 		t.Fatalf("exit %d, want 0\n%s\nmock log:\n%s", r.Code, r, readFile(mock.Log))
 	}
@@ -1358,7 +1268,7 @@ func TestTokensClaimGates(t *testing.T) {
 			before := time.Now()
 			r := runSim(t, tokRunArgs(mf, mock.Sock, root, append([]string{"--service-account-key-file", priv}, tc.args...)...)...)
 			after := time.Now()
-			cs := stoppedMockCalls(t, mock)
+			cs := mockCalls(t, mock)
 			wantCode(t, r, 0)
 			assertNothingLeft(t, root, work)
 			m := checkTokensJSON(t, strMap(t, onePublish(t, cs, readFile(mock.Log)).Get("volume_context"))[tokensKey], "", "vault")
