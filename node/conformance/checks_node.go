@@ -104,9 +104,7 @@ func checkUnpublishRemovesTarget(ctx context.Context, r *scenarioRun) {
 		return
 	}
 	target := publish.GetTargetPath()
-	if err := r.unpublish(ctx, publish); err != nil {
-		r.fail("12", fmt.Sprintf("NodeUnpublishVolume of a published volume returned %s: %s", status.Code(err), status.Convert(err).Message()),
-			"the kubelet's TearDown fails and the pod stays Terminating")
+	if !r.unpublishPublished(ctx, publish) {
 		return
 	}
 	if _, err := os.Lstat(target); err == nil {
@@ -122,9 +120,7 @@ func checkUnpublishIdempotent(ctx context.Context, r *scenarioRun) {
 	if !ok {
 		return
 	}
-	if err := r.unpublish(ctx, publish); err != nil {
-		r.fail("12", fmt.Sprintf("NodeUnpublishVolume of a published volume returned %s: %s", status.Code(err), status.Convert(err).Message()),
-			"the kubelet's TearDown fails and the pod stays Terminating")
+	if !r.unpublishPublished(ctx, publish) {
 		return
 	}
 	if err := r.unpublish(ctx, publish); err != nil {
@@ -270,4 +266,15 @@ func checkInvalidArgument(ctx context.Context, r *scenarioRun, m invalidMethod) 
 	if len(okFields) > 0 {
 		r.note("InvalidArgument without %s", strings.Join(okFields, ", "))
 	}
+}
+
+// unpublishPublished unpublishes a published volume and records a failure
+// when the driver refuses.
+func (r *scenarioRun) unpublishPublished(ctx context.Context, publish *csi.NodePublishVolumeRequest) bool {
+	if err := r.unpublish(ctx, publish); err != nil {
+		r.fail("12", fmt.Sprintf("NodeUnpublishVolume of a published volume returned %s: %s", status.Code(err), status.Convert(err).Message()),
+			"the kubelet's TearDown fails and the pod stays Terminating")
+		return false
+	}
+	return true
 }
