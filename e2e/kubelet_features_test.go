@@ -1144,7 +1144,7 @@ func TestFSGroupRefDriver(t *testing.T) {
 			// The trace says what the ownership change did (issue 4, item 4).
 			var fsSteps []string
 			for _, l := range parseTrace(t, r) {
-				if l.Kind == "step" && l.Operation == "SetUp" && strings.Contains(l.Text, "4242") {
+				if l.Kind == "step" && l.Operation == "SetUp" && strings.HasPrefix(l.Text, "fsGroup 4242") {
 					fsSteps = append(fsSteps, l.Text)
 				}
 			}
