@@ -475,7 +475,7 @@ func TestSELinuxVolDataJSON(t *testing.T) {
 			root := filepath.Join(work, "root")
 			mf := writeFile(t, work, "m.yaml", ftSimplePV(t, ftDriver(mockDriver), "2", []corev1.PersistentVolumeAccessMode{ftRWO}, nil, nil))
 			sim := startSim(t, "run", "-f", mf, "--endpoint", "unix://"+mock.Sock, "--root-dir", root, "--node-name", simNode,
-				"--kubelet-version", tc.version, "--hold", "800ms", "--volume-stats-agg-period", "0", "-o", "json")
+				"--kubelet-version", tc.version, "--hold", "2s", "--volume-stats-agg-period", "0", "-o", "json")
 			pubFile := filepath.Join(filepath.Dir(targetPath(root, ftUID1, "pv-a")), "vol_data.json")
 			stFile := filepath.Join(filepath.Dir(stagingPath(root, mockDriver, "2")), "vol_data.json")
 			pub := map[string]string{
@@ -1113,7 +1113,7 @@ func TestFSGroupRefDriver(t *testing.T) {
 			root := filepath.Join(work, "root")
 			mf := writeFile(t, work, "m.yaml", ftRefManifests(t, handle, tc.fsType, tc.modes, tc.driver, tc.pod))
 			sim := startSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode,
-				"--hold", "800ms", "--volume-stats-agg-period", "0", "-o", "json")
+				"--hold", "2s", "--volume-stats-agg-period", "0", "-o", "json")
 			target := targetPath(root, ftUID1, "pv-r")
 			waitMounted(t, target, 10*time.Second, sim.exited)
 			// The mounted files, while the pod runs: the walk follows
@@ -1197,7 +1197,7 @@ func TestFSGroupDelegated(t *testing.T) {
 			ftPodSC(pod).FSGroup = ftInt64(4242)
 			mf := writeFile(t, work, "m.yaml", ftYAML(t, drv, pv, ftPVC(pv), pod))
 			sim := startSim(t, "run", "-f", mf, "--endpoint", "unix://"+mock.Sock, "--root-dir", root, "--node-name", simNode,
-				"--hold", "700ms", "--volume-stats-agg-period", "0", "-o", "json")
+				"--hold", "2s", "--volume-stats-agg-period", "0", "-o", "json")
 			target := targetPath(root, ftUID1, "pv-a")
 			deadline := time.Now().Add(10 * time.Second)
 			for {
