@@ -94,7 +94,7 @@ func objectFindings(c *cluster.Cluster, defaults cluster.Defaults) []finding {
 		for _, e := range errs {
 			out = append(out, finding{src, obj, "error", e})
 		}
-		for _, w := range cluster.CSIDriverWarnings(d) {
+		for _, w := range cluster.CSIDriverWarnings(d, defaults) {
 			out = append(out, finding{src, obj, "warning", w})
 		}
 		if len(errs) == 0 {

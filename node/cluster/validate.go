@@ -102,9 +102,12 @@ func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), d.Name, msg))
 		}
 	}
+	// The order of validateCSIDriverSpec, so that the first error is the
+	// API server's first error.
 	spec := field.NewPath("spec")
 	s := d.Spec
 	if s.AttachRequired == nil {
+		// The API server's own path, misspelt as it is upstream.
 		errs = append(errs, field.Required(spec.Child("attachedRequired"), ""))
 	}
 	if s.PodInfoOnMount == nil {
@@ -113,12 +116,6 @@ func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 	if s.StorageCapacity == nil {
 		errs = append(errs, field.Required(spec.Child("storageCapacity"), ""))
 	}
-	if s.SELinuxMount == nil && !opts.Dropped.SELinuxMount {
-		errs = append(errs, field.Required(spec.Child("seLinuxMount"), ""))
-	}
-	if opts.PreventPodSchedulingIfMissing && s.PreventPodSchedulingIfMissing == nil {
-		errs = append(errs, field.Required(spec.Child("preventPodSchedulingIfMissing"), ""))
-	}
 	if p := s.FSGroupPolicy; p != nil {
 		switch *p {
 		case storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, storagev1.FileFSGroupPolicy, storagev1.NoneFSGroupPolicy:
@@ -126,32 +123,24 @@ func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 			errs = append(errs, field.NotSupported(spec.Child("fsGroupPolicy"), *p, []string{"File", "None", "ReadWriteOnceWithFSType"}))
 		}
 	}
-	for i, m := range s.VolumeLifecycleModes {
+	errs = append(errs, tokenRequestErrors(s.TokenRequests, spec.Child("tokenRequests"))...)
+	for _, m := range s.VolumeLifecycleModes {
 		if m != storagev1.VolumeLifecyclePersistent && m != storagev1.VolumeLifecycleEphemeral {
-			errs = append(errs, field.NotSupported(spec.Child("volumeLifecycleModes").Index(i), m, []string{"Ephemeral", "Persistent"}))
+			// Upstream names the list, not the entry.
+			errs = append(errs, field.NotSupported(spec.Child("volumeLifecycleModes"), m, []string{"Persistent", "Ephemeral"}))
 		}
 	}
-	seen := map[string]bool{}
-	for i, tr := range s.TokenRequests {
-		p := spec.Child("tokenRequests").Index(i)
-		if seen[tr.Audience] {
-			errs = append(errs, field.Duplicate(p.Child("audience"), tr.Audience))
-		}
-		seen[tr.Audience] = true
-		if e := tr.ExpirationSeconds; e != nil {
-			switch {
-			case *e < 600:
-				errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration less than 10 minutes"))
-			case *e > 1<<32:
-				errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration larger than 2^32 seconds"))
-			}
-		}
+	if s.SELinuxMount == nil && !opts.Dropped.SELinuxMount {
+		errs = append(errs, field.Required(spec.Child("seLinuxMount"), ""))
 	}
 	if p := s.NodeAllocatableUpdatePeriodSeconds; p != nil && *p < 10 {
 		errs = append(errs, field.Invalid(spec.Child("nodeAllocatableUpdatePeriodSeconds"), *p, "must be greater than or equal to 10 seconds"))
 	}
 	if s.ServiceAccountTokenInSecrets != nil && len(s.TokenRequests) == 0 {
 		errs = append(errs, field.Invalid(spec.Child("serviceAccountTokenInSecrets"), *s.ServiceAccountTokenInSecrets, "serviceAccountTokenInSecrets is set but no tokenRequests are specified"))
+	}
+	if opts.PreventPodSchedulingIfMissing && s.PreventPodSchedulingIfMissing == nil {
+		errs = append(errs, field.Required(spec.Child("preventPodSchedulingIfMissing"), ""))
 	}
 	out := make([]string, len(errs))
 	for i, e := range errs {
@@ -160,9 +149,38 @@ func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 	return out
 }
 
+// tokenRequestErrors is validateTokenRequests: a duplicate audience is
+// reported alone, its expiration left unchecked.
+func tokenRequestErrors(trs []storagev1.TokenRequest, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, tr := range trs {
+		p := path.Index(i)
+		if seen[tr.Audience] {
+			errs = append(errs, field.Duplicate(p.Child("audience"), tr.Audience))
+			continue
+		}
+		seen[tr.Audience] = true
+		if e := tr.ExpirationSeconds; e != nil {
+			if *e < 600 {
+				errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration less than 10 minutes"))
+			}
+			if *e > 1<<32 {
+				errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration larger than 2^32 seconds"))
+			}
+		}
+	}
+	return errs
+}
+
 // CSIDriverWarnings are the API server's warnings on creating a CSIDriver
-// (pkg/registry/storage/csidriver/strategy.go).
-func CSIDriverWarnings(d *storagev1.CSIDriver) []string {
+// (pkg/registry/storage/csidriver/strategy.go WarningsOnCreate). The one
+// warning exists only where the release has serviceAccountTokenInSecrets
+// (the CSIServiceAccountTokenSecrets gate, which opts.Dropped mirrors).
+func CSIDriverWarnings(d *storagev1.CSIDriver, opts Defaults) []string {
+	if opts.Dropped.ServiceAccountTokenInSecrets {
+		return nil
+	}
 	if len(d.Spec.TokenRequests) > 0 && d.Spec.ServiceAccountTokenInSecrets == nil {
 		return []string{"spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes"}
 	}

@@ -25,7 +25,7 @@ func TestValidate(t *testing.T) {
 		{"claim without name", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {volumes: [{name: a, persistentVolumeClaim: {}}]}", "spec.volumes[0].persistentVolumeClaim.claimName: Required value"},
 		{"CSIDriver without name", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {}\nspec: {}", "metadata.name: Required value: name or generateName is required"},
 		{"CSIDriver with two errors", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: d}\nspec: {fsGroupPolicy: Bogus, volumeLifecycleModes: [Persistent, Bogus]}",
-			`spec.fsGroupPolicy: Unsupported value: "Bogus": supported values: "File", "None", "ReadWriteOnceWithFSType"; spec.volumeLifecycleModes[1]: Unsupported value: "Bogus": supported values: "Ephemeral", "Persistent"`},
+			`spec.fsGroupPolicy: Unsupported value: "Bogus": supported values: "File", "None", "ReadWriteOnceWithFSType"; spec.volumeLifecycleModes: Unsupported value: "Bogus": supported values: "Persistent", "Ephemeral"`},
 		{"Pod without name", "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {}", "metadata.name: Required value"},
 		{"PV without name", "apiVersion: v1\nkind: PersistentVolume\nmetadata: {}\nspec: {}", "metadata.name: Required value"},
 	}
@@ -73,6 +73,27 @@ func TestCSIDriverErrors(t *testing.T) {
 			"spec.tokenRequests[0].expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes",
 			"spec.tokenRequests[1].expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds",
 		}},
+		{"duplicate audience: its expiration is not checked", func(d *storagev1.CSIDriver) {
+			d.Spec.TokenRequests = []storagev1.TokenRequest{{Audience: "a"}, {Audience: "a", ExpirationSeconds: i64(10)}}
+		}, []string{`spec.tokenRequests[1].audience: Duplicate value: "a"`}},
+		{"every rule at once, in validateCSIDriverSpec's order", func(d *storagev1.CSIDriver) {
+			bogus := storagev1.FSGroupPolicy("Bogus")
+			d.Spec = storagev1.CSIDriverSpec{
+				FSGroupPolicy:                      &bogus,
+				TokenRequests:                      []storagev1.TokenRequest{{Audience: "a", ExpirationSeconds: i64(1)}},
+				VolumeLifecycleModes:               []storagev1.VolumeLifecycleMode{"Bogus"},
+				NodeAllocatableUpdatePeriodSeconds: i64(1),
+			}
+		}, []string{
+			"spec.attachedRequired: Required value",
+			"spec.podInfoOnMount: Required value",
+			"spec.storageCapacity: Required value",
+			`spec.fsGroupPolicy: Unsupported value: "Bogus"`,
+			"spec.tokenRequests[0].expirationSeconds: Invalid value: 1:",
+			`spec.volumeLifecycleModes: Unsupported value: "Bogus": supported values: "Persistent", "Ephemeral"`,
+			"spec.seLinuxMount: Required value",
+			"spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 1:",
+		}},
 		{"nodeAllocatableUpdatePeriodSeconds", func(d *storagev1.CSIDriver) { d.Spec.NodeAllocatableUpdatePeriodSeconds = i64(9) },
 			[]string{"spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 9: must be greater than or equal to 10 seconds"}},
 		{"serviceAccountTokenInSecrets without tokenRequests", func(d *storagev1.CSIDriver) { d.Spec.ServiceAccountTokenInSecrets = &fals },
@@ -114,5 +135,25 @@ func TestCSIDriverErrorsPreventPodScheduling(t *testing.T) {
 	}
 	if got := CSIDriverErrors(&d, Defaults{}); len(got) != 0 {
 		t.Fatalf("before 1.37: errors = %q, want none", got)
+	}
+}
+
+// The API server warns about tokenRequests without
+// serviceAccountTokenInSecrets only where the field exists: with the
+// CSIServiceAccountTokenSecrets gate, 1.35 on (KUBELET.md 14.1).
+func TestCSIDriverWarnings(t *testing.T) {
+	d := storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "a.b"}, Spec: storagev1.CSIDriverSpec{TokenRequests: []storagev1.TokenRequest{{Audience: "vault"}}}}
+	if got := CSIDriverWarnings(&d, Defaults{}); len(got) != 1 || !strings.HasPrefix(got[0], "spec.serviceAccountTokenInSecrets is unset") {
+		t.Errorf("with the field: warnings %q, want the serviceAccountTokenInSecrets one", got)
+	}
+	var old Defaults
+	old.Dropped.ServiceAccountTokenInSecrets = true
+	if got := CSIDriverWarnings(&d, old); len(got) != 0 {
+		t.Errorf("a release without the field: warnings %q, want none", got)
+	}
+	tru := true
+	d.Spec.ServiceAccountTokenInSecrets = &tru
+	if got := CSIDriverWarnings(&d, Defaults{}); len(got) != 0 {
+		t.Errorf("field set: warnings %q, want none", got)
 	}
 }
