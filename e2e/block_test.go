@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -262,4 +263,76 @@ func TestBlockRefDriver(t *testing.T) {
 			fltAssertClean(t, root, work)
 		})
 	}
+}
+
+// TestBlockRepublish: a driver with requiresRepublish and a block volume.
+// The kubelet's remount of a block volume is the whole map operation again
+// (GenerateMapVolumeFunc, KUBELET.md 5): NodePublish with the block publish
+// path and Block{}, never the filesystem target or a second NodeStage; and
+// MapBlockVolume finds its bind mount already there, so the global map file
+// stays one mount, not a stack of them.
+func TestBlockRepublish(t *testing.T) {
+	t.Parallel()
+	work := fltWork(t)
+	root := filepath.Join(work, "root")
+	drv := fltStartRef(t, work)
+	manifests := strings.Replace(blkManifests, "  attachRequired: false\n", "  attachRequired: false\n  requiresRepublish: true\n", 1)
+	mf := writeFile(t, work, "block.yaml", manifests)
+	sim := startSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
+		"--node-name", simNode, "--hold", "2500ms", "--republish-period", "500ms", "--volume-stats-agg-period", "0", "-o", "json")
+	vd := root + "/plugins/kubernetes.io/csi/volumeDevices"
+	staging := vd + "/staging/" + blkPV
+	publish := vd + "/publish/" + blkPV + "/" + blkUID
+	mapFile := vd + "/" + blkPV + "/dev/" + blkUID
+	waitMounted(t, mapFile, 15*time.Second, sim.exited)
+	// Let a few republishes happen, then count the mounts on the map file.
+	time.Sleep(1600 * time.Millisecond)
+	if n := mountCount(t, mapFile); n != 1 {
+		t.Errorf("global map file %s is mounted %d times after republishes, want once", mapFile, n)
+	}
+	if n := mountCount(t, publish); n != 1 {
+		t.Errorf("publish path %s is mounted %d times after republishes, want once", publish, n)
+	}
+	r := sim.wait(t, 30*time.Second)
+	wantCode(t, r, 0)
+	assertNothingLeft(t, root, work)
+	var stages, publishes int
+	for _, c := range calls(parseTrace(t, r)) {
+		switch c.Method {
+		case "NodeStageVolume":
+			stages++
+		case "NodePublishVolume":
+			publishes++
+			if c.Code != "OK" {
+				t.Errorf("NodePublishVolume (%s) answered %s: %s", c.Operation, c.Code, c.Error)
+			}
+			want := obj{"volume_id": blkHandle, "staging_target_path": staging, "target_path": publish,
+				"volume_capability": obj{"access_mode": obj{"mode": "SINGLE_NODE_WRITER"}, "block": obj{}},
+				"volume_context": obj{"tier": "raw",
+					"csi.storage.k8s.io/pod.name": "blk", "csi.storage.k8s.io/pod.namespace": "default",
+					"csi.storage.k8s.io/pod.uid": blkUID, "csi.storage.k8s.io/serviceAccount.name": "blk-sa",
+					"csi.storage.k8s.io/ephemeral": "false"}}
+			if ok, diff := jsonEqual(c.Request, want); !ok {
+				t.Errorf("NodePublishVolume (%s) request:\n%s", c.Operation, diff)
+			}
+			if publishes > 1 && !strings.HasPrefix(c.Operation, "MapPodDevice#") {
+				t.Errorf("republish %d is operation %q, want MapPodDevice#n", publishes-1, c.Operation)
+			}
+		}
+	}
+	if stages != 1 || publishes < 3 {
+		t.Errorf("%d NodeStageVolume and %d NodePublishVolume, want exactly 1 and at least 3", stages, publishes)
+	}
+}
+
+// mountCount is how many mountinfo entries have p as mount point.
+func mountCount(t *testing.T, p string) int {
+	t.Helper()
+	ms, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return m.Mountpoint != p, false
+	})
+	if err != nil {
+		t.Fatalf("mountinfo: %v", err)
+	}
+	return len(ms)
 }

@@ -77,52 +77,74 @@ func (k *Kubelet) newBlockVolumeMapper(ctx context.Context, v *volumeSpec) error
 
 // mapVolume is GenerateMapVolumeFunc: ReadWriteOncePod check, the mapper,
 // WaitForAttach, SetUpDevice (NodeStage) unless the device is globally
-// mapped, MapPodDevice (NodePublish), then the kubelet's own mapping of the
-// published device (MapBlockVolume).
-func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+// mapped, MapPodDevice (NodePublish), the kubelet's own mapping of the
+// published device (MapBlockVolume), and the expansion during mount. The
+// same function runs again for each republish (round > 0): the reconciler's
+// remount of a block volume is the whole map operation.
+func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec, round int) error {
 	unique := v.uniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
-	fail := func(op string, err error) error {
-		return k.volumeFailure(ctx, labels, op, v, pod, err)
+	op := func(name string) csiclient.Labels {
+		l := labels
+		l.Operation = name
+		if round > 0 {
+			l.Operation = fmt.Sprintf("%s#%d", name, round)
+		}
+		return l
+	}
+	fail := func(l csiclient.Labels, event string, err error) error {
+		return k.volumeFailure(ctx, l, event, v, pod, err)
 	}
 	if k.mountedElsewhere(unique, pod) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
-		return fail("MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
+		return fail(labels, "MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	if err := k.newBlockVolumeMapper(csiclient.WithLabels(ctx, labels), v); err != nil {
-		return fail("MapVolume.NewBlockVolumeMapper initialization", err)
+		return fail(labels, "MapVolume.NewBlockVolumeMapper initialization", err)
 	}
 	if k.attachRequired(v.Driver) {
-		l := labels
-		l.Operation = "WaitForAttach"
+		l := op("WaitForAttach")
 		if err := k.waitForAttach(csiclient.WithLabels(ctx, l), v); err != nil {
-			return fail("MapVolume.WaitForAttach", &opError{kind: Transient, err: err})
+			return fail(l, "MapVolume.WaitForAttach", &opError{kind: Transient, err: err})
 		}
 	}
+	// SetUpDevice's return value: the staging path when it staged.
+	stagingPath := ""
 	if d, ok := k.devices[unique]; !ok || d.status != statusMounted {
-		l := labels
-		l.Operation = "SetUpDevice"
+		l := op("SetUpDevice")
 		octx, cancel := k.operationContext(ctx, l)
-		err := k.setUpDevice(octx, v)
+		staged, err := k.setUpDevice(octx, v)
 		cancel()
 		k.recordDevice(unique, v, err)
 		if err != nil {
-			return fail("MapVolume.SetUpDevice", err)
+			return fail(l, "MapVolume.SetUpDevice", err)
 		}
+		stagingPath = staged
 	}
-	l := labels
-	l.Operation = "MapPodDevice"
+	l := op("MapPodDevice")
 	octx, cancel := k.operationContext(ctx, l)
 	defer cancel()
 	publishPath, err := k.mapPodDevice(octx, pod, v)
 	k.recordMount(pod, unique, v, err)
 	if err != nil {
-		return fail("MapVolume.MapPodDevice", err)
+		return fail(l, "MapVolume.MapPodDevice", err)
 	}
 	if err := k.mapBlockVolume(octx, pod, v, publishPath); err != nil {
 		// After MapPodDevice a failure leaves the volume uncertain, so that
 		// teardown still unpublishes it.
 		k.recordMount(pod, unique, v, uncertain(err))
-		return fail("MapVolume.MapBlockVolume", err)
+		return fail(l, "MapVolume.MapBlockVolume", err)
+	}
+	// EvalHostSymlinks: a driver may publish a symlink to its device.
+	devicePath := publishPath
+	if real, err := filepath.EvalSymlinks(publishPath); err == nil {
+		devicePath = real
+	}
+	l = op("NodeExpand")
+	ectx, ecancel := k.operationContext(ctx, l)
+	defer ecancel()
+	if err := k.expandDuringMount(ectx, pod, v, resizePaths{volumePath: devicePath, stagingPath: stagingPath}); err != nil {
+		k.recordMount(pod, unique, v, uncertain(err))
+		return k.volumeFailure(ctx, l, "MapVolume.MarkVolumeAsMounted failed while expanding volume", v, pod, err)
 	}
 	return nil
 }
@@ -141,15 +163,18 @@ func (k *Kubelet) recordDevice(unique string, v *volumeSpec, err error) {
 }
 
 // recordMount updates the actual state of a pod's volume after SetUp or
-// MapPodDevice.
+// MapPodDevice, as markVolumeErrorState does: an uncertain error marks only a
+// volume not mounted yet, a final error forgets only an uncertain one, so a
+// failed remount of a mounted volume leaves it mounted.
 func (k *Kubelet) recordMount(pod *corev1.Pod, unique string, v *volumeSpec, err error) {
 	key := mountKey{podUID: string(pod.UID), uniqueName: unique}
+	m, known := k.mounts[key]
 	switch {
 	case err == nil:
 		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusMounted}
-	case kindOf(err) == Uncertain:
+	case kindOf(err) == Uncertain && !known:
 		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusUncertain}
-	case kindOf(err) == Final:
+	case kindOf(err) == Final && known && m.status == statusUncertain:
 		delete(k.mounts, key)
 	}
 }
@@ -173,32 +198,34 @@ func (k *Kubelet) blockPublishContext(ctx context.Context, v *volumeSpec, op str
 	return meta, nil
 }
 
-// setUpDevice is csiBlockMapper.SetUpDevice and stageVolumeForBlock.
-func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) error {
+// setUpDevice is csiBlockMapper.SetUpDevice and stageVolumeForBlock. It
+// returns the staging path when it staged ("" for a driver without
+// STAGE_UNSTAGE_VOLUME), which the expansion after the map then sends.
+func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) (string, error) {
 	publishContext, err := k.blockPublishContext(ctx, v, "SetupDevice")
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := k.driverRegistered(v.Driver); err != nil {
-		return transient("%s", pluginLog("blockMapper.SetUpDevice failed to get CSI client: %v", err))
+		return "", transient("%s", pluginLog("blockMapper.SetUpDevice failed to get CSI client: %v", err))
 	}
 	stagingPath := k.paths.BlockStagingPath(v.SpecName)
 	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
-		return errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
+		return "", errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
 	}
 	if !stage {
 		k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume, and no staging directory")
-		return nil
+		return "", nil
 	}
 	secrets := map[string]string{}
 	if ref := v.StageSecretRef; ref != nil {
 		if secrets, err = k.credentialsFromSecret(ref); err != nil {
-			return transient("%s", pluginLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
+			return "", transient("%s", pluginLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
 		}
 	}
 	if err := k.fs.mkdirAll(stagingPath, 0o750); err != nil {
-		return errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", stagingPath, err))
+		return "", errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", stagingPath, err))
 	}
 	k.trace.Note(ctx, true, "mkdir "+stagingPath+" (0750)")
 	err = k.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
@@ -208,10 +235,13 @@ func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) error {
 		Secrets:           secrets,
 		VolumeContext:     copyMap(v.Attributes),
 	}, v.accessMode(), fsTypeBlockName, nil, nil)
-	if err != nil && kindOf(err) == Final {
-		k.cleanupOrphanDeviceFiles(ctx, v)
+	if err != nil {
+		if kindOf(err) == Final {
+			k.cleanupOrphanDeviceFiles(ctx, v)
+		}
+		return "", err
 	}
-	return err
+	return stagingPath, nil
 }
 
 // mapPodDevice is csiBlockMapper.MapPodDevice and publishVolumeForBlock:
@@ -267,18 +297,28 @@ func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volume
 	if err := k.fs.mkdirAll(globalMapPath, 0o750); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: %v", devicePath, globalMapPath, pod.UID, true, err)
 	}
-	if _, err := os.Stat(linkPath); os.IsNotExist(err) {
+	fi, err := os.Stat(linkPath)
+	switch {
+	case os.IsNotExist(err):
 		f, err := os.OpenFile(linkPath, os.O_CREATE|os.O_RDWR, 0o750)
 		if err != nil {
 			return fmt.Errorf("blkUtil.MapDevice failed: failed to open file %s: %v", linkPath, err)
 		}
 		f.Close()
 		k.fs.remember(linkPath)
+	case err != nil:
+		return fmt.Errorf("blkUtil.MapDevice failed: failed to stat file %s: %v", linkPath, err)
 	}
-	if err := mount.New("").Mount(devicePath, linkPath, "", []string{"bind"}); err != nil {
-		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: failed to bind mount devicePath: %s to linkPath %s: %v", devicePath, globalMapPath, pod.UID, true, devicePath, linkPath, err)
+	// mapBindMountDevice: a device node already there is the bind mount of
+	// an earlier map (a republish), so the kubelet skips the mount.
+	if err == nil && fi.Mode()&os.ModeDevice != 0 {
+		k.trace.Note(ctx, true, fmt.Sprintf("bind mount of %s at %s already there (device node): map skipped", devicePath, linkPath))
+	} else {
+		if err := mount.New("").Mount(devicePath, linkPath, "", []string{"bind"}); err != nil {
+			return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: failed to bind mount devicePath: %s to linkPath %s: %v", devicePath, globalMapPath, pod.UID, true, devicePath, linkPath, err)
+		}
+		k.trace.Note(ctx, false, fmt.Sprintf("bind-mounted %s at %s", devicePath, linkPath))
 	}
-	k.trace.Note(ctx, false, fmt.Sprintf("bind-mounted %s at %s", devicePath, linkPath))
 	if err := k.fs.mkdirAll(podMapPath, 0o750); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // allocatedResources, the new size is status.allocatedResources and the
 // call is made only while the resize status is NodeResizePending or
 // NodeResizeInProgress.
-func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, at resizePaths) error {
 	if v.PV == nil || v.PVC == nil {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 			return nil
 		}
 	}
-	size, err := k.nodeExpand(ctx, pod, v, newSize)
+	size, err := k.nodeExpand(ctx, v, at, newSize)
 	if err != nil {
 		return err
 	}
@@ -78,11 +78,20 @@ func (k *Kubelet) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) boo
 	return set
 }
 
+// resizePaths are NodeResizeOptions' paths. A filesystem volume is expanded
+// at its target path with the device mount path as staging path; a block
+// volume at the device path MapPodDevice returned, with the staging path
+// only when this very operation staged it (SetUpDevice's return value; empty
+// for a device already staged, as on a republish or for a second pod).
+type resizePaths struct {
+	volumePath, stagingPath string
+}
+
 // nodeExpand is csiPlugin.nodeExpandWithClient and the client's
 // NodeExpandVolume: the EXPAND_VOLUME query, the expand secret, then the
 // access-mode query and the call, with the PV's mount options but never an
 // SELinux option.
-func (k *Kubelet) nodeExpand(ctx context.Context, pod *corev1.Pod, v *volumeSpec, newSize resource.Quantity) (resource.Quantity, error) {
+func (k *Kubelet) nodeExpand(ctx context.Context, v *volumeSpec, at resizePaths, newSize resource.Quantity) (resource.Quantity, error) {
 	ok, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_EXPAND_VOLUME)
 	if err != nil {
 		return newSize, fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %v", err)
@@ -104,12 +113,16 @@ func (k *Kubelet) nodeExpand(ctx context.Context, pod *corev1.Pod, v *volumeSpec
 	if err != nil {
 		return newSize, err
 	}
+	fsType := v.FSType
+	if v.Block {
+		fsType = fsTypeBlockName
+	}
 	req := &csi.NodeExpandVolumeRequest{
 		VolumeId:          v.Handle,
-		VolumePath:        k.paths.TargetPath(string(pod.UID), v.SpecName),
-		StagingTargetPath: k.paths.DeviceMountPath(v.Driver, v.Handle),
+		VolumePath:        at.volumePath,
+		StagingTargetPath: at.stagingPath,
 		CapacityRange:     &csi.CapacityRange{RequiredBytes: newSize.Value()},
-		VolumeCapability:  volumeCapability(mapper(v.accessMode()), v.FSType, v.mountOptions(), nil),
+		VolumeCapability:  volumeCapability(mapper(v.accessMode()), fsType, v.mountOptions(), nil),
 		Secrets:           secrets,
 	}
 	resp, err := k.nodeClient().NodeExpandVolume(ctx, req)

@@ -97,7 +97,7 @@ func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod) (*PodResult, er
 		mount := k.mountVolume
 		if v.Block {
 			vr.TargetPath = k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
-			mount = k.mapVolume
+			mount = func(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error { return k.mapVolume(ctx, pod, v, 0) }
 		}
 		if err := k.withRetry(ctx, l, func(int) error { return mount(ctx, pod, v) }); err != nil {
 			vr.Err = err
@@ -181,7 +181,8 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	l.Operation = "NodeExpand"
 	octx, cancel = k.operationContext(ctx, l)
 	defer cancel()
-	if err := k.expandDuringMount(octx, pod, v); err != nil {
+	at := resizePaths{volumePath: k.paths.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.paths.DeviceMountPath(v.Driver, v.Handle)}
+	if err := k.expandDuringMount(octx, pod, v, at); err != nil {
 		return k.volumeFailure(ctx, l, "MountVolume.Setup failed while expanding volume", v, pod, err)
 	}
 	return nil

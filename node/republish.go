@@ -30,7 +30,8 @@ func (k *Kubelet) requiresRemount(driver string) bool {
 // 5): for every mounted volume whose driver requires republish, the mount
 // operation again with isRemount: WaitForAttach, no MountDevice (the device
 // is globally mounted), the whole SetUp with tokens from the kubelet's
-// cache, and the fsGroup walk.
+// cache, and the fsGroup walk. A block volume gets the whole map operation
+// again (GenerateMapVolumeFunc): MapPodDevice, no SetUpDevice.
 func (k *Kubelet) Republish(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
 	for _, key := range k.sortedMounts(pod) {
@@ -39,6 +40,12 @@ func (k *Kubelet) Republish(ctx context.Context, pod *corev1.Pod, round int) []e
 			continue
 		}
 		v := m.spec
+		if v.Block {
+			if err := k.mapVolume(ctx, pod, v, round); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		labels := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
 		if v.persistent() && k.attachRequired(v.Driver) {
 			if err := k.waitForAttach(csiclient.WithLabels(ctx, labels), v); err != nil {
