@@ -130,7 +130,11 @@ func loadInput(files []string, nodeName string) (*input, error) {
 				pv.Status.Phase = corev1.VolumeBound
 				pvc.Status.Phase = corev1.ClaimBound
 				pvc.Status.AccessModes = pv.Spec.AccessModes
-				pvc.Status.Capacity = pv.Spec.Capacity.DeepCopy()
+				// A claim that records its capacity keeps it: below the
+				// PV's, the kubelet expands during mount.
+				if pvc.Status.Capacity == nil {
+					pvc.Status.Capacity = pv.Spec.Capacity.DeepCopy()
+				}
 			}
 		}
 	}
