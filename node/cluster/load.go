@@ -120,12 +120,18 @@ func (l *Loader) loadStream(c *Cluster, name string, r io.Reader) error {
 	}
 }
 
-// stripComments drops YAML comment lines, so a document of comments only
-// counts as empty.
+// stripComments drops YAML comment lines and document markers, so a
+// document of comments only, or the empty document between two "---" (as
+// helm template writes for a template that renders nothing), counts as
+// empty, as kubectl takes it.
 func stripComments(b []byte) []byte {
 	var out []byte
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+		t := bytes.TrimSpace(line)
+		if bytes.Equal(t, []byte("---")) || bytes.Equal(t, []byte("...")) {
+			continue
+		}
+		if len(t) > 0 && t[0] != '#' {
 			out = append(out, line...)
 			out = append(out, '\n')
 		}

@@ -156,6 +156,26 @@ func TestLoadSkips(t *testing.T) {
 	}
 }
 
+// Empty documents, as helm template writes them for templates that render
+// nothing, are skipped wherever they are: first, between two "---", last.
+func TestLoadEmptyDocuments(t *testing.T) {
+	for _, in := range []string{
+		"---\n# c\n---\n" + pvDoc,
+		"---\n---\n" + pvDoc,
+		pvDoc + "\n---\n---\n",
+		"---\n" + pvDoc + "\n---\n...\n",
+	} {
+		c, err := (&Loader{Stdin: strings.NewReader(in)}).Load([]string{"-"})
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if _, ok := c.PersistentVolume("pv-1"); !ok {
+			t.Errorf("%q: the PV was not read", in)
+		}
+	}
+}
+
 // Errors name the file and document, and the field path where there is one.
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
