@@ -29,6 +29,26 @@ type DroppedFields struct {
 	PreventPodSchedulingIfMissing      bool // VolumeLimitScaling off
 }
 
+// droppedSet names the gated fields set in o that the API server drops.
+func (d Defaults) droppedSet(o *storagev1.CSIDriver) []string {
+	var out []string
+	s := o.Spec
+	for _, f := range []struct {
+		dropped, set bool
+		path         string
+	}{
+		{d.Dropped.ServiceAccountTokenInSecrets, s.ServiceAccountTokenInSecrets != nil, "spec.serviceAccountTokenInSecrets"},
+		{d.Dropped.SELinuxMount, s.SELinuxMount != nil, "spec.seLinuxMount"},
+		{d.Dropped.NodeAllocatableUpdatePeriodSeconds, s.NodeAllocatableUpdatePeriodSeconds != nil, "spec.nodeAllocatableUpdatePeriodSeconds"},
+		{d.Dropped.PreventPodSchedulingIfMissing, s.PreventPodSchedulingIfMissing != nil, "spec.preventPodSchedulingIfMissing"},
+	} {
+		if f.dropped && f.set {
+			out = append(out, f.path)
+		}
+	}
+	return out
+}
+
 func (d Defaults) apply(obj any) error {
 	switch o := obj.(type) {
 	case *storagev1.CSIDriver:

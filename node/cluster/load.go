@@ -186,6 +186,11 @@ func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 	if err := decodeStrict(data, obj); err != nil {
 		return &InputError{src, err}
 	}
+	if d, ok := obj.(*storagev1.CSIDriver); ok {
+		for _, f := range l.Defaults.droppedSet(d) {
+			l.warn(fmt.Sprintf("%s: CSIDriver %s: %s is set, but the API server of this release drops it (its feature gate is off at this --kubelet-version and --feature-gates), so no kubelet sees it", src, d.Name, f))
+		}
+	}
 	if err := l.Defaults.apply(obj); err != nil {
 		return &InputError{src, err}
 	}

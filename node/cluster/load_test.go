@@ -244,3 +244,25 @@ func TestLoadDuplicateField(t *testing.T) {
 		t.Fatalf("err = %v, want a duplicate-field error naming document 1", err)
 	}
 }
+
+// A gated CSIDriver field the release's API server drops is dropped with a
+// warning naming it, not silently: the user set it and would otherwise see
+// the kubelet ignore it.
+func TestLoadWarnsDroppedFields(t *testing.T) {
+	doc := "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: d.example.com}\n" +
+		"spec: {tokenRequests: [{audience: a}], serviceAccountTokenInSecrets: true, seLinuxMount: true}"
+	var warnings []string
+	var def Defaults
+	def.Dropped.ServiceAccountTokenInSecrets = true
+	c, err := (&Loader{Stdin: strings.NewReader(doc), Defaults: def, Warn: func(s string) { warnings = append(warnings, s) }}).Load([]string{"-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "-: document 1: CSIDriver d.example.com: spec.serviceAccountTokenInSecrets is set, but the API server of this release drops it") {
+		t.Errorf("warnings = %q, want one about spec.serviceAccountTokenInSecrets", warnings)
+	}
+	d, _ := c.CSIDriver("d.example.com")
+	if d.Spec.ServiceAccountTokenInSecrets != nil || d.Spec.SELinuxMount == nil || !*d.Spec.SELinuxMount {
+		t.Errorf("after the API server: serviceAccountTokenInSecrets %v (want dropped), seLinuxMount %v (want kept)", d.Spec.ServiceAccountTokenInSecrets, d.Spec.SELinuxMount)
+	}
+}
