@@ -30,12 +30,14 @@ type conformanceOptions struct {
 	Output           string
 	Timeout          time.Duration
 	KubeletVersion   string
+	FeatureGates     string
 	RootDir          string
 	NodeName         string
 	Verbose          int
 
 	endpoint    csiclient.Endpoint
 	version     node.Version
+	gates       *node.FeatureGates
 	focus, skip *regexp.Regexp
 	csiDrivers  []*storagev1.CSIDriver
 	cluster     *cluster.Cluster
@@ -56,6 +58,7 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "text, or json (one object per scenario, then a summary)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
 	fs.StringVar(&o.KubeletVersion, "kubelet-version", o.KubeletVersion, "the kubelet release to reproduce, 1.30 to 1.37")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet feature gates over the version's defaults, A=true,B=false")
 	fs.StringVar(&o.RootDir, "root-dir", "", "where each scenario gets its kubelet root dir (default: a fresh temp dir, removed afterwards)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
 	fs.CountVarP(&o.Verbose, "verbose", "v", "print each scenario's calls and notes (-vv: the kubelet's own steps too)")
@@ -73,6 +76,9 @@ func (o *conformanceOptions) validate() error {
 	}
 	if o.version, err = node.ParseVersion(o.KubeletVersion); err != nil {
 		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
+	}
+	if o.gates, err = node.NewFeatureGates(o.version, o.FeatureGates); err != nil {
+		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
 	}
 	if o.Timeout <= 0 {
 		return withCode(exitUsage, errors.New("--timeout must be positive"))
@@ -114,7 +120,7 @@ func (o *conformanceOptions) complete(s streams) error {
 	}
 	loader := &cluster.Loader{
 		Stdin:    s.In,
-		Defaults: cluster.Defaults{PreventPodSchedulingIfMissing: o.version.Minor >= 37},
+		Defaults: o.gates.APIServerDefaults(),
 		Warn:     warnTo(s),
 	}
 	c, err := loader.Load(o.Filenames)
@@ -211,6 +217,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		Skip:             o.skip,
 		Timeout:          o.Timeout,
 		Version:          o.version,
+		Gates:            o.gates,
 		RootDir:          root,
 		NodeName:         o.NodeName,
 		Host:             host,

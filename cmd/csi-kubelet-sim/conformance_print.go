@@ -30,6 +30,9 @@ func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.Dri
 	}
 	w := p.s.Out
 	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", info.Name, info.VendorVersion, o.endpoint, o.version, o.NodeName)
+	if strings.TrimSpace(o.FeatureGates) != "" {
+		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(o.FeatureGates), o.version)
+	}
 	if obj != nil {
 		fmt.Fprintf(w, "  CSIDriver   %s from %s: %s\n", obj.Name, strings.Join(o.Filenames, ", "), csiDriverSummary(obj))
 	} else {

@@ -10,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // conformanceCLI runs `csi-kubelet-sim conformance ARGS` as main does.
@@ -86,6 +89,9 @@ func TestConformanceUsage(t *testing.T) {
 		{"bad focus", []string{"--endpoint", sock, "--focus", "("}, exitUsage, "--focus: error parsing regexp"},
 		{"bad skip", []string{"--endpoint", sock, "--skip", "[z-a]"}, exitUsage, "--skip: error parsing regexp"},
 		{"bad version", []string{"--endpoint", sock, "--kubelet-version", "1.20"}, exitUsage, "--kubelet-version"},
+		{"unknown gate", []string{"--endpoint", sock, "--kubelet-version", "1.34", "--feature-gates", "CSIServiceAccountTokenSecrets=true"}, exitUsage, "--feature-gates: unrecognized feature gate: CSIServiceAccountTokenSecrets (kubelet 1.34)"},
+		{"locked gate", []string{"--endpoint", sock, "--kubelet-version", "1.37", "--feature-gates", "CSIServiceAccountTokenSecrets=false"}, exitUsage, "--feature-gates: cannot set feature gate CSIServiceAccountTokenSecrets to false, feature is locked to true"},
+		{"bad gate value", []string{"--endpoint", sock, "--feature-gates", "SELinuxMount"}, exitUsage, "--feature-gates: missing bool value"},
 		{"bad timeout", []string{"--endpoint", sock, "--timeout", "0s"}, exitUsage, "--timeout must be positive"},
 		{"unknown flag", []string{"--endpoint", sock, "--hold", "1s"}, exitUsage, "unknown flag: --hold"},
 		{"arguments", []string{"--endpoint", sock, "extra"}, exitUsage, "unexpected arguments [extra]"},
@@ -214,4 +220,105 @@ func writeTestFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// publishDriver also answers NodePublishVolume and NodeUnpublishVolume,
+// without mounting (the target is a plain directory), and keeps the
+// publish requests.
+type publishDriver struct {
+	identityDriver
+	mu        sync.Mutex
+	published []*csi.NodePublishVolumeRequest
+}
+
+func (d *publishDriver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	d.mu.Lock()
+	d.published = append(d.published, req)
+	d.mu.Unlock()
+	if err := os.MkdirAll(req.GetTargetPath(), 0o750); err != nil {
+		return nil, err
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+func (d *publishDriver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	if err := os.RemoveAll(req.GetTargetPath()); err != nil {
+		return nil, err
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// servePublishDriver serves d's identity and node services on a socket in a
+// short temp dir.
+func servePublishDriver(t *testing.T, d *publishDriver) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "conf-cmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "csi.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	csi.RegisterIdentityServer(srv, d)
+	csi.RegisterNodeServer(srv, d)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return sock
+}
+
+// The CSIDriver is loaded as the release's API server stores it: before
+// 1.35 (CSIServiceAccountTokenSecrets off) serviceAccountTokenInSecrets is
+// dropped, so the kubelet puts the tokens in volume_context and the tokens
+// scenario checks volume_context; from 1.35 they go to secrets.
+func TestConformanceTokensByRelease(t *testing.T) {
+	const allFields = "../../fixtures/samples/csidriver-all-fields.yaml"
+	tests := []struct {
+		version, gates string
+		inSecrets      bool
+	}{
+		{"1.33", "", false},
+		{"1.34", "", false},
+		{"1.35", "", true},
+		{"1.35", "CSIServiceAccountTokenSecrets=false", false},
+		{"1.37", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version+"/"+tt.gates, func(t *testing.T) {
+			d := &publishDriver{identityDriver: identityDriver{name: "ref.csi.kubelet-sim.io"}}
+			sock := servePublishDriver(t, d)
+			args := []string{"--endpoint", sock, "-f", allFields, "--kubelet-version", tt.version, "--focus", "^tokens/", "--node-name", "n1"}
+			if tt.gates != "" {
+				args = append(args, "--feature-gates", tt.gates)
+			}
+			stdout, stderr, code := conformanceCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			ran, skipped := "PASS  tokens/volume-context", "SKIP  tokens/secrets"
+			if tt.inSecrets {
+				ran, skipped = "PASS  tokens/secrets", "SKIP  tokens/volume-context"
+			}
+			for _, want := range []string{ran, skipped} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout does not contain %q:\n%s", want, stdout)
+				}
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if len(d.published) == 0 {
+				t.Fatal("no NodePublishVolume")
+			}
+			for _, req := range d.published {
+				_, inContext := req.GetVolumeContext()[csiclient.TokensKey]
+				_, inSecrets := req.GetSecrets()[csiclient.TokensKey]
+				if inContext == tt.inSecrets || inSecrets != tt.inSecrets {
+					t.Errorf("NodePublishVolume: tokens in volume_context %t, in secrets %t; want in secrets %t", inContext, inSecrets, tt.inSecrets)
+				}
+			}
+		})
+	}
 }

@@ -190,6 +190,11 @@ type Config struct {
 	Timeout time.Duration
 	// Version is the kubelet release to reproduce.
 	Version node.Version
+	// Gates are the release's feature gates with the user's overrides
+	// (node.NewFeatureGates of Version); nil: the release's defaults. The
+	// CSIDriver should have been loaded with Gates.APIServerDefaults(), so
+	// that the fields the release's API server drops are gone.
+	Gates *node.FeatureGates
 	// RootDir is an existing directory; each scenario gets its own kubelet
 	// root dir inside it, removed after the scenario.
 	RootDir  string

@@ -56,6 +56,12 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	}
 	if cfg.Version.Minor == 0 {
 		cfg.Version = node.DefaultVersion
+		if cfg.Gates != nil {
+			cfg.Version = cfg.Gates.Version()
+		}
+	}
+	if cfg.Gates == nil {
+		cfg.Gates, _ = node.NewFeatureGates(cfg.Version, "")
 	}
 	rep := &Report{Driver: info, CSIDriver: cfg.CSIDriver, Started: start}
 	var selected []Scenario
@@ -308,6 +314,7 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 		NodeName: r.env.cfg.NodeName,
 		Timeout:  r.env.cfg.Timeout,
 		Version:  r.env.cfg.Version,
+		Gates:    r.env.cfg.Gates,
 		SELinux:  node.SELinux{Enabled: r.selinux},
 	}, r.cluster, r.env.cfg.Conn, r.trace)
 	r.kubelet.SetTokenIssuer(r.env.tokens)
