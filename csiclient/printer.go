@@ -112,15 +112,24 @@ func capabilityList(c Call) string {
 	var v struct {
 		Capabilities []struct {
 			RPC struct {
-				Type string `json:"type"`
+				Type any `json:"type"`
 			} `json:"rpc"`
 		} `json:"capabilities"`
 	}
 	_ = json.Unmarshal(Redactor{}.JSON(c.Response), &v)
 	var names []string
 	for _, cp := range v.Capabilities {
-		if cp.RPC.Type != "" {
-			names = append(names, cp.RPC.Type)
+		switch t := cp.RPC.Type.(type) {
+		case string:
+			names = append(names, t)
+		case float64:
+			// A value this CSI spec has no name for: VOLUME_CONDITION (4),
+			// which spec 1.13 removed, or a newer one.
+			if t == 4 {
+				names = append(names, "VOLUME_CONDITION")
+			} else {
+				names = append(names, fmt.Sprintf("%v", t))
+			}
 		}
 	}
 	return "[" + strings.Join(names, " ") + "]"

@@ -60,6 +60,9 @@ type fakeDriver struct {
 	// driver); LitterTarget makes NodePublish leave a file inside it.
 	KeepTarget   bool
 	LitterTarget bool
+	// NoUsage makes NodeGetVolumeStats answer without usage (a driver
+	// that reports only the volume condition).
+	NoUsage bool
 
 	calls []fakeCall
 }
@@ -131,6 +134,12 @@ func (f *fakeDriver) Invoke(ctx context.Context, method string, args, reply any,
 		answer = resp
 	case *csi.NodeStageVolumeRequest, *csi.NodeUnstageVolumeRequest:
 		answer = nil
+	case *csi.NodeGetVolumeStatsRequest:
+		resp := &csi.NodeGetVolumeStatsResponse{}
+		if !f.NoUsage {
+			resp.Usage = []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES, Total: 100, Used: 40, Available: 60}}
+		}
+		answer = resp
 	case *csi.NodePublishVolumeRequest:
 		if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
 			return status.Error(codes.Internal, err.Error())
@@ -240,6 +249,15 @@ type testEnv struct {
 type envOption func(*Config)
 
 func withVersion(minor int) envOption { return func(c *Config) { c.Version = Version{Minor: minor} } }
+
+// withGates sets the release and feature gates over its defaults.
+func withGates(t *testing.T, minor int, gates string) envOption {
+	g, err := NewFeatureGates(Version{Minor: minor}, gates)
+	if err != nil {
+		t.Fatalf("gates %q at 1.%d: %v", gates, minor, err)
+	}
+	return func(c *Config) { c.Version, c.Gates = Version{Minor: minor}, g }
+}
 
 // newEnv loads the manifests, starts a kubelet and registers the driver;
 // the registration calls are forgotten.

@@ -53,6 +53,7 @@ func (ss *session) hold(ctx context.Context, d time.Duration, h holdSchedule) {
 	for _, p := range pods {
 		republish = republish || ss.kubelet.RequiresRepublish(p)
 	}
+	ss.held.republish = republish
 	syncT := stoppedTimer()
 	if republish && (h.republishPeriod > 0 || h.syncFrequency > 0) {
 		syncT.Reset(h.nextSync())
@@ -72,18 +73,32 @@ func (ss *session) hold(ctx context.Context, d time.Duration, h holdSchedule) {
 			return
 		case <-syncT.C:
 			syncs++
+			ss.held.syncs = syncs
 			for _, p := range pods {
-				ss.holdErrs = append(ss.holdErrs, ss.kubelet.Republish(ctx, p, syncs)...)
+				errs := ss.kubelet.Republish(ctx, p, syncs)
+				ss.held.republishFailed += len(errs)
+				ss.holdErrs = append(ss.holdErrs, errs...)
 			}
 			syncT.Reset(h.nextSync())
 		case <-statsT.C:
 			stats++
+			ss.held.stats = stats
 			for _, p := range pods {
-				ss.holdErrs = append(ss.holdErrs, ss.kubelet.VolumeStats(ctx, p, stats)...)
+				errs := ss.kubelet.VolumeStats(ctx, p, stats)
+				ss.held.statsFailed += len(errs)
+				ss.holdErrs = append(ss.holdErrs, errs...)
 			}
 			statsT.Reset(h.nextStats())
 		}
 	}
+}
+
+// heldReport counts what the kubelet did to the running pods, for the
+// summary: pod syncs that republished, stats rounds, and their failures.
+type heldReport struct {
+	republish              bool // a driver of the pods requires republish
+	syncs, republishFailed int
+	stats, statsFailed     int
 }
 
 func stoppedTimer() *time.Timer {

@@ -33,6 +33,7 @@ type session struct {
 	kubelet   *node.Kubelet
 	tokens    *tokenSource
 	holdErrs  []error // failed republishes and stats while the pods ran
+	held      heldReport
 	started   time.Time
 }
 
@@ -238,7 +239,14 @@ func (ss *session) summary(out *outcome, exit error) {
 		driverTime += c.Duration
 	}
 	if ss.json != nil {
-		ss.json.Object(jsonSummary(out, calls, failedCalls, driverTime, time.Since(ss.started), exit))
+		m := jsonSummary(out, calls, failedCalls, driverTime, time.Since(ss.started), exit)
+		if h := ss.held; h.republish {
+			m["republish"] = map[string]int{"syncs": h.syncs, "failed": h.republishFailed}
+		}
+		if h := ss.held; h.stats > 0 {
+			m["stats"] = map[string]int{"rounds": h.stats, "rejected": h.statsFailed}
+		}
+		ss.json.Object(m)
 		return
 	}
 	p := ss.text
@@ -261,6 +269,12 @@ func (ss *session) summary(out *outcome, exit error) {
 		for _, sk := range r.Skipped {
 			p.Printf("  skipped     %s/%s: %s\n", podKey(r.Pod), sk.Name, sk.Reason)
 		}
+	}
+	if h := ss.held; h.republish {
+		p.Printf("  republish   %d pod syncs, %d failures\n", h.syncs, h.republishFailed)
+	}
+	if h := ss.held; h.stats > 0 {
+		p.Printf("  stats       %d rounds, %d answers rejected by the kubelet\n", h.stats, h.statsFailed)
 	}
 	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", len(calls), failedCalls, round(driverTime), round(time.Since(ss.started)))
 	p.Printf("  left behind %s\n", leftoverText(out.leftovers))
