@@ -336,3 +336,78 @@ func mountCount(t *testing.T, p string) int {
 	}
 	return len(ms)
 }
+
+// TestBlockExpand: the claim's status says 64Mi, --expand-to makes the PV
+// 128Mi, so after MapPodDevice the kubelet sends NodeExpandVolume for the
+// block volume (expandVolumeDuringMount, KUBELET.md 11): volume_path the
+// published device, Block{}, staging_target_path only when this operation
+// staged it. The reference driver grows the image and its loop device, and
+// the pod's device really is 128Mi while the pod runs.
+func TestBlockExpand(t *testing.T) {
+	for _, stage := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stage-unstage=%v", stage), func(t *testing.T) {
+			t.Parallel()
+			work := fltWork(t)
+			root := filepath.Join(work, "root")
+			drv := fltStartRef(t, work, "--node-expand", fmt.Sprintf("--stage-unstage=%v", stage))
+			manifests := strings.Replace(blkManifests, "  volumeName: pv-block\n",
+				"  volumeName: pv-block\nstatus:\n  phase: Bound\n  capacity:\n    storage: 64Mi\n", 1)
+			mf := writeFile(t, work, "block.yaml", manifests)
+			sim := startSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
+				"--node-name", simNode, "--expand-to", "128Mi", "--hold", "2s", "--volume-stats-agg-period", "0", "-o", "json")
+			vd := root + "/plugins/kubernetes.io/csi/volumeDevices"
+			publish := vd + "/publish/" + blkPV + "/" + blkUID
+			mapFile := vd + "/" + blkPV + "/dev/" + blkUID
+			waitMounted(t, mapFile, 15*time.Second, sim.exited)
+			var size int64
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if size = deviceSize(t, mapFile); size == 128<<20 {
+					break
+				}
+			}
+			if size != 128<<20 {
+				t.Errorf("the pod's device is %d bytes while the pod runs, want %d (expanded)", size, 128<<20)
+			}
+			r := sim.wait(t, 30*time.Second)
+			wantCode(t, r, 0)
+			assertNothingLeft(t, root, work)
+			var expands []traceLine
+			for _, c := range calls(parseTrace(t, r)) {
+				if c.Method == "NodeExpandVolume" {
+					expands = append(expands, c)
+				}
+			}
+			if len(expands) != 1 {
+				t.Fatalf("%d NodeExpandVolume calls, want 1", len(expands))
+			}
+			want := obj{"volume_id": blkHandle, "volume_path": publish, "capacity_range": obj{"required_bytes": "134217728"},
+				"volume_capability": obj{"access_mode": obj{"mode": "SINGLE_NODE_WRITER"}, "block": obj{}}}
+			if stage {
+				want["staging_target_path"] = vd + "/staging/" + blkPV
+			}
+			if ok, diff := jsonEqual(expands[0].Request, want); !ok {
+				t.Errorf("NodeExpandVolume request:\n%s", diff)
+			}
+			if expands[0].Code != "OK" {
+				t.Errorf("NodeExpandVolume answered %s: %s", expands[0].Code, expands[0].Error)
+			}
+		})
+	}
+}
+
+// deviceSize is the size of the block device at p (BLKGETSIZE64).
+func deviceSize(t *testing.T, p string) int64 {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Errorf("open %s: %v", p, err)
+		return 0
+	}
+	defer f.Close()
+	n, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKGETSIZE64)
+	if err != nil {
+		t.Errorf("BLKGETSIZE64 %s: %v", p, err)
+		return 0
+	}
+	return int64(n)
+}
