@@ -45,6 +45,9 @@ func (p *TextPrinter) Call(c Call) {
 	if c.Err != nil {
 		fmt.Fprintf(p.w, "      error: %v\n", c.Err)
 	}
+	if c.TimedOut {
+		fmt.Fprintf(p.w, "      timeout: the driver did not answer before the operation's timeout (--timeout); the kubelet gives up the call\n")
+	}
 	for _, f := range p.detailFields(c) {
 		fmt.Fprintf(p.w, "      %-20s %s\n", f[0], f[1])
 	}
@@ -203,6 +206,7 @@ type CallRecord struct {
 	Response   json.RawMessage `json:"response,omitempty"`
 	Code       string          `json:"code"`
 	Error      string          `json:"error,omitempty"`
+	TimedOut   bool            `json:"timed_out,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 }
 
@@ -214,6 +218,7 @@ func (r Redactor) Record(c Call) CallRecord {
 		Volume: c.Labels.Volume, Pod: c.Labels.Pod, Asking: c.Labels.Asking,
 		Method: c.Method, Request: r.JSON(c.Request), Response: r.JSON(c.Response),
 		Code:       c.Code.String(),
+		TimedOut:   c.TimedOut,
 		DurationMS: float64(c.Duration.Microseconds()) / 1000,
 	}
 	if c.Err != nil {

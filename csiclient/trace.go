@@ -2,6 +2,7 @@ package csiclient
 
 import (
 	"context"
+	"errors"
 	"path"
 	"sync"
 	"time"
@@ -54,6 +55,10 @@ type Call struct {
 	Code     codes.Code
 	Err      error
 	Duration time.Duration
+	// TimedOut: the operation's context ran out while the driver had not
+	// answered (the kubelet's csiTimeout), as opposed to a driver that
+	// answers DeadlineExceeded itself.
+	TimedOut bool
 }
 
 // Step is something the kubelet did besides calling the driver: a
@@ -157,6 +162,7 @@ func (r *Recorder) Invoke(ctx context.Context, method string, args, reply any, o
 		Duration: r.Trace.now().Sub(start),
 		Code:     status.Code(err),
 		Err:      err,
+		TimedOut: err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded),
 	}
 	if m, ok := args.(proto.Message); ok {
 		c.Request = proto.Clone(m)

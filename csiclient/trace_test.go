@@ -123,3 +123,46 @@ func TestRecorderNonStatusError(t *testing.T) {
 		t.Errorf("call = %+v, want code Unknown", c)
 	}
 }
+
+// hangingConn answers only when the call's context ends, as a driver that
+// never answers does through gRPC.
+type hangingConn struct{}
+
+func (hangingConn) Invoke(ctx context.Context, _ string, _, _ any, _ ...grpc.CallOption) error {
+	<-ctx.Done()
+	return status.FromContextError(ctx.Err()).Err()
+}
+func (hangingConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, errors.New("no streams")
+}
+
+// A call cut off by the operation's timeout is marked TimedOut; a driver
+// that itself answers DeadlineExceeded in time is not.
+func TestRecorderTimedOut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		conn grpc.ClientConnInterface
+		want bool
+	}{
+		{"no answer before the deadline", hangingConn{}, true},
+		{"the driver answers DeadlineExceeded", failingConn{status.Error(codes.DeadlineExceeded, "backend slow")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := NewTrace()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			r := &Recorder{Next: tc.conn, Trace: trace}
+			err := r.Invoke(ctx, "/csi.v1.Node/NodeStageVolume", &csi.NodeStageVolumeRequest{}, &csi.NodeStageVolumeResponse{})
+			if status.Code(err) != codes.DeadlineExceeded {
+				t.Fatalf("err = %v, want DeadlineExceeded", err)
+			}
+			calls := trace.Calls()
+			if len(calls) != 1 || calls[0].TimedOut != tc.want {
+				t.Errorf("TimedOut = %v, want %v", calls[0].TimedOut, tc.want)
+			}
+			if rec := (Redactor{}).Record(calls[0]); rec.TimedOut != tc.want {
+				t.Errorf("JSON timed_out = %v, want %v", rec.TimedOut, tc.want)
+			}
+		})
+	}
+}

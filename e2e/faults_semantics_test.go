@@ -499,8 +499,13 @@ func TestSemanticsHangTimeout(t *testing.T) {
 		t.Fatalf("%d NodeStageVolume calls, want 1\n%s", len(st), r)
 	}
 	c := lines[st[0]]
-	if c.Code != "DeadlineExceeded" {
-		t.Errorf("NodeStageVolume answered %s, want DeadlineExceeded", c.Code)
+	if c.Code != "DeadlineExceeded" || !c.TimedOut {
+		t.Errorf("NodeStageVolume answered %s (timed_out %v), want DeadlineExceeded by the operation's timeout", c.Code, c.TimedOut)
+	}
+	// The kubelet's event names no timeout; the simulator says which call
+	// did not answer within which --timeout.
+	if !strings.HasSuffix(strings.TrimSpace(r.Stderr), "(NodeStageVolume did not answer within --timeout 1s)") {
+		t.Errorf("the error does not say which call timed out:\n%s", r.Stderr)
 	}
 	// One context per operation (KUBELET.md 12): the three capability
 	// calls before it used some of the second.

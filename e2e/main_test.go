@@ -441,6 +441,7 @@ type traceLine struct {
 	Response   map[string]any  `json:"response"`
 	Code       string          `json:"code"`
 	Error      string          `json:"error"`
+	TimedOut   bool            `json:"timed_out"`
 	DurationMS float64         `json:"duration_ms"`
 	Text       string          `json:"text"`
 	Level      string          `json:"level"`

@@ -198,6 +198,14 @@ func (ss *session) exitErr(out *outcome) error {
 	for _, e := range append(ss.holdErrs, out.teardownErrs...) {
 		later = append(later, e.Error())
 	}
+	// A driver that never answered: the kubelet's event says only
+	// DeadlineExceeded, so say which call and which timeout.
+	for _, c := range calls {
+		if c.TimedOut && len(volErrs) > 0 {
+			volErrs[0] += fmt.Sprintf(" (%s did not answer within --timeout %s)", c.Method, ss.opts.Timeout)
+			break
+		}
+	}
 	switch {
 	case len(volErrs) > 0 && driverFailed:
 		return withCode(exitFailed, errors.New(volErrs[0]))
