@@ -779,6 +779,28 @@ func TestValidateEndpoint(t *testing.T) {
 		sock := filepath.Join(work, "none.sock")
 		r := runSim(t, "validate", "-f", f, "--endpoint", "unix://"+sock)
 		wantCode(t, r, 3)
-		oneLineError(t, r, sock)
+		if !strings.Contains(r.Stdout, "CSIDriver "+refDriverName+": valid") {
+			t.Errorf("the object's findings are not printed when the driver cannot be reached:\n%s", r)
+		}
+		if lines := strings.Split(strings.TrimSpace(r.Stderr), "\n"); len(lines) != 1 || !strings.Contains(lines[0], sock) {
+			t.Errorf("want one error line naming %s:\n%s", sock, r.Stderr)
+		}
+	})
+
+	// An invalid object with the driver unreachable: the findings, and the
+	// input's exit code 2 (the comparison skipped, with a warning).
+	t.Run("socket-missing-invalid-object", func(t *testing.T) {
+		t.Parallel()
+		work := workDir(t)
+		f := writeFile(t, work, "csidriver.yaml", csiDriverNamed(refDriverName, "  fsGroupPolicy: Bogus\n"))
+		sock := filepath.Join(work, "none.sock")
+		r := runSim(t, "validate", "-f", f, "--endpoint", "unix://"+sock)
+		wantCode(t, r, 2)
+		if !strings.Contains(r.Stdout, `spec.fsGroupPolicy: Unsupported value: "Bogus"`) {
+			t.Errorf("the invalid field is not reported:\n%s", r)
+		}
+		if !strings.Contains(r.Stderr, "not compared with the driver") {
+			t.Errorf("no warning that the driver was not compared:\n%s", r)
+		}
 	})
 }

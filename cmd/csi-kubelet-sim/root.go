@@ -47,7 +47,8 @@ Usage:
 Run 'csi-kubelet-sim COMMAND --help' for a command's flags.
 
 Exit codes: 0 success; 1 the driver failed a call or a check; 2 bad usage or input;
-3 environment (socket missing or unreachable, root dir unusable, driver timeout); 130 interrupted.
+3 environment (socket missing or unreachable, root dir unusable, no answer at registration);
+130 interrupted. A driver that does not answer an operation within --timeout failed it: 1.
 `
 
 func run(ctx context.Context, args []string, s streams) int {
