@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // BenchmarkRunInline execs a full `run` of fixtures/samples/inline
@@ -86,4 +89,64 @@ func BenchmarkBareNodeGetCapabilities(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(1, "calls/run")
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/call")
+}
+
+// BenchmarkCallOverhead is the simulator's own cost per call: the same
+// NodeGetCapabilities to the same reference driver, once bare (a new gRPC
+// connection, the call, close) and once the way the simulated kubelet makes
+// it (csiclient.Dialer with the kubelet's dial options, the Recorder into a
+// Trace, and the text and JSON printers writing the redacted call). The two
+// run interleaved, so machine noise hits both alike; "x-bare" is the ratio.
+func BenchmarkCallOverhead(b *testing.B) {
+	work := workDir(b)
+	drv := startRefDriver(b, work)
+	ep, err := csiclient.ParseEndpoint("unix://" + drv.Sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trace := csiclient.NewTrace(csiclient.NewTextPrinter(io.Discard, csiclient.Redactor{}, true, false),
+		csiclient.NewJSONPrinter(io.Discard, csiclient.Redactor{}))
+	traced := csi.NewNodeClient(&csiclient.Recorder{Next: &csiclient.Dialer{Endpoint: ep}, Trace: trace})
+	bare := func() {
+		conn, err := grpc.NewClient("unix://"+drv.Sock,
+			grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority("localhost"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = csi.NewNodeClient(conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+		cancel()
+		conn.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	sim := func() {
+		ctx, cancel := context.WithTimeout(csiclient.WithLabels(context.Background(),
+			csiclient.Labels{Component: "kubelet", Operation: "MountDevice", Asking: "STAGE_UNSTAGE_VOLUME"}), 10*time.Second)
+		_, err := traced.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	bare() // warm-up
+	sim()
+	var bareT, simT time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		bare()
+		t1 := time.Now()
+		sim()
+		bareT += t1.Sub(t0)
+		simT += time.Since(t1)
+	}
+	b.StopTimer()
+	if n := len(trace.Calls()); n != b.N+1 {
+		b.Fatalf("%d calls in the trace, want %d", n, b.N+1)
+	}
+	b.ReportMetric(float64(bareT.Nanoseconds())/float64(b.N), "bare-ns/call")
+	b.ReportMetric(float64(simT.Nanoseconds())/float64(b.N), "sim-ns/call")
+	b.ReportMetric(float64(simT)/float64(bareT), "x-bare")
 }
