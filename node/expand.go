@@ -72,7 +72,7 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 // with the gate off; in 1.30 the gate alone decides.
 func (k *Kubelet) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
 	set := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != "" || pvc.Status.AllocatedResources != nil
-	if !k.gates.Enabled(RecoverVolumeExpansionFailure) && k.cfg.Version.Minor < 31 {
+	if !k.gates.Enabled(RecoverVolumeExpansionFailure) && !k.cfg.Version.ExpansionByClaimStatus() {
 		return false
 	}
 	return set

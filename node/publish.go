@@ -119,7 +119,7 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	if err != nil {
 		// Since 1.36 a failed republish keeps the target: the pod still
 		// uses the existing mount (#121271).
-		if kindOf(err) == Final && !(args.IsRemount && k.cfg.Version.Minor >= 36) {
+		if kindOf(err) == Final && !(args.IsRemount && k.cfg.Version.KeepsTargetOnFailedRemount()) {
 			k.removeMountDir(ctx, target)
 		}
 		return err

@@ -112,7 +112,7 @@ func (k *Kubelet) volumeSupportsSELinuxMount(v *volumeSpec) bool {
 	}
 	modes := v.PV.Spec.AccessModes
 	if k.gates.Enabled(SELinuxMount) {
-		return k.gates.Version().Minor >= 32 || len(modes) == 1
+		return k.gates.Version().SELinuxMountAnyAccessMode() || len(modes) == 1
 	}
 	return len(modes) == 1 && modes[0] == corev1.ReadWriteOncePod
 }

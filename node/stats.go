@@ -64,12 +64,12 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	// after the stats call, and from 1.32 a driver with it may answer
 	// without usage (the code was removed in 1.37).
 	conditionCapable := false
-	if k.gates.Enabled(CSIVolumeHealth) && k.cfg.Version.Minor <= 36 {
+	if k.gates.Enabled(CSIVolumeHealth) && k.cfg.Version.AsksVolumeCondition() {
 		if conditionCapable, err = k.nodeSupports(ctx, volumeConditionCapability); err != nil {
 			return err
 		}
 	}
-	if resp.GetUsage() == nil && !(conditionCapable && k.cfg.Version.Minor >= 32) {
+	if resp.GetUsage() == nil && !(conditionCapable && k.cfg.Version.StatsWithoutUsageForCondition()) {
 		return fmt.Errorf("failed to get usage from response. usage is nil")
 	}
 	for _, u := range resp.GetUsage() {

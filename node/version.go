@@ -37,6 +37,35 @@ func ParseVersion(s string) (Version, error) {
 
 func (v Version) String() string { return fmt.Sprintf("1.%d", v.Minor) }
 
+// The release-dependent rules that are not feature gates, each named for
+// what changed, so that every version check reads as the rule it is (the
+// gates are in features.go).
+
 // CapabilityErrorsUncertain: since 1.36 a non-final NodeGetCapabilities
 // error is an UncertainProgressError (nodeGetCapabilities, csi_client.go).
 func (v Version) CapabilityErrorsUncertain() bool { return v.Minor >= 36 }
+
+// KeepsTargetOnFailedRemount: since 1.36 a republish (remount) that fails
+// with a final error keeps the target directory, which the pod still uses
+// (csi_mounter.go SetUpAt, kubernetes#121271).
+func (v Version) KeepsTargetOnFailedRemount() bool { return v.Minor >= 36 }
+
+// SELinuxMountAnyAccessMode: with the SELinuxMount gate, from 1.32 any
+// access mode qualifies; in 1.30 and 1.31 the PV still needed exactly one
+// (util.VolumeSupportsSELinuxMount).
+func (v Version) SELinuxMountAnyAccessMode() bool { return v.Minor >= 32 }
+
+// AsksVolumeCondition: up to 1.36, with CSIVolumeHealth, the stats client
+// asks VOLUME_CONDITION after NodeGetVolumeStats; 1.37 removed that code
+// (csi_client.go NodeGetVolumeStats).
+func (v Version) AsksVolumeCondition() bool { return v.Minor <= 36 }
+
+// StatsWithoutUsageForCondition: from 1.32 an answer without usage is
+// accepted from a driver with VOLUME_CONDITION (while it is still asked).
+func (v Version) StatsWithoutUsageForCondition() bool { return v.Minor >= 32 }
+
+// ExpansionByClaimStatus: from 1.31 a claim whose resizer recorded
+// allocatedResources or a resize status takes the new expansion path even
+// with RecoverVolumeExpansionFailure off; in 1.30 the gate alone decides
+// (checkForRecoveryFromExpansion).
+func (v Version) ExpansionByClaimStatus() bool { return v.Minor >= 31 }

@@ -57,3 +57,29 @@ func TestNewDefaults(t *testing.T) {
 		t.Errorf("Paths().Root = %q", k.Paths().Root)
 	}
 }
+
+// Every release rule that is not a gate, release by release 1.30 to 1.37,
+// as KUBELET.md states it (section named per rule).
+func TestVersionRules(t *testing.T) {
+	rules := []struct {
+		name  string
+		rule  func(Version) bool
+		first int // the first release with the rule (0: none)
+		last  int // the last release with it (0: still there in 1.37)
+	}{
+		{"CapabilityErrorsUncertain (12)", Version.CapabilityErrorsUncertain, 36, 0},
+		{"KeepsTargetOnFailedRemount (5)", Version.KeepsTargetOnFailedRemount, 36, 0},
+		{"SELinuxMountAnyAccessMode (6.2)", Version.SELinuxMountAnyAccessMode, 32, 0},
+		{"AsksVolumeCondition (11)", Version.AsksVolumeCondition, 30, 36},
+		{"StatsWithoutUsageForCondition (11)", Version.StatsWithoutUsageForCondition, 32, 0},
+		{"ExpansionByClaimStatus (11)", Version.ExpansionByClaimStatus, 31, 0},
+	}
+	for _, r := range rules {
+		for minor := MinMinor; minor <= MaxMinor; minor++ {
+			want := minor >= r.first && (r.last == 0 || minor <= r.last)
+			if got := r.rule(Version{Minor: minor}); got != want {
+				t.Errorf("%s at 1.%d = %v, want %v", r.name, minor, got, want)
+			}
+		}
+	}
+}
