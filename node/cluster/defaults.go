@@ -50,6 +50,18 @@ func (d Defaults) droppedSet(o *storagev1.CSIDriver) []string {
 }
 
 func (d Defaults) apply(obj any) error {
+	// The API server clears the namespace of a cluster-scoped object on
+	// create (rest.BeforeCreate) rather than refusing it.
+	switch o := obj.(type) {
+	case *storagev1.CSIDriver:
+		o.Namespace = ""
+	case *storagev1.VolumeAttachment:
+		o.Namespace = ""
+	case *corev1.PersistentVolume:
+		o.Namespace = ""
+	case *corev1.Node:
+		o.Namespace = ""
+	}
 	switch o := obj.(type) {
 	case *storagev1.CSIDriver:
 		d.csiDriver(o)

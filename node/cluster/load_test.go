@@ -266,3 +266,20 @@ func TestLoadWarnsDroppedFields(t *testing.T) {
 		t.Errorf("after the API server: serviceAccountTokenInSecrets %v (want dropped), seLinuxMount %v (want kept)", d.Spec.ServiceAccountTokenInSecrets, d.Spec.SELinuxMount)
 	}
 }
+
+// A namespace on a cluster-scoped object is cleared, as the API server
+// clears it on create, so lookups by name still find the object.
+func TestLoadClusterScopedNamespace(t *testing.T) {
+	doc := "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: d.example.com, namespace: kube-system}\n---\n" +
+		"apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-1, namespace: default}\nspec: {csi: {driver: d.example.com, volumeHandle: h}}\n"
+	c, err := (&Loader{Stdin: strings.NewReader(doc)}).Load([]string{"-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := c.CSIDriver("d.example.com"); !ok || d.Namespace != "" {
+		t.Errorf("CSIDriver: found %v, namespace %q; want found, no namespace", ok, d.Namespace)
+	}
+	if pv, ok := c.PersistentVolume("pv-1"); !ok || pv.Namespace != "" {
+		t.Errorf("PV: found %v, namespace %q; want found, no namespace", ok, pv.Namespace)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -93,15 +94,10 @@ func ValidateCSIDriver(d *storagev1.CSIDriver, opts Defaults) error {
 // which gated fields the release requires), worded by
 // apimachinery's field errors as the API server words them.
 func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
-	var errs field.ErrorList
-	if d.Name == "" {
-		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
-	}
-	for _, msg := range validation.IsDNS1123Subdomain(d.Name) {
-		if d.Name != "" {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), d.Name, msg))
-		}
-	}
+	// ValidateCSIDriver: the object meta as for every cluster-scoped
+	// object (name a DNS subdomain, labels, annotations, no namespace),
+	// then the spec.
+	errs := apivalidation.ValidateObjectMeta(&d.ObjectMeta, false, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	// The order of validateCSIDriverSpec, so that the first error is the
 	// API server's first error.
 	spec := field.NewPath("spec")

@@ -64,6 +64,8 @@ func TestCSIDriverErrors(t *testing.T) {
 			[]string{"spec.attachedRequired: Required value", "spec.podInfoOnMount: Required value", "spec.storageCapacity: Required value", "spec.seLinuxMount: Required value"}},
 		{"name not a DNS subdomain", func(d *storagev1.CSIDriver) { d.Name = "Hostpath_CSI" },
 			[]string{`metadata.name: Invalid value: "Hostpath_CSI": a lowercase RFC 1123 subdomain must consist of`}},
+		{"label key invalid", func(d *storagev1.CSIDriver) { d.Labels = map[string]string{"a b": "x"} },
+			[]string{`metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters`}},
 		{"duplicate audience, empty one twice", func(d *storagev1.CSIDriver) {
 			d.Spec.TokenRequests = []storagev1.TokenRequest{{Audience: ""}, {Audience: "vault"}, {Audience: ""}}
 		}, []string{`spec.tokenRequests[2].audience: Duplicate value: ""`}},
