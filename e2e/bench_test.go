@@ -65,20 +65,7 @@ func BenchmarkRunInline(b *testing.B) {
 func BenchmarkBareNodeGetCapabilities(b *testing.B) {
 	work := workDir(b)
 	drv := startRefDriver(b, work)
-	call := func() {
-		conn, err := grpc.NewClient("unix://"+drv.Sock,
-			grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority("localhost"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = csi.NewNodeClient(conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
-		cancel()
-		conn.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	call := func() { bareNodeGetCapabilities(b, drv.Sock) }
 	call() // warm-up: the first call of a process costs more
 	b.ResetTimer()
 	start := time.Now()
@@ -107,20 +94,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 	trace := csiclient.NewTrace(csiclient.NewTextPrinter(io.Discard, csiclient.Redactor{}, true, false),
 		csiclient.NewJSONPrinter(io.Discard, csiclient.Redactor{}))
 	traced := csi.NewNodeClient(&csiclient.Recorder{Next: &csiclient.Dialer{Endpoint: ep}, Trace: trace})
-	bare := func() {
-		conn, err := grpc.NewClient("unix://"+drv.Sock,
-			grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority("localhost"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = csi.NewNodeClient(conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
-		cancel()
-		conn.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	bare := func() { bareNodeGetCapabilities(b, drv.Sock) }
 	sim := func() {
 		ctx, cancel := context.WithTimeout(csiclient.WithLabels(context.Background(),
 			csiclient.Labels{Component: "kubelet", Operation: "MountDevice", Asking: "STAGE_UNSTAGE_VOLUME"}), 10*time.Second)
@@ -149,4 +123,20 @@ func BenchmarkCallOverhead(b *testing.B) {
 	b.ReportMetric(float64(bareT.Nanoseconds())/float64(b.N), "bare-ns/call")
 	b.ReportMetric(float64(simT.Nanoseconds())/float64(b.N), "sim-ns/call")
 	b.ReportMetric(float64(simT)/float64(bareT), "x-bare")
+}
+
+// bareNodeGetCapabilities is one NodeGetCapabilities on a new gRPC
+// connection, closed afterwards: no trace, no printing.
+func bareNodeGetCapabilities(b *testing.B, sock string) {
+	conn, err := grpc.NewClient("unix://"+sock,
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority("localhost"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := csi.NewNodeClient(conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{}); err != nil {
+		b.Fatal(err)
+	}
 }

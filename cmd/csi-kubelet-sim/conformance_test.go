@@ -53,8 +53,21 @@ func (d *identityDriver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (
 	return &csi.NodeGetInfoResponse{NodeId: "node-1", AccessibleTopology: &csi.Topology{Segments: d.topology}}, nil
 }
 
+// csiNodeDriver is what the test drivers serve: identity and node.
+type csiNodeDriver interface {
+	csi.IdentityServer
+	csi.NodeServer
+}
+
+// serveDriverSock serves d and returns its socket.
+func serveDriverSock(t *testing.T, d csiNodeDriver) string {
+	t.Helper()
+	sock, _ := serveDriver(t, d)
+	return sock
+}
+
 // serveDriver serves d on a socket in a short temp dir.
-func serveDriver(t *testing.T, d *identityDriver) (sock, dir string) {
+func serveDriver(t *testing.T, d csiNodeDriver) (sock, dir string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "conf-cmd-")
 	if err != nil {
@@ -248,28 +261,6 @@ func (d *publishDriver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpu
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
 
-// servePublishDriver serves d's identity and node services on a socket in a
-// short temp dir.
-func servePublishDriver(t *testing.T, d *publishDriver) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "conf-cmd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "csi.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	csi.RegisterIdentityServer(srv, d)
-	csi.RegisterNodeServer(srv, d)
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(srv.Stop)
-	return sock
-}
-
 // The CSIDriver is loaded as the release's API server stores it: before
 // 1.35 (CSIServiceAccountTokenSecrets off) serviceAccountTokenInSecrets is
 // dropped, so the kubelet puts the tokens in volume_context and the tokens
@@ -289,7 +280,7 @@ func TestConformanceTokensByRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.version+"/"+tt.gates, func(t *testing.T) {
 			d := &publishDriver{identityDriver: identityDriver{name: "ref.csi.kubelet-sim.io"}}
-			sock := servePublishDriver(t, d)
+			sock := serveDriverSock(t, d)
 			args := []string{"--endpoint", sock, "-f", allFields, "--kubelet-version", tt.version, "--focus", "^tokens/", "--node-name", "n1"}
 			if tt.gates != "" {
 				args = append(args, "--feature-gates", tt.gates)
