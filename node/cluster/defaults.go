@@ -51,7 +51,8 @@ func (d Defaults) droppedSet(o *storagev1.CSIDriver) []string {
 
 func (d Defaults) apply(obj any) error {
 	// The API server clears the namespace of a cluster-scoped object on
-	// create (rest.BeforeCreate) rather than refusing it.
+	// create (rest.BeforeCreate, EnsureObjectNamespaceMatchesRequestNamespace
+	// in apiserver registry/rest/meta.go) rather than refusing it.
 	switch o := obj.(type) {
 	case *storagev1.CSIDriver:
 		o.Namespace = ""
