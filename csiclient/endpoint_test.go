@@ -99,7 +99,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// KUBELET.md 12: a new connection for every RPC.
+// docs/kubelet.md §12: a new connection for every RPC.
 func TestDialerConnectionPerCall(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "csi.sock")
 	raw, err := net.Listen("unix", sock)

@@ -11,7 +11,7 @@ import (
 const (
 	jwtA = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"   // sha256 starts ec97fe60
 	jwtB = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ5In0.c2lnMg" // sha256 starts 1d00920c
-	// The kubelet's tokens value (KUBELET.md 4.3).
+	// The kubelet's tokens value (docs/kubelet.md §4.3).
 	tokensJSON = `{"":{"token":"` + jwtA + `","expirationTimestamp":"2026-01-02T15:04:05Z"},"vault":{"token":"` + jwtB + `","expirationTimestamp":"2026-01-02T16:04:05Z"}}`
 )
 

@@ -3,6 +3,7 @@ package csiclient
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,7 +150,7 @@ func TestRecorderTimedOut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := NewTrace()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			r := &Recorder{Next: tc.conn, Trace: trace}
 			err := r.Invoke(ctx, "/csi.v1.Node/NodeStageVolume", &csi.NodeStageVolumeRequest{}, &csi.NodeStageVolumeResponse{})
@@ -164,5 +165,72 @@ func TestRecorderTimedOut(t *testing.T) {
 				t.Errorf("JSON timed_out = %v, want %v", rec.TimedOut, tc.want)
 			}
 		})
+	}
+}
+
+// beginCollect is a sink that also hears when calls start.
+type beginCollect struct {
+	collect
+	begins []Call
+	events []string
+}
+
+func (c *beginCollect) Begin(x Call) {
+	c.begins = append(c.begins, x)
+	c.events = append(c.events, "begin "+x.Method)
+}
+func (c *beginCollect) Call(x Call) {
+	c.collect.Call(x)
+	c.events = append(c.events, "call "+x.Method)
+}
+
+// A streaming trace keeps nothing, yet numbers the calls and hands every
+// call and step to its sinks; a BeginSink hears each call start first,
+// with the start time the finished call carries.
+func TestStreamingTrace(t *testing.T) {
+	sink := &beginCollect{}
+	tr := NewStreamingTrace(sink)
+	tr.now = (&fakeClock{t: t0, step: time.Millisecond}).now
+	r := &Recorder{Next: &Planned{}, Trace: tr}
+	ctx := WithLabels(context.Background(), Labels{Component: "kubelet", Operation: "SetUp", Volume: "pv-1", Pod: "default/app"})
+	for range 3 {
+		if _, err := csi.NewNodeClient(r).NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "/t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.Note(ctx, false, "a step")
+	if tr.Calls() != nil || tr.Steps() != nil {
+		t.Errorf("streaming trace kept %d calls, %d steps; want none", len(tr.Calls()), len(tr.Steps()))
+	}
+	if len(sink.calls) != 3 || len(sink.steps) != 1 {
+		t.Fatalf("sink got %d calls, %d steps; want 3, 1", len(sink.calls), len(sink.steps))
+	}
+	for i, c := range sink.calls {
+		if c.Seq != i+1 {
+			t.Errorf("call %d has Seq %d", i+1, c.Seq)
+		}
+		b := sink.begins[i]
+		if !b.Start.Equal(c.Start) || b.Method != "NodePublishVolume" || b.Labels != c.Labels {
+			t.Errorf("begin %d = %+v, call = %+v", i+1, b, c)
+		}
+	}
+	want := "begin NodePublishVolume,call NodePublishVolume,begin NodePublishVolume,call NodePublishVolume,begin NodePublishVolume,call NodePublishVolume"
+	if got := strings.Join(sink.events, ","); got != want {
+		t.Errorf("events = %s\nwant %s", got, want)
+	}
+}
+
+// NewTrace keeps calls as before, and a plain sink is not asked about
+// starts.
+func TestTraceKeepsByDefault(t *testing.T) {
+	tr := NewTrace(&collect{})
+	r := &Recorder{Next: &Planned{}, Trace: tr}
+	_, _ = csi.NewNodeClient(r).NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+	_, _ = csi.NewNodeClient(r).NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+	if calls := tr.Calls(); len(calls) != 2 || calls[1].Seq != 2 {
+		t.Errorf("calls = %+v, want 2 kept", calls)
+	}
+	if tr.begins.Load() {
+		t.Errorf("a trace without a BeginSink takes the begin lock")
 	}
 }

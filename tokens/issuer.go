@@ -2,7 +2,7 @@
 // for service-account tokens: Issuer answers TokenRequests as the API
 // server's serviceaccounts/token subresource does (defaults, validation,
 // clamping, the 3607-second extension, claims, JWS signing), and Manager
-// caches and refreshes them as pkg/kubelet/token does. KUBELET.md section 4
+// caches and refreshes them as pkg/kubelet/token does. docs/kubelet.md §4
 // is the reference.
 package tokens
 
@@ -85,7 +85,7 @@ type IssuerConfig struct {
 	NewUID func() string
 	// ServiceAccountUID looks up a ServiceAccount's UID. When nil or when
 	// it reports false, a UID is derived from namespace and name (the same
-	// one node/cluster gives a defaulted ServiceAccount).
+	// one manifests gives a defaulted ServiceAccount).
 	ServiceAccountUID func(namespace, name string) (types.UID, bool)
 	// PodNode looks up the node a bound pod is scheduled on. ok false (or
 	// an empty nodeName) means the pod has no spec.nodeName and no node
@@ -191,79 +191,26 @@ func (i *Issuer) Token(ctx context.Context, namespace, serviceAccount string, re
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if namespace == "" {
-		return nil, apierrors.NewBadRequest("namespace is required")
+	out, err := i.admitRequest(namespace, serviceAccount, req)
+	if err != nil {
+		return nil, err
 	}
-	out := &authenticationv1.TokenRequest{}
-	if req != nil {
-		out = req.DeepCopy()
-	}
-	// SetDefaults_TokenRequestSpec runs when the request is decoded.
-	if out.Spec.ExpirationSeconds == nil {
-		out.Spec.ExpirationSeconds = new(int64(DefaultExpirationSeconds))
-	}
-
-	if out.Name != "" && out.Name != serviceAccount {
-		return nil, apierrors.NewInvalid(tokenRequestGK, serviceAccount, field.ErrorList{
-			field.Invalid(field.NewPath("metadata").Child("name"), out.Name, "must match the service account name if specified")})
-	}
-	if out.Namespace != "" && out.Namespace != namespace {
-		return nil, apierrors.NewInvalid(tokenRequestGK, serviceAccount, field.ErrorList{
-			field.Invalid(field.NewPath("metadata").Child("namespace"), out.Namespace, "must match the service account namespace if specified")})
-	}
-
-	saUID := i.serviceAccountUID(namespace, serviceAccount)
-	// TokenRequestServiceAccountUIDValidation: beta and on since 1.34.
-	if out.UID != "" && out.UID != saUID {
-		return nil, apierrors.NewConflict(schema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, serviceAccount,
-			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", out.UID, saUID))
-	}
-
-	if len(out.Spec.Audiences) == 0 {
-		out.Spec.Audiences = slices.Clone(i.auds)
-	}
-	if out.Name == "" {
-		out.Name = serviceAccount
-	}
-	if out.Namespace == "" {
-		out.Namespace = namespace
-	}
-	if out.UID == "" {
-		out.UID = saUID
-	}
-
-	now := i.cfg.Now()
-	nowSec := now.Unix()
+	nowSec := i.cfg.Now().Unix()
 	out.CreationTimestamp = metav1.NewTime(unix(nowSec))
 	out.Status = authenticationv1.TokenRequestStatus{}
-
 	if errs := validateTokenRequest(out); len(errs) != 0 {
 		return nil, apierrors.NewInvalid(tokenRequestGK, "", errs)
 	}
-
-	var podRef, nodeRef *ObjectRef
-	if ref := out.Spec.BoundObjectRef; ref != nil {
-		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-		if gvk.Group != "" || gvk.Kind != "Pod" {
-			// The API server also binds to Secrets, Nodes and webhook
-			// configurations; the kubelet never asks for those.
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gvk.String()))
-		}
-		podRef = &ObjectRef{Name: ref.Name, UID: string(ref.UID)}
-		if i.cfg.PodNodeInfo && i.cfg.PodNode != nil {
-			if nodeName, nodeUID, ok := i.cfg.PodNode(namespace, ref.Name); ok && nodeName != "" {
-				nodeRef = &ObjectRef{Name: nodeName, UID: string(nodeUID)}
-			}
-		}
+	podRef, nodeRef, err := i.boundRefs(namespace, out.Spec.BoundObjectRef)
+	if err != nil {
+		return nil, err
 	}
-
 	if i.maxSec > 0 && *out.Spec.ExpirationSeconds > i.maxSec {
 		if i.cfg.Warn != nil {
 			i.cfg.Warn(fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *out.Spec.ExpirationSeconds, i.maxSec))
 		}
 		out.Spec.ExpirationSeconds = new(i.maxSec)
 	}
-
 	expSec := *out.Spec.ExpirationSeconds
 	tokenExp := expSec
 	var warnAfter *int64
@@ -271,7 +218,6 @@ func (i *Issuer) Token(ctx context.Context, namespace, serviceAccount string, re
 		warnAfter = new(nowSec + expSec)
 		tokenExp = ExpirationExtensionSeconds
 	}
-
 	c := &Claims{
 		Audience:  slices.Clone(out.Spec.Audiences),
 		Expiry:    nowSec + tokenExp,
@@ -281,7 +227,7 @@ func (i *Issuer) Token(ctx context.Context, namespace, serviceAccount string, re
 		Subject:   "system:serviceaccount:" + namespace + ":" + serviceAccount,
 		Kubernetes: KubernetesClaims{
 			Namespace:      namespace,
-			ServiceAccount: ObjectRef{Name: serviceAccount, UID: string(saUID)},
+			ServiceAccount: ObjectRef{Name: serviceAccount, UID: string(out.UID)},
 			Pod:            podRef,
 			Node:           nodeRef,
 			WarnAfter:      warnAfter,
@@ -299,6 +245,71 @@ func (i *Issuer) Token(ctx context.Context, namespace, serviceAccount string, re
 		ExpirationTimestamp: metav1.NewTime(unix(nowSec + expSec)),
 	}
 	return out, nil
+}
+
+// admitRequest is the request as the API server has it before the token is
+// made: decoded with its defaults, checked against the service account it
+// is posted to (name, namespace, UID), and completed from it.
+func (i *Issuer) admitRequest(namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	if namespace == "" {
+		return nil, apierrors.NewBadRequest("namespace is required")
+	}
+	out := &authenticationv1.TokenRequest{}
+	if req != nil {
+		out = req.DeepCopy()
+	}
+	// SetDefaults_TokenRequestSpec runs when the request is decoded.
+	if out.Spec.ExpirationSeconds == nil {
+		out.Spec.ExpirationSeconds = new(int64(DefaultExpirationSeconds))
+	}
+	if out.Name != "" && out.Name != serviceAccount {
+		return nil, apierrors.NewInvalid(tokenRequestGK, serviceAccount, field.ErrorList{
+			field.Invalid(field.NewPath("metadata").Child("name"), out.Name, "must match the service account name if specified")})
+	}
+	if out.Namespace != "" && out.Namespace != namespace {
+		return nil, apierrors.NewInvalid(tokenRequestGK, serviceAccount, field.ErrorList{
+			field.Invalid(field.NewPath("metadata").Child("namespace"), out.Namespace, "must match the service account namespace if specified")})
+	}
+	saUID := i.serviceAccountUID(namespace, serviceAccount)
+	// TokenRequestServiceAccountUIDValidation: beta and on since 1.34.
+	if out.UID != "" && out.UID != saUID {
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, serviceAccount,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", out.UID, saUID))
+	}
+	if len(out.Spec.Audiences) == 0 {
+		out.Spec.Audiences = slices.Clone(i.auds)
+	}
+	if out.Name == "" {
+		out.Name = serviceAccount
+	}
+	if out.Namespace == "" {
+		out.Namespace = namespace
+	}
+	if out.UID == "" {
+		out.UID = saUID
+	}
+	return out, nil
+}
+
+// boundRefs are the pod (and, with PodNodeInfo, its node) a token is bound
+// to.
+func (i *Issuer) boundRefs(namespace string, ref *authenticationv1.BoundObjectReference) (*ObjectRef, *ObjectRef, error) {
+	if ref == nil {
+		return nil, nil, nil
+	}
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	if gvk.Group != "" || gvk.Kind != "Pod" {
+		// The API server also binds to Secrets, Nodes and webhook
+		// configurations; the kubelet never asks for those.
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gvk.String()))
+	}
+	podRef := &ObjectRef{Name: ref.Name, UID: string(ref.UID)}
+	if i.cfg.PodNodeInfo && i.cfg.PodNode != nil {
+		if nodeName, nodeUID, ok := i.cfg.PodNode(namespace, ref.Name); ok && nodeName != "" {
+			return podRef, &ObjectRef{Name: nodeName, UID: string(nodeUID)}, nil
+		}
+	}
+	return podRef, nil, nil
 }
 
 // validateTokenRequest is the part of ValidateTokenRequest that applies to
@@ -337,7 +348,7 @@ func (i *Issuer) serviceAccountUID(namespace, name string) types.UID {
 }
 
 // StableUID derives a UUID-shaped UID from an object's identity; it is the
-// same derivation node/cluster uses for objects given without a UID.
+// same derivation manifests uses for objects given without a UID.
 func StableUID(kind, namespace, name string) types.UID {
 	h := sha256.Sum256([]byte("csi-kubelet-sim/" + kind + "/" + namespace + "/" + name))
 	return types.UID(formatUUID(h[:16], 0x40))

@@ -182,7 +182,7 @@ func TestDefaults(t *testing.T) {
 	if strings.Contains(string(payload), `"jti"`) || strings.Contains(string(payload), `"node"`) || strings.Contains(string(payload), `"warnafter"`) {
 		t.Errorf("zero config payload %s", payload)
 	}
-	// Unknown ServiceAccount: a stable UID (the one node/cluster derives).
+	// Unknown ServiceAccount: a stable UID (the one manifests derives).
 	if a.UID != "f30ae24b-5dc0-4a15-8307-370470d391a7" {
 		t.Errorf("derived SA UID %q", a.UID)
 	}
@@ -428,7 +428,7 @@ func TestGatesAndNodeClaim(t *testing.T) {
 }
 
 // TestStatusJSON: the value the kubelet puts under
-// csi.storage.k8s.io/serviceAccount.tokens (KUBELET.md 4.3).
+// csi.storage.k8s.io/serviceAccount.tokens (docs/kubelet.md §4.3).
 func TestStatusJSON(t *testing.T) {
 	rsaK, _ := keys(t)
 	// 2026-01-02T14:04:05.123456789Z + 3600 s, fraction dropped.

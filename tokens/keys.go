@@ -13,10 +13,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
+
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // PEM block types LoadKey accepts and WriteKeyPair writes.
@@ -220,28 +221,13 @@ func algorithmFor(pub crypto.PublicKey) (string, error) {
 	return "", fmt.Errorf("unsupported key type %T, must be RSA or ECDSA", pub)
 }
 
-// jwk is one entry of the API server's /openid/v1/jwks document, fields in
-// the order go-jose writes them.
-type jwk struct {
-	Use string `json:"use"`
-	Kty string `json:"kty"`
-	Kid string `json:"kid"`
-	Crv string `json:"crv,omitempty"`
-	Alg string `json:"alg"`
-	X   string `json:"x,omitempty"`
-	Y   string `json:"y,omitempty"`
-	N   string `json:"n,omitempty"`
-	E   string `json:"e,omitempty"`
-}
-
 // JWKS returns the JSON Web Key Set the API server serves at
-// /openid/v1/jwks for these keys: {"keys":[{"use":"sig","kty":...,"kid":...,
-// "alg":...,"n"/"e" or "crv"/"x"/"y"}]}. Private keys are accepted and their
-// public halves published.
+// /openid/v1/jwks for these keys, built as the API server builds it: a
+// go-jose JSONWebKey per key with use "sig", the key ID and the algorithm
+// (publicJWKsFromKeys in pkg/serviceaccount/openidmetadata.go). Private
+// keys are accepted and their public halves published.
 func JWKS(keys ...crypto.PublicKey) ([]byte, error) {
-	set := struct {
-		Keys []jwk `json:"keys"`
-	}{Keys: []jwk{}}
+	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}
 	for i, key := range keys {
 		if s, ok := key.(crypto.Signer); ok {
 			key = s.Public()
@@ -254,26 +240,7 @@ func JWKS(keys ...crypto.PublicKey) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error constructing JWK for key #%d: %w", i, err)
 		}
-		k := jwk{Use: "sig", Kid: kid, Alg: alg}
-		switch pub := key.(type) {
-		case *rsa.PublicKey:
-			k.Kty = "RSA"
-			k.N = b64(pub.N.Bytes())
-			k.E = b64(big.NewInt(int64(pub.E)).Bytes())
-		case *ecdsa.PublicKey:
-			point, err := pub.Bytes() // 0x04 || X || Y, each fixed-size
-			if err != nil {
-				return nil, fmt.Errorf("error constructing JWK for key #%d: %w", i, err)
-			}
-			size := (len(point) - 1) / 2
-			k.Kty = "EC"
-			k.Crv = pub.Curve.Params().Name
-			k.X = b64(point[1 : 1+size])
-			k.Y = b64(point[1+size:])
-		}
-		set.Keys = append(set.Keys, k)
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: key, KeyID: kid, Algorithm: alg, Use: "sig"})
 	}
 	return json.Marshal(set)
 }
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
