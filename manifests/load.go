@@ -1,0 +1,360 @@
+package manifests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// InputError is a manifest the API server would refuse. It always names
+// the file and document.
+type InputError struct {
+	Source Source
+	Err    error
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("%s: %s", e.Source, oneLine(e.Err.Error())) }
+
+// oneLine joins a multi-line message (the YAML decoder lists its errors on
+// indented lines) into one line, so that every input error is one line.
+func oneLine(msg string) string {
+	if !strings.ContainsAny(msg, "\r\n") {
+		return msg
+	}
+	var b strings.Builder
+	for _, line := range strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			continue
+		case b.Len() == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Loader reads manifests as `kubectl apply -f` would: files, directories
+// (their .yaml, .yml and .json files; with Recursive, those of their
+// subdirectories too, as kubectl -R) and "-" for stdin; multi-document YAML
+// or JSON; List objects.
+type Loader struct {
+	Stdin    io.Reader
+	Defaults Defaults
+	// Warn receives what is skipped (kinds the kubelet does not read).
+	Warn func(string)
+	// NoValidation loads objects the API server would refuse, for the
+	// validate command, which reports every error rather than the first.
+	NoValidation bool
+	// Recursive reads the subdirectories of a directory (kubectl's -R);
+	// without it, subdirectories are named in a warning.
+	Recursive bool
+	// Limits bound one Load; zero fields take the defaults.
+	Limits Limits
+
+	budget *budget
+}
+
+// Load reads every path into one cluster.
+func (l *Loader) Load(paths []string) (*Cluster, error) {
+	lim := l.Limits
+	if lim.Bytes <= 0 {
+		lim.Bytes = DefaultLimits.Bytes
+	}
+	if lim.Objects <= 0 {
+		lim.Objects = DefaultLimits.Objects
+	}
+	l.budget = &budget{limits: lim}
+	c := New()
+	for _, p := range paths {
+		if err := l.loadPath(c, p); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (l *Loader) loadPath(c *Cluster, p string) error {
+	if p == "-" {
+		if l.Stdin == nil {
+			return errors.New("-: no standard input")
+		}
+		return l.loadStream(c, "-", l.Stdin)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return l.loadFile(c, p)
+	}
+	files, subdirs, err := manifestFiles(p, l.Recursive)
+	if err != nil {
+		return err
+	}
+	if len(subdirs) > 0 {
+		l.warn(fmt.Sprintf("%s: subdirectories not read: %s (-R reads them)", p, strings.Join(subdirs, ", ")))
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s: no .yaml, .yml or .json files in the directory", p)
+	}
+	for _, f := range files {
+		if err := l.loadFile(c, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// manifestFiles lists the .yaml, .yml and .json files of dir in lexical
+// order; recursive, those of the whole tree (as kubectl -R walks it),
+// otherwise those of dir alone, and its subdirectories apart.
+func manifestFiles(dir string, recursive bool) (files, subdirs []string, err error) {
+	isManifest := func(name string) bool {
+		switch strings.ToLower(filepath.Ext(name)) {
+		case ".yaml", ".yml", ".json":
+			return true
+		}
+		return false
+	}
+	if recursive {
+		err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && isManifest(d.Name()) {
+				files = append(files, path)
+			}
+			return err
+		})
+		return files, nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		switch {
+		case e.IsDir():
+			subdirs = append(subdirs, e.Name())
+		case isManifest(e.Name()):
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(files)
+	return files, subdirs, nil
+}
+
+func (l *Loader) loadFile(c *Cluster, name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return l.loadStream(c, name, f)
+}
+
+func (l *Loader) loadStream(c *Cluster, name string, r io.Reader) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(&countingReader{r: r, b: l.budget}))
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return &InputError{Source{File: name, Doc: doc}, err}
+		}
+		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
+			continue
+		}
+		if err := l.countObject(Source{File: name, Doc: doc}); err != nil {
+			return err
+		}
+		if err := l.loadDocument(c, Source{File: name, Doc: doc}, raw); err != nil {
+			return err
+		}
+	}
+}
+
+// stripComments drops YAML comment lines and document markers, so a
+// document of comments only, or the empty document between two "---" (as
+// helm template writes for a template that renders nothing), counts as
+// empty, as kubectl takes it.
+func stripComments(b []byte) []byte {
+	var out []byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if bytes.Equal(t, []byte("---")) || bytes.Equal(t, []byte("...")) {
+			continue
+		}
+		if len(t) > 0 && t[0] != '#' {
+			out = append(out, line...)
+			out = append(out, '\n')
+		}
+	}
+	return out
+}
+
+type typeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// wantAPIVersion is the group/version each kind read is served at.
+var wantAPIVersion = map[string]string{
+	"CSIDriver":             "storage.k8s.io/v1",
+	"VolumeAttachment":      "storage.k8s.io/v1",
+	"Pod":                   "v1",
+	"PersistentVolume":      "v1",
+	"PersistentVolumeClaim": "v1",
+	"Secret":                "v1",
+	"ServiceAccount":        "v1",
+	"Node":                  "v1",
+	"Namespace":             "v1",
+	// Applied to the other objects by the admission step.
+	"MutatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
+}
+
+func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
+	data, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return &InputError{src, err}
+	}
+	var tm typeMeta
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &tm); err != nil {
+		return &InputError{src, fmt.Errorf("not a Kubernetes object: %v", err)}
+	}
+	if tm.Kind == "" {
+		return &InputError{src, errors.New("kind: Required value")}
+	}
+	if tm.APIVersion == "" {
+		return &InputError{src, errors.New("apiVersion: Required value")}
+	}
+	if strings.HasSuffix(tm.Kind, "List") && src.Item == 0 {
+		return l.loadList(c, src, data)
+	}
+	want, known := wantAPIVersion[tm.Kind]
+	if !known {
+		l.warn(fmt.Sprintf("%s: skipping %s %s (the kubelet simulation does not read this kind)", src, tm.APIVersion, tm.Kind))
+		return nil
+	}
+	if tm.APIVersion != want {
+		return &InputError{src, fmt.Errorf("apiVersion: Unsupported value: %q: %s is read as %s", tm.APIVersion, tm.Kind, want)}
+	}
+	obj := newObject(tm.Kind)
+	if err := decodeStrict(data, obj); err != nil {
+		return &InputError{src, err}
+	}
+	if d, ok := obj.(*storagev1.CSIDriver); ok {
+		for _, f := range l.Defaults.droppedSet(d) {
+			l.warn(fmt.Sprintf("%s: CSIDriver %s: %s is set, but the API server of this release drops it (its feature gate is off at this --kubelet-version and --feature-gates), so no kubelet sees it", src, d.Name, f))
+		}
+	}
+	if err := l.Defaults.apply(obj); err != nil {
+		return &InputError{src, err}
+	}
+	if l.NoValidation {
+		return c.Add(obj, src)
+	}
+	if err := validate(obj, l.Defaults); err != nil {
+		return &InputError{src, err}
+	}
+	return c.Add(obj, src)
+}
+
+func (l *Loader) loadList(c *Cluster, src Source, data []byte) error {
+	var list struct {
+		typeMeta
+		Metadata map[string]any   `json:"metadata"`
+		Items    []map[string]any `json:"items"`
+	}
+	if err := decodeStrict(data, &list); err != nil {
+		return &InputError{src, err}
+	}
+	if left := l.budget.limits.Objects - l.budget.objects; len(list.Items) > left {
+		s := src
+		s.Item = left + 1
+		return &InputError{s, fmt.Errorf("more than %d objects (documents and List items) in one run (the simulator's limit)", l.budget.limits.Objects)}
+	}
+	for i, item := range list.Items {
+		b, err := json.Marshal(item)
+		if err != nil {
+			return &InputError{src, err}
+		}
+		s := src
+		s.Item = i + 1
+		if err := l.countObject(s); err != nil {
+			return err
+		}
+		if err := l.loadDocument(c, s, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newObject(kind string) any {
+	switch kind {
+	case "CSIDriver":
+		return &storagev1.CSIDriver{}
+	case "VolumeAttachment":
+		return &storagev1.VolumeAttachment{}
+	case "Pod":
+		return &corev1.Pod{}
+	case "PersistentVolume":
+		return &corev1.PersistentVolume{}
+	case "PersistentVolumeClaim":
+		return &corev1.PersistentVolumeClaim{}
+	case "Secret":
+		return &corev1.Secret{}
+	case "ServiceAccount":
+		return &corev1.ServiceAccount{}
+	case "Node":
+		return &corev1.Node{}
+	case "Namespace":
+		return &corev1.Namespace{}
+	case "MutatingWebhookConfiguration":
+		return &admissionregistrationv1.MutatingWebhookConfiguration{}
+	}
+	return nil
+}
+
+// decodeStrict decodes as the API server does with fieldValidation=Strict:
+// unknown and duplicate fields are errors, named by their path.
+func decodeStrict(data []byte, into any) error {
+	strict, err := kjson.UnmarshalStrict(data, into, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return err
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+func (l *Loader) warn(s string) {
+	if l.Warn != nil {
+		l.Warn(s)
+	}
+}
