@@ -60,7 +60,7 @@ func BenchmarkRunInline(b *testing.B) {
 }
 
 // BenchmarkBareNodeGetCapabilities: one NodeGetCapabilities on a new gRPC
-// connection per call (as the kubelet does, KUBELET.md 12), to the same
+// connection per call (as the kubelet does, docs/kubelet.md §12), to the same
 // reference driver: the floor for one call of the simulator.
 func BenchmarkBareNodeGetCapabilities(b *testing.B) {
 	work := workDir(b)

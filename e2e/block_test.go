@@ -1,6 +1,6 @@
 package e2e
 
-// Block volumes (volumeMode: Block, KUBELET.md 1.4) against the reference
+// Block volumes (volumeMode: Block, docs/kubelet.md §1.4) against the reference
 // driver, which backs them with image files on real loop devices.
 
 import (
@@ -25,7 +25,7 @@ const (
 
 // blkManifests: a Block PV with a Block claim, a pod using it through
 // volumeDevices, and a CSIDriver with pod info and a token request (block
-// NodePublish gets pod info but never tokens, KUBELET.md 3).
+// NodePublish gets pod info but never tokens, docs/kubelet.md §3).
 const blkManifests = `apiVersion: storage.k8s.io/v1
 kind: CSIDriver
 metadata:
@@ -113,7 +113,7 @@ func loopDevNum(name string) uint64 {
 
 // TestBlockRefDriver: a Block PV through the reference driver, with and
 // without STAGE_UNSTAGE_VOLUME. While the pod is held, the layout of
-// KUBELET.md 1.4 is on disk for real; the calls carry Block{} and the block
+// docs/kubelet.md §1.4 is on disk for real; the calls carry Block{} and the block
 // staging path (1.4, 8); afterwards nothing is left, no loop device either.
 func TestBlockRefDriver(t *testing.T) {
 	for _, stage := range []bool{true, false} {
@@ -127,7 +127,7 @@ func TestBlockRefDriver(t *testing.T) {
 			sim := startSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
 				"--node-name", simNode, "--hold", "3s", "-o", "json", "-v")
 
-			// KUBELET.md 1.4.
+			// docs/kubelet.md §1.4.
 			vd := root + "/plugins/kubernetes.io/csi/volumeDevices"
 			staging := vd + "/staging/" + blkPV
 			publish := vd + "/publish/" + blkPV + "/" + blkUID
@@ -176,13 +176,13 @@ func TestBlockRefDriver(t *testing.T) {
 			if ls := fltLoopsUnder(root); len(ls) != 1 || !strings.HasSuffix(ls[0], ": "+mapFile) {
 				t.Errorf("want one loop device backed by %s, got %v", mapFile, ls)
 			}
-			// KUBELET.md 1.6: the block data file.
+			// docs/kubelet.md §1.6: the block data file.
 			want := volDataJSON(map[string]string{"specVolID": blkPV, "volumeHandle": blkHandle, "driverName": refDriverName,
 				"nodeName": simNode, "attachmentID": attachmentName(blkHandle, refDriverName, simNode)})
 			if got := readFile(volData); got != want {
 				t.Errorf("block vol_data.json:\n got %q\nwant %q", got, want)
 			}
-			// KUBELET.md 1.5: the staging dir only when staging.
+			// docs/kubelet.md §1.5: the staging dir only when staging.
 			if fi, err := os.Stat(staging); stage && (err != nil || !fi.IsDir()) {
 				t.Errorf("staging dir %s: %v", staging, err)
 			} else if !stage && err == nil {
@@ -225,7 +225,7 @@ func TestBlockRefDriver(t *testing.T) {
 				capWant := obj{"access_mode": obj{"mode": "SINGLE_NODE_WRITER"}, "block": obj{}}
 				switch c.Method {
 				case "NodeStageVolume":
-					// KUBELET.md 1.4, 8: Block{}, no mount flags; only the
+					// docs/kubelet.md §1.4, §8: Block{}, no mount flags; only the
 					// PV's attributes (3).
 					want := obj{"volume_id": blkHandle, "staging_target_path": staging, "volume_capability": capWant,
 						"volume_context": obj{"tier": "raw"}}
@@ -267,7 +267,7 @@ func TestBlockRefDriver(t *testing.T) {
 
 // TestBlockRepublish: a driver with requiresRepublish and a block volume.
 // The kubelet's remount of a block volume is the whole map operation again
-// (GenerateMapVolumeFunc, KUBELET.md 5): NodePublish with the block publish
+// (GenerateMapVolumeFunc, docs/kubelet.md §5): NodePublish with the block publish
 // path and Block{}, never the filesystem target or a second NodeStage; and
 // MapBlockVolume finds its bind mount already there, so the global map file
 // stays one mount, not a stack of them.
@@ -339,7 +339,7 @@ func mountCount(t *testing.T, p string) int {
 
 // TestBlockExpand: the claim's status says 64Mi, --expand-to makes the PV
 // 128Mi, so after MapPodDevice the kubelet sends NodeExpandVolume for the
-// block volume (expandVolumeDuringMount, KUBELET.md 11): volume_path the
+// block volume (expandVolumeDuringMount, docs/kubelet.md §11): volume_path the
 // published device, Block{}, staging_target_path only when this operation
 // staged it. The reference driver grows the image and its loop device, and
 // the pod's device really is 128Mi while the pod runs.

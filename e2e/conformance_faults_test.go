@@ -2,7 +2,7 @@ package e2e
 
 // `conformance` against the reference driver with injected faults: the
 // scenario that checks what the fault breaks fails with a message that says
-// what the driver did, what the kubelet needed and the KUBELET.md section;
+// what the driver did, what the kubelet needed and the docs/kubelet.md section;
 // the other scenarios still run; exit 1; the JUnit file parses and has one
 // test case per scenario; nothing is left behind.
 
@@ -15,13 +15,13 @@ import (
 	"testing"
 )
 
-// cfSection matches the KUBELET.md section a failure message ends with.
-var cfSection = regexp.MustCompile(`\(KUBELET\.md [0-9]+(\.[0-9]+)?\)`)
+// cfSection matches the docs/kubelet.md section a failure message ends with.
+var cfSection = regexp.MustCompile(`\(docs/kubelet\.md §[0-9]+(\.[0-9]+)?\)`)
 
 func TestConformanceFaults(t *testing.T) {
 	// Scenarios skipped against the reference driver with refCSIDriver on
 	// any host, and why: tokens go to volume_context
-	// (serviceAccountTokenInSecrets unset, KUBELET.md 4.4); no
+	// (serviceAccountTokenInSecrets unset, docs/kubelet.md §4.4); no
 	// VOLUME_MOUNT_GROUP (7); attachRequired false (10).
 	baseSkip := []string{"tokens/secrets", "fsgroup/volume-mount-group", "attach/publish-context"}
 	// Scenarios that mount something (every one but these).
@@ -51,13 +51,13 @@ func TestConformanceFaults(t *testing.T) {
 		{
 			// The first NodeUnpublishVolume (lifecycle/persistent's teardown)
 			// fails: the kubelet keeps retrying it and the pod stays
-			// Terminating (KUBELET.md 12).
+			// Terminating (docs/kubelet.md §12).
 			name:       "NodeUnpublishVolume=Internal:1",
 			driverArgs: []string{"--fault", "NodeUnpublishVolume=Internal:1"},
 			wantFail: map[string][]string{"lifecycle/persistent": {
 				`UnmountVolume.TearDown failed for volume "conformance-pv"`,
 				"code = Internal desc = injected fault NodeUnpublishVolume=Internal:1",
-				"the kubelet retries the teardown forever and the pod stays Terminating (KUBELET.md 12)",
+				"the kubelet retries the teardown forever and the pod stays Terminating (docs/kubelet.md §12)",
 			}},
 		},
 		{
@@ -68,7 +68,7 @@ func TestConformanceFaults(t *testing.T) {
 			wantFail: func() map[string][]string {
 				m := map[string][]string{}
 				for _, n := range mounting {
-					m[n] = []string{"NodeUnpublishVolume", "code = Internal", "(KUBELET.md 12)"}
+					m[n] = []string{"NodeUnpublishVolume", "code = Internal", "(docs/kubelet.md §12)"}
 				}
 				m["node/unpublish-removes-target"] = append(m["node/unpublish-removes-target"], "NodeUnpublishVolume of a published volume returned Internal")
 				m["node/invalid-argument/NodeUnpublishVolume"] = append(m["node/invalid-argument/NodeUnpublishVolume"],
@@ -83,31 +83,31 @@ func TestConformanceFaults(t *testing.T) {
 		{
 			// A driver that unmounts and mounts again on a repeated
 			// NodePublishVolume: the pod keeps the old mount and loses what
-			// it wrote (KUBELET.md 5); a repeated call must leave the mount
+			// it wrote (docs/kubelet.md §5); a repeated call must leave the mount
 			// (12).
 			name:       "republish-remounts",
 			driverArgs: []string{"--republish-remounts"},
 			wantFail: map[string][]string{
 				"republish/same-mount": {"NodePublishVolume (republish) unmounted and remounted the target: mount ID",
-					"the kubelet republishes over a live mount and the pod keeps the old one (KUBELET.md 5)",
+					"the kubelet republishes over a live mount and the pod keeps the old one (docs/kubelet.md §5)",
 					"the file written into the target before the republish is gone after it"},
 				"node/publish-idempotent": {"NodePublishVolume repeated replaced the mount on", "mount ID",
-					"a repeated call must leave the existing mount", "(KUBELET.md 12)"},
+					"a repeated call must leave the existing mount", "(docs/kubelet.md §12)"},
 			},
 		},
 		{
 			// NodeGetInfo's topology becomes Node labels: a key with a
 			// space is refused by the API server, the driver never
-			// registers (KUBELET.md 13).
+			// registers (docs/kubelet.md §13).
 			name:       "topology-invalid-label",
 			driverArgs: []string{"--topology", "bad key=x"},
 			wantFail: map[string][]string{"registration/node-info": {`NodeGetInfo returned the topology key "bad key", which is not a valid label key`,
-				"the kubelet copies accessible_topology.segments into the Node's labels", "(KUBELET.md 13)"}},
+				"the kubelet copies accessible_topology.segments into the Node's labels", "(docs/kubelet.md §13)"}},
 		},
 		{
 			// Through --faults FILE: every NodeStageVolume fails, so every
 			// scenario with a PV fails at MountDevice; the inline volume is
-			// never staged (KUBELET.md 2) and passes.
+			// never staged (docs/kubelet.md §2) and passes.
 			name:       "NodeStageVolume=InvalidArgument",
 			faultsFile: "- NodeStageVolume=InvalidArgument\n",
 			wantFail: func() map[string][]string {
@@ -115,7 +115,7 @@ func TestConformanceFaults(t *testing.T) {
 				for _, n := range mounting {
 					if n != "lifecycle/ephemeral" {
 						m[n] = []string{`NodeStageVolume for the persistent volume "conformance-pv" returned InvalidArgument`,
-							`MountVolume.MountDevice failed for volume "conformance-pv" : rpc error: code = InvalidArgument`, "KUBELET.md"}
+							`MountVolume.MountDevice failed for volume "conformance-pv" : rpc error: code = InvalidArgument`, "docs/kubelet.md"}
 					}
 				}
 				return m
@@ -128,7 +128,7 @@ func TestConformanceFaults(t *testing.T) {
 			wantFail: map[string][]string{"lifecycle/persistent": {
 				`NodeStageVolume for the persistent volume "conformance-pv" returned InvalidArgument: injected fault NodeStageVolume=InvalidArgument:1 (call 1 of NodeStageVolume)`,
 				"the kubelet needs it to succeed for a valid request, else the pod never starts",
-				`event: MountVolume.MountDevice failed for volume "conformance-pv"`, "KUBELET.md"}},
+				`event: MountVolume.MountDevice failed for volume "conformance-pv"`, "docs/kubelet.md"}},
 		},
 		{
 			// A NodePublishVolume taking 1.2 s of the kubelet's 2 s timeout.
@@ -136,7 +136,7 @@ func TestConformanceFaults(t *testing.T) {
 			driverArgs: []string{"--fault", "NodePublishVolume=hang:1200ms:1"},
 			simArgs:    []string{"--timeout", "2s"},
 			wantFail: map[string][]string{"timing/half-timeout": {"NodePublishVolume (lifecycle/persistent) took 1.2",
-				"more than half of the kubelet's 2s timeout", "treats DeadlineExceeded as uncertain", "(KUBELET.md 12)"}},
+				"more than half of the kubelet's 2s timeout", "treats DeadlineExceeded as uncertain", "(docs/kubelet.md §12)"}},
 		},
 	}
 	for _, tc := range cases {
@@ -148,7 +148,9 @@ func TestConformanceFaults(t *testing.T) {
 				args = append(args, "--faults", writeFile(t, work, "faults.yaml", tc.faultsFile))
 			}
 			drv := fltStartRef(t, work, args...)
-			c := runConformance(t, work, drv.Sock, append([]string{"-f", writeFile(t, work, "csidriver.yaml", refCSIDriver)}, tc.simArgs...)...)
+			// One scenario after another: a fault with a call count hits
+			// the scenario whose call comes first in the scenarios' order.
+			c := runConformance(t, work, drv.Sock, append([]string{"-f", writeFile(t, work, "csidriver.yaml", refCSIDriver), "--parallel", "1"}, tc.simArgs...)...)
 
 			wantCode(t, c.sim, 1)
 			pass, fail, skip := c.statuses()
@@ -161,7 +163,7 @@ func TestConformanceFaults(t *testing.T) {
 				// A bind mount drops context= (TestConformanceRefDriver).
 				wantFail["selinux/context-mount"] = append(wantFail["selinux/context-mount"], "")
 			} else if tc.selinuxFails {
-				wantFail["selinux/context-mount"] = append(wantFail["selinux/context-mount"], "(KUBELET.md 12)")
+				wantFail["selinux/context-mount"] = append(wantFail["selinux/context-mount"], "(docs/kubelet.md §12)")
 			}
 			var wantFailNames []string
 			for n := range wantFail {
@@ -203,7 +205,7 @@ func TestConformanceFaults(t *testing.T) {
 					}
 				}
 				if !cfSection.MatchString(s.Message) {
-					t.Errorf("%s: message names no KUBELET.md section:\n%s", n, s.Message)
+					t.Errorf("%s: message names no docs/kubelet.md section:\n%s", n, s.Message)
 				}
 				if len(s.Failures) == 0 {
 					t.Errorf("%s: no structured failures", n)

@@ -1,9 +1,9 @@
 package e2e
 
-// The kubelet's error semantics (KUBELET.md 12) against the reference
+// The kubelet's error semantics (docs/kubelet.md §12) against the reference
 // driver's injected faults (--fault): which calls follow a failed
 // NodeStageVolume or NodePublishVolume, which directories the kubelet keeps
-// or removes (KUBELET.md 1.7), retries with the kubelet's backoff, a call
+// or removes (docs/kubelet.md §1.7), retries with the kubelet's backoff, a call
 // that hangs past the operation's timeout, and a driver that crashes
 // mid-call.
 
@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // ---------------------------------------------------------------------------
@@ -203,13 +205,13 @@ const (
 )
 
 // TestSemanticsByCode: NodeStageVolume and NodePublishVolume failing with
-// each gRPC code, one attempt. KUBELET.md 12 (isFinalError): Canceled,
+// each gRPC code, one attempt. docs/kubelet.md §12 (isFinalError): Canceled,
 // DeadlineExceeded, Unavailable, ResourceExhausted and Aborted are
 // non-final, so the failure is uncertain and the volume (device) is kept in
 // the actual state: the kubelet keeps its directories and calls NodeUnstage
 // (NodeUnpublish) on teardown although the mount never succeeded. Every
 // other code is final: the kubelet removes what it made (removeMountDir,
-// KUBELET.md 1.7) and forgets the volume, so no NodeUnstage (NodeUnpublish)
+// docs/kubelet.md §1.7) and forgets the volume, so no NodeUnstage (NodeUnpublish)
 // follows.
 //
 // Which directories remain right after the failure is read twice: from the
@@ -240,14 +242,14 @@ func TestSemanticsByCode(t *testing.T) {
 			t.Parallel()
 			work := fltWork(t)
 			root := filepath.Join(work, "root")
-			st := stagingPath(root, refDriverName, semHandle) // KUBELET.md 1.3
+			st := stagingPath(root, refDriverName, semHandle) // docs/kubelet.md §1.3
 			stDir := filepath.Dir(st)
 			stData := filepath.Join(stDir, "vol_data.json")
-			tp := targetPath(root, stagedUID, semPV) // KUBELET.md 1.2
+			tp := targetPath(root, stagedUID, semPV) // docs/kubelet.md §1.2
 			tpDir := filepath.Dir(tp)
 			tpData := filepath.Join(tpDir, "vol_data.json")
 
-			// What follows the failure (KUBELET.md 11 "Unmount", 12), and
+			// What follows the failure (docs/kubelet.md §11, §12), and
 			// what the kubelet removes right after it (1.7).
 			var after, removedNow []string
 			hangOn := "" // the first teardown call, held to look at the disk
@@ -285,10 +287,10 @@ func TestSemanticsByCode(t *testing.T) {
 				switch {
 				case tc.method == "NodeStageVolume": // uncertain
 					if fi, err := os.Stat(st); err != nil || !fi.IsDir() {
-						t.Errorf("uncertain NodeStage: globalmount %s should be kept (KUBELET.md 12), stat: %v", st, err)
+						t.Errorf("uncertain NodeStage: globalmount %s should be kept (docs/kubelet.md §12), stat: %v", st, err)
 					}
 					if got, want := readFile(stData), volDataJSON(map[string]string{"volumeHandle": semHandle, "driverName": refDriverName}); got != want {
-						t.Errorf("uncertain NodeStage: staging vol_data.json should be kept (KUBELET.md 1.6, 12):\n got %q\nwant %q", got, want)
+						t.Errorf("uncertain NodeStage: staging vol_data.json should be kept (docs/kubelet.md §1.6, §12):\n got %q\nwant %q", got, want)
 					}
 					if isMountPoint(st) {
 						t.Errorf("globalmount %s is mounted, but the driver never handled NodeStage", st)
@@ -298,7 +300,7 @@ func TestSemanticsByCode(t *testing.T) {
 					}
 				case tc.final: // NodePublishVolume final
 					if fltExists(tpDir) {
-						t.Errorf("final NodePublish: %s should be removed with its vol_data.json (KUBELET.md 1.7 removeMountDir)", tpDir)
+						t.Errorf("final NodePublish: %s should be removed with its vol_data.json (docs/kubelet.md §1.7 removeMountDir)", tpDir)
 					}
 					if !isMountPoint(st) {
 						t.Errorf("final NodePublish: the staged globalmount %s should still be mounted until NodeUnstage", st)
@@ -307,10 +309,10 @@ func TestSemanticsByCode(t *testing.T) {
 					want := volDataJSON(map[string]string{"specVolID": semPV, "volumeHandle": semHandle, "driverName": refDriverName,
 						"nodeName": simNode, "volumeLifecycleMode": "Persistent", "attachmentID": attachmentName(semHandle, refDriverName, simNode)})
 					if got := readFile(tpData); got != want {
-						t.Errorf("uncertain NodePublish: the publish vol_data.json should be kept (KUBELET.md 1.6, 12):\n got %q\nwant %q", got, want)
+						t.Errorf("uncertain NodePublish: the publish vol_data.json should be kept (docs/kubelet.md §1.6, §12):\n got %q\nwant %q", got, want)
 					}
 					if fltExists(tp) || isMountPoint(tp) {
-						t.Errorf("the target %s exists, but the driver never handled NodePublish and the kubelet does not make it (KUBELET.md 1.5)", tp)
+						t.Errorf("the target %s exists, but the driver never handled NodePublish and the kubelet does not make it (docs/kubelet.md §1.5)", tp)
 					}
 					if !isMountPoint(st) {
 						t.Errorf("globalmount %s should still be mounted", st)
@@ -380,7 +382,7 @@ func TestSemanticsByCode(t *testing.T) {
 // 2. Retries, a hang, a crash
 
 // TestRetryBackoff: NodePublishVolume answers Unavailable twice (uncertain,
-// KUBELET.md 12) then succeeds. The kubelet retries with its exponential
+// docs/kubelet.md §12) then succeeds. The kubelet retries with its exponential
 // backoff: 500 ms after the first failure, doubling (1 s after the second);
 // --max-attempts and --retry-for bound the retries.
 func TestRetryBackoff(t *testing.T) {
@@ -441,7 +443,7 @@ func TestRetryBackoff(t *testing.T) {
 				gap := next.Time.Sub(prev.Time.Add(time.Duration(prev.DurationMS * float64(time.Millisecond))))
 				want := 500 * time.Millisecond << (i - 1)
 				if gap < want || gap > want+700*time.Millisecond {
-					t.Errorf("attempt %d started %v after attempt %d failed, want the backoff %v (KUBELET.md 12)", i+1, gap, i, want)
+					t.Errorf("attempt %d started %v after attempt %d failed, want the backoff %v (docs/kubelet.md §12)", i+1, gap, i, want)
 				}
 			}
 			// Uncertain, then mounted or still uncertain: either way the
@@ -457,7 +459,7 @@ func TestRetryBackoff(t *testing.T) {
 			}
 			if tc.succeeded {
 				// The operation succeeded on its third attempt: the pod
-				// ran, which is what the kubelet reports (DESIGN.md exit
+				// ran, which is what the kubelet reports (README "Exit codes",
 				// 0: everything the kubelet did succeeded).
 				if r.Code != 0 {
 					t.Errorf("the third NodePublishVolume succeeded, so the run should exit 0; got exit %d, stderr %q", r.Code, r.Stderr)
@@ -477,7 +479,7 @@ func TestRetryBackoff(t *testing.T) {
 
 // TestSemanticsHangTimeout: NodeStageVolume hangs 5 s on its first call,
 // the kubelet's operation timeout is 1 s: the call ends DeadlineExceeded,
-// which is uncertain (KUBELET.md 12), so teardown calls NodeUnstageVolume;
+// which is uncertain (docs/kubelet.md §12), so teardown calls NodeUnstageVolume;
 // the run does not wait for the hang.
 func TestSemanticsHangTimeout(t *testing.T) {
 	t.Parallel()
@@ -507,7 +509,7 @@ func TestSemanticsHangTimeout(t *testing.T) {
 	if !strings.HasSuffix(strings.TrimSpace(r.Stderr), "(NodeStageVolume did not answer within --timeout 1s)") {
 		t.Errorf("the error does not say which call timed out:\n%s", r.Stderr)
 	}
-	// One context per operation (KUBELET.md 12): the three capability
+	// One context per operation (docs/kubelet.md §12): the three capability
 	// calls before it used some of the second.
 	if d := time.Duration(c.DurationMS * float64(time.Millisecond)); d < 800*time.Millisecond || d > 1500*time.Millisecond {
 		t.Errorf("NodeStageVolume took %v, want about the 1s operation timeout", d)
@@ -519,10 +521,10 @@ func TestSemanticsHangTimeout(t *testing.T) {
 		}
 	}
 	if got := fltCallNames(rest); strings.Join(got, ",") != "NodeGetCapabilities(STAGE_UNSTAGE_VOLUME),NodeUnstageVolume" {
-		t.Errorf("calls after the timeout %v, want NodeGetCapabilities(STAGE_UNSTAGE_VOLUME), NodeUnstageVolume (uncertain device, KUBELET.md 12)", got)
+		t.Errorf("calls after the timeout %v, want NodeGetCapabilities(STAGE_UNSTAGE_VOLUME), NodeUnstageVolume (uncertain device, docs/kubelet.md §12)", got)
 	}
 	if got := fltRemovals(lines[st[0]+1 : fltNextCall(lines, st[0])]); len(got) > 0 {
-		t.Errorf("the kubelet removed %v after an uncertain NodeStage; it keeps its directories (KUBELET.md 12)", got)
+		t.Errorf("the kubelet removed %v after an uncertain NodeStage; it keeps its directories (docs/kubelet.md §12)", got)
 	}
 	found := false
 	for _, w := range fltWarnings(lines) {
@@ -539,13 +541,13 @@ func TestSemanticsHangTimeout(t *testing.T) {
 
 // TestSemanticsDriverCrash: the driver exits (code 3, no clean-up) inside
 // NodePublishVolume. The kubelet's client sees the connection drop
-// (Unavailable), which is uncertain (KUBELET.md 12), so teardown still
+// (Unavailable), which is uncertain (docs/kubelet.md §12), so teardown still
 // calls NodeUnpublishVolume, which cannot connect; the simulator then
 // unmounts what the dead driver left under the root dir.
 //
 // Exit code 1, not 3: the driver was reached, registered, staged, and
 // accepted the NodePublishVolume call; the call failed because of the
-// driver (DESIGN.md: 1 "the driver failed a call"), and the error the run
+// driver (README "Exit codes": 1, the driver failed a call), and the error the run
 // reports is the kubelet's SetUp event for that call. 3 is for an
 // environment where the driver cannot be reached in the first place
 // (TestEnvironmentFaults).
@@ -586,15 +588,39 @@ func TestSemanticsDriverCrash(t *testing.T) {
 			t.Errorf("warnings do not mention %q:\n%s", w, ws)
 		}
 	}
-	// The dead driver's staging mount was under the root dir: the
-	// simulator reports it and unmounts it; nothing of the run is left.
+	// The teardown failed, so the simulator leaves the volume as it is (the
+	// dead driver's staging mount included), says whose it is, and names
+	// `cleanup`; it unmounts nothing the driver has not released.
 	var lb struct {
-		Mounts []string `json:"mounts"`
+		Left []struct{ Path, Owner string } `json:"left"`
 	}
 	_ = json.Unmarshal(summary(t, lines).LeftBehind, &lb)
-	if st := stagingPath(root, refDriverName, semHandle); !slices.Contains(lb.Mounts, st) {
-		t.Errorf("summary left_behind.mounts %v should report the crashed driver's staging mount %s", lb.Mounts, st)
+	st := stagingPath(root, refDriverName, semHandle)
+	if !mountedAt(st) {
+		t.Errorf("the staging mount %s of the volume whose teardown failed was touched", st)
+	}
+	if len(lb.Left) == 0 || lb.Left[0].Owner != "the simulator's" {
+		t.Errorf("summary left_behind.left = %+v, want the kept volume as the simulator's", lb.Left)
+	}
+	if !strings.Contains(r.Stderr, "csi-kubelet-sim cleanup --root-dir "+root) {
+		t.Errorf("the error does not name the cleanup command:\n%s", r.Stderr)
+	}
+	// A driver that comes back gets the unpublish and unstage from
+	// `cleanup`, and then nothing of the run is left.
+	_ = os.Remove(drv.Sock)
+	drv2 := fltStartRef(t, work)
+	c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv2.Sock, "--node-name", simNode, "-o", "json")
+	wantCode(t, c, 0)
+	for _, m := range []string{"NodeUnpublishVolume", "NodeUnstageVolume"} {
+		if n := len(fltCallIdx(parseTrace(t, c), m)); n != 1 {
+			t.Errorf("cleanup made %d %s calls, want 1\n%s", n, m, c)
+		}
 	}
 	fltAssertClean(t, root, work)
-	// The dead driver's socket file stays; fltStartRef's clean-up removes it.
+}
+
+// mountedAt tells whether p is a mount point.
+func mountedAt(p string) bool {
+	ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(p))
+	return err == nil && len(ms) > 0
 }

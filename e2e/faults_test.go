@@ -12,8 +12,8 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/mocklog"
 )
 
-// TestEnvironmentFaults: exit 3 when the driver cannot be reached (DESIGN.md
-// exit codes), one line on stderr, nothing left behind.
+// TestEnvironmentFaults: exit 3 when the driver cannot be reached (README,
+// "Exit codes"), one line on stderr, nothing left behind.
 func TestEnvironmentFaults(t *testing.T) {
 	t.Run("no-socket-file", func(t *testing.T) {
 		t.Parallel()
@@ -94,7 +94,7 @@ func TestEnvironmentFaults(t *testing.T) {
 }
 
 // TestInputFaults: exit 2 for bad manifests and for what the kubelet refuses
-// (DESIGN.md), with a one-line message naming what is wrong.
+// (README, "Exit codes"), with a one-line message naming what is wrong.
 func TestInputFaults(t *testing.T) {
 	work := workDir(t)
 	drv := startRefDriver(t, work)
@@ -177,20 +177,20 @@ spec:
 			want:  []string{"staged.yaml", "spec.csi.bogusField"},
 		},
 		{
-			// KUBELET.md 2: the mode check, with the kubelet's own text.
+			// docs/kubelet.md §2: the mode check, with the kubelet's own text.
 			name: "lifecycle-mode-not-allowed",
 			files: map[string]string{"inline.yaml": mustReplace(inline,
 				"volumeLifecycleModes: [Ephemeral, Persistent]", "volumeLifecycleModes: [Persistent]")},
 			want: []string{`volume mode "Ephemeral" not supported by driver ref.csi.kubelet-sim.io (only supports ["Persistent"])`},
 		},
 		{
-			// KUBELET.md 9.
+			// docs/kubelet.md §9.
 			name:  "missing-secret",
 			files: map[string]string{"secrets.yaml": dropDocs(secrets, "Secret")},
 			want:  []string{"failed to find the secret", "stage-creds"},
 		},
 		{
-			// KUBELET.md 10: the VolumeAttachment the kubelet GETs is named
+			// docs/kubelet.md §10: the VolumeAttachment the kubelet GETs is named
 			// from the handle, the driver and the node.
 			name:  "missing-volumeattachment",
 			files: map[string]string{"attach.yaml": dropDocs(attach, "VolumeAttachment")},
@@ -214,7 +214,7 @@ spec:
 }
 
 // TestDriverFailures: a driver that fails NodeStage or NodePublish with a
-// final code (NotFound, KUBELET.md 12) makes the run exit 1; the kubelet
+// final code (NotFound, docs/kubelet.md §12) makes the run exit 1; the kubelet
 // removes the directories it made (1.7) and, the error being final, calls no
 // unpublish/unstage for the volume that never got mounted (12).
 func TestDriverFailures(t *testing.T) {
@@ -275,7 +275,7 @@ func TestDriverFailures(t *testing.T) {
 			}
 
 			// The trace: the failed call, then the kubelet's removals (the
-			// run's -v steps), in KUBELET.md 1.7 order.
+			// run's -v steps), in docs/kubelet.md §1.7 order.
 			lines := parseTrace(t, r)
 			failedAt := -1
 			for i, l := range lines {

@@ -8,8 +8,8 @@ package e2e
 // Requests are read from the drivers' side: the Kubernetes e2e CSI mock
 // driver's gRPCCall log (what it received, byte for byte) and, for real
 // ownership changes, the reference driver's bind mounts. Every expected value
-// is written from /work/shared/KUBELET.md (the section is named next to it),
-// never from the simulator's own output; where KUBELET.md is silent, from the
+// is written from docs/kubelet.md (the section is named next to it),
+// never from the simulator's own output; where docs/kubelet.md is silent, from the
 // Kubernetes source it was read from (named where used: go-selinux's MCS
 // format, the order of the conflicting labels, the expansion pre-checks).
 // Every run also checks that nothing is left behind (no root dir, no mounts).
@@ -41,16 +41,16 @@ const (
 	ftUID1 = "f5a7e000-0000-4000-8000-000000000001"
 	ftUID2 = "f5a7e000-0000-4000-8000-000000000002"
 
-	// KUBELET.md 6.1/6.3: with the usual policy the file label is
+	// docs/kubelet.md §6.1/§6.3: with the usual policy the file label is
 	// <user or system_u>:object_r:container_file_t:<level>, and the option
 	// is fmt.Sprintf("context=%q", label).
 	ftLabel12 = "system_u:object_r:container_file_t:s0:c1,c2"
 	ftLabel34 = "system_u:object_r:container_file_t:s0:c3,c4"
 	ftCtx12   = `context="system_u:object_r:container_file_t:s0:c1,c2"`
 
-	ftTokensKey = "csi.storage.k8s.io/serviceAccount.tokens" // KUBELET.md 3, 4.4
+	ftTokensKey = "csi.storage.k8s.io/serviceAccount.tokens" // docs/kubelet.md §3, §4.4
 
-	// KUBELET.md 8: the kubelet's error for a second pod on a RWOP volume.
+	// docs/kubelet.md §8: the kubelet's error for a second pod on a RWOP volume.
 	ftRWOPError = "volume uses the ReadWriteOncePod access mode and is already in use by another pod"
 )
 
@@ -224,16 +224,18 @@ func ftParseMockLog(tb testing.TB, file string) []mocklog.Call {
 }
 
 // ftRunMock starts a fresh mock (--disable-attach plus mockFlags), runs the
-// simulator on manifests to completion (stats off unless args turn them on),
-// and checks that nothing is left.
+// simulator on manifests to completion (stats off unless args turn them on,
+// on a simulated SELinux node), and checks that nothing is left.
 func ftRunMock(t *testing.T, mockFlags []string, manifests string, args ...string) ftMockRun {
 	t.Helper()
 	work := workDir(t)
 	mock := startMock(t, work, append([]string{"--disable-attach"}, mockFlags...)...)
 	root := filepath.Join(work, "root")
 	mf := writeFile(t, work, "manifests.yaml", manifests)
+	// An SELinux node, simulated: the rules under test need one, whatever
+	// the host running the tests has (args may say --selinux=false).
 	all := append([]string{"run", "-f", mf, "--endpoint", "unix://" + mock.Sock, "--root-dir", root,
-		"--node-name", simNode, "-o", "json", "--volume-stats-agg-period", "0"}, args...)
+		"--node-name", simNode, "-o", "json", "--volume-stats-agg-period", "0", "--selinux"}, args...)
 	r := runSim(t, all...)
 	cs := ftStopMock(t, mock)
 	assertNothingLeft(t, root, work)
@@ -291,7 +293,7 @@ func ftWantFlags(ctx string) []string {
 
 // TestSELinuxMockDriver mirrors Kubernetes' csi_mock SELinux tests on one
 // version (1.37 unless said): the exact context="..." option in NodeStage
-// and NodePublish mount_flags after the PV's mountOptions (KUBELET.md 6.3),
+// and NodePublish mount_flags after the PV's mountOptions (docs/kubelet.md §6.3),
 // under the conditions of 6.2; and volume_mount_group (7.1).
 func TestSELinuxMockDriver(t *testing.T) {
 	t.Parallel()
@@ -403,7 +405,7 @@ func TestSELinuxMockDriver(t *testing.T) {
 				got := ftMountFlags(c)
 				if tc.wantCtxRe != nil {
 					if len(got) != 2 || got[0] != "noatime" || !tc.wantCtxRe.MatchString(got[1]) {
-						t.Errorf("%s mount_flags %q, want [noatime <%s>] (KUBELET.md 6.1, 6.3)", c.Method, got, tc.wantCtxRe)
+						t.Errorf("%s mount_flags %q, want [noatime <%s>] (docs/kubelet.md §6.1, §6.3)", c.Method, got, tc.wantCtxRe)
 					} else {
 						sm := tc.wantCtxRe.FindStringSubmatch(got[1])
 						a, _ := strconv.Atoi(sm[1])
@@ -413,10 +415,10 @@ func TestSELinuxMockDriver(t *testing.T) {
 						}
 					}
 				} else if want := ftWantFlags(tc.wantCtx); !reflect.DeepEqual(got, want) {
-					t.Errorf("%s mount_flags\n got %q\nwant %q (KUBELET.md 6.2, 6.3)", c.Method, got, want)
+					t.Errorf("%s mount_flags\n got %q\nwant %q (docs/kubelet.md §6.2, §6.3)", c.Method, got, want)
 				}
 				if got := c.Str("volume_capability", "AccessType", "Mount", "volume_mount_group"); got != tc.wantVMG {
-					t.Errorf("%s volume_mount_group %q, want %q (KUBELET.md 7.1)", c.Method, got, tc.wantVMG)
+					t.Errorf("%s volume_mount_group %q, want %q (docs/kubelet.md §7.1)", c.Method, got, tc.wantVMG)
 				}
 			}
 			// One label per volume: NodeStage and NodePublish get the same one (6.3).
@@ -428,7 +430,7 @@ func TestSELinuxMockDriver(t *testing.T) {
 }
 
 // TestSELinuxInlineVolume: inline volumes never get the option and carry
-// no mount flags at all (KUBELET.md 2, 6.3, 8), even with seLinuxMount and
+// no mount flags at all (docs/kubelet.md §2, §6.3, §8), even with seLinuxMount and
 // seLinuxOptions; there is no NodeStage (2).
 func TestSELinuxInlineVolume(t *testing.T) {
 	t.Parallel()
@@ -448,7 +450,7 @@ func TestSELinuxInlineVolume(t *testing.T) {
 	ftOnly(t, m, "NodeStageVolume", 0)
 	p := ftOnly(t, m, "NodePublishVolume", 1)[0]
 	if v := p.Get("volume_capability", "AccessType", "Mount", "mount_flags"); v != nil {
-		t.Errorf("inline NodePublish mount_flags %v, want none (KUBELET.md 2, 6.3)", v)
+		t.Errorf("inline NodePublish mount_flags %v, want none (docs/kubelet.md §2, §6.3)", v)
 	}
 	if got, want := p.Str("target_path"), targetPath(m.root, ftUID1, "scratch"); got != want {
 		t.Errorf("target_path %s, want %s", got, want)
@@ -457,7 +459,7 @@ func TestSELinuxInlineVolume(t *testing.T) {
 
 // TestSELinuxVolDataJSON: the label is recorded as seLinuxMountContext in
 // both vol_data.json files when the option was added, and not otherwise
-// (KUBELET.md 1.6, 6.3). Read while the pod is held.
+// (docs/kubelet.md §1.6, §6.3). Read while the pod is held.
 func TestSELinuxVolDataJSON(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -475,7 +477,7 @@ func TestSELinuxVolDataJSON(t *testing.T) {
 			root := filepath.Join(work, "root")
 			mf := writeFile(t, work, "m.yaml", ftSimplePV(t, ftDriver(mockDriver), "2", []corev1.PersistentVolumeAccessMode{ftRWO}, nil, nil))
 			sim := startSim(t, "run", "-f", mf, "--endpoint", "unix://"+mock.Sock, "--root-dir", root, "--node-name", simNode,
-				"--kubelet-version", tc.version, "--hold", "2s", "--volume-stats-agg-period", "0", "-o", "json")
+				"--kubelet-version", tc.version, "--hold", "2s", "--volume-stats-agg-period", "0", "-o", "json", "--selinux")
 			pubFile := filepath.Join(filepath.Dir(targetPath(root, ftUID1, "pv-a")), "vol_data.json")
 			stFile := filepath.Join(filepath.Dir(stagingPath(root, mockDriver, "2")), "vol_data.json")
 			pub := map[string]string{
@@ -533,7 +535,7 @@ func TestSELinuxContextNotAppliedWarning(t *testing.T) {
 	root := filepath.Join(work, "root")
 	mf := writeFile(t, work, "m.yaml", ftSimplePV(t, ftDriver(refDriverName), "vol-se", []corev1.PersistentVolumeAccessMode{ftRWOP}, nil, nil))
 	r := runSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode,
-		"--volume-stats-agg-period", "0", "-o", "json")
+		"--volume-stats-agg-period", "0", "-o", "json", "--selinux")
 	wantCode(t, r, 0)
 	assertNothingLeft(t, root, work)
 	lines := parseTrace(t, r)
@@ -543,7 +545,7 @@ func TestSELinuxContextNotAppliedWarning(t *testing.T) {
 			published = true
 			mount, _ := c.Request["volume_capability"].(map[string]any)["mount"].(map[string]any)
 			if ok, diff := jsonEqual(mount["mount_flags"], []string{"noatime", ftCtx12}); !ok {
-				t.Errorf("NodePublish mount_flags (KUBELET.md 6.3):\n%s", diff)
+				t.Errorf("NodePublish mount_flags (docs/kubelet.md §6.3):\n%s", diff)
 			}
 		}
 	}
@@ -566,7 +568,7 @@ func TestSELinuxContextNotAppliedWarning(t *testing.T) {
 
 // TestSELinuxTwoPodsOneVolume: pods are mounted in order and torn down in
 // reverse; a shared volume is staged once and unstaged after the last
-// NodeUnpublish (KUBELET.md 12: NodeUnstage only when no pod mounts remain);
+// NodeUnpublish (docs/kubelet.md §12: NodeUnstage only when no pod mounts remain);
 // one SELinux label per volume, a second pod with another label fails with
 // the kubelet's error when the SELinux mount applies, and is only a metric
 // otherwise (6.2); RWOP admits one pod on the node (8).
@@ -657,7 +659,7 @@ func TestSELinuxTwoPodsOneVolume(t *testing.T) {
 						t.Errorf("%s %s mount_flags %q, want [noatime <%s>]", c.Method, c.Str("target_path"), got, tc.ctxRe)
 					}
 				} else if !reflect.DeepEqual(got, ftWantFlags(tc.wantCtx)) {
-					t.Errorf("%s %s mount_flags %q, want %q (KUBELET.md 6.2, 6.3)", c.Method, c.Str("target_path"), got, ftWantFlags(tc.wantCtx))
+					t.Errorf("%s %s mount_flags %q, want %q (docs/kubelet.md §6.2, §6.3)", c.Method, c.Str("target_path"), got, ftWantFlags(tc.wantCtx))
 				}
 			}
 		})
@@ -666,7 +668,7 @@ func TestSELinuxTwoPodsOneVolume(t *testing.T) {
 
 // TestSELinuxMultipleLabelsInPod: two containers of one pod that use the
 // volume with different effective labels: `multiple SELinux labels found`
-// (KUBELET.md 6.1), and no mount of the volume.
+// (docs/kubelet.md §6.1), and no mount of the volume.
 func TestSELinuxMultipleLabelsInPod(t *testing.T) {
 	t.Parallel()
 	pod := ftWithLevel(ftPod("p1", ftUID1, "c-pv-a"), "s0:c1,c2")
@@ -687,10 +689,10 @@ func TestSELinuxMultipleLabelsInPod(t *testing.T) {
 // 2. requiresRepublish
 
 // TestRepublishMock: with requiresRepublish, NodePublish again at each sync,
-// byte for byte the same request, and no NodeStage on republish (KUBELET.md
-// 5, appendix 9); without it, one NodePublish. The cadence is a fixed
+// byte for byte the same request, and no NodeStage on republish (docs/kubelet.md
+// §5, §21.9); without it, one NodePublish. The cadence is a fixed
 // --republish-period, or --sync-frequency plus up to 50% jitter
-// (wait.Jitter(resyncInterval, 0.5), KUBELET.md 5).
+// (wait.Jitter(resyncInterval, 0.5), docs/kubelet.md §5).
 func TestRepublishMock(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -721,7 +723,7 @@ func TestRepublishMock(t *testing.T) {
 			}
 			pubs := mocklog.Filter(m.calls, "NodePublishVolume")
 			if len(pubs) < tc.min || len(pubs) > tc.max {
-				t.Errorf("%d NodePublishVolume calls, want %d..%d (KUBELET.md 5)\n%s", len(pubs), tc.min, tc.max, m)
+				t.Errorf("%d NodePublishVolume calls, want %d..%d (docs/kubelet.md §5)\n%s", len(pubs), tc.min, tc.max, m)
 			}
 			ftOnly(t, m, "NodeStageVolume", 1)
 			ftOnly(t, m, "NodeUnpublishVolume", 1)
@@ -738,7 +740,7 @@ func TestRepublishMock(t *testing.T) {
 				if i == 0 {
 					first = string(raw.Request)
 				} else if string(raw.Request) != first {
-					t.Errorf("NodePublish %d differs from the first (appendix 9: byte for byte):\n got %s\nwant %s", i+1, raw.Request, first)
+					t.Errorf("NodePublish %d differs from the first (docs/kubelet.md §21.9: byte for byte):\n got %s\nwant %s", i+1, raw.Request, first)
 				}
 			}
 			// The trace shows each republish: as many NodePublish calls as the driver saw.
@@ -748,7 +750,7 @@ func TestRepublishMock(t *testing.T) {
 			}
 			for i := 1; i < len(tp); i++ {
 				if gap := tp[i].Time.Sub(tp[i-1].Time); gap < tc.minGap || gap > tc.maxGap {
-					t.Errorf("NodePublish %d came %v after the previous one, want %v..%v (KUBELET.md 5)", i+1, gap, tc.minGap, tc.maxGap)
+					t.Errorf("NodePublish %d came %v after the previous one, want %v..%v (docs/kubelet.md §5)", i+1, gap, tc.minGap, tc.maxGap)
 				}
 			}
 			// Nothing between the last republish and teardown but unpublish/unstage.
@@ -763,7 +765,7 @@ func TestRepublishMock(t *testing.T) {
 // TestVersionRepublishFailure: a republish that fails with a final error
 // (the mock answers AlreadyExists to a repeated read-only NodePublish, see
 // its README) removes the target dir, vol_data.json and the volume dir up to
-// 1.35, and keeps them from 1.36 (KUBELET.md 1.7, 5). The volume stays
+// 1.35, and keeps them from 1.36 (docs/kubelet.md §1.7, §5). The volume stays
 // mounted: teardown still unpublishes and unstages, nothing is left.
 func TestVersionRepublishFailure(t *testing.T) {
 	t.Parallel()
@@ -824,7 +826,7 @@ func TestVersionRepublishFailure(t *testing.T) {
 				time.Sleep(2 * time.Millisecond)
 			}
 			if sawGone == tc.kept {
-				t.Errorf("%s: after a failed republish the volume dir was removed=%v, want %v (KUBELET.md 1.7: kept from 1.36); %s",
+				t.Errorf("%s: after a failed republish the volume dir was removed=%v, want %v (docs/kubelet.md §1.7: kept from 1.36); %s",
 					tc.version, sawGone, !tc.kept, ftTreeOrErr(volDir))
 			}
 			r := sim.wait(t, 30*time.Second)
@@ -832,12 +834,27 @@ func TestVersionRepublishFailure(t *testing.T) {
 			if r.Code != 1 {
 				t.Errorf("exit %d, want 1 (the driver failed a call)\n%s", r.Code, r)
 			}
-			assertNothingLeft(t, root, work)
 			vc := ftNodeVolumeCalls(cs)
+			ftCheckN(t, cs, "NodeStageVolume", 1)
+			if !tc.kept {
+				// Up to 1.35 the failed republish took vol_data.json with
+				// it, so the kubelet can build no unmounter and never
+				// unpublishes (csiPlugin.NewUnmounter; docs/kubelet.md
+				// §1.7): the simulator is stuck as the kubelet is, keeps
+				// the volume as it is and says so.
+				ftCheckN(t, cs, "NodeUnpublishVolume", 0)
+				if !strings.Contains(r.Stdout, "UnmountVolume.NewUnmounter failed") {
+					t.Errorf("the trace does not say the teardown could build no unmounter:\n%s", r.Stdout)
+				}
+				if !strings.Contains(r.Stderr, "csi-kubelet-sim cleanup --root-dir "+root) {
+					t.Errorf("the error does not name the cleanup command:\n%s", r.Stderr)
+				}
+				return
+			}
+			assertNothingLeft(t, root, work)
 			if len(vc) < 2 || vc[len(vc)-2].Method != "NodeUnpublishVolume" || vc[len(vc)-1].Method != "NodeUnstageVolume" {
 				t.Errorf("teardown: volume calls %v, want ... NodeUnpublishVolume, NodeUnstageVolume", mockMethodsFT(vc))
 			}
-			ftCheckN(t, cs, "NodeStageVolume", 1)
 		})
 	}
 }
@@ -910,8 +927,8 @@ func ftRefManifests(tb testing.TB, handle, fsType string, modes []corev1.Persist
 }
 
 // TestRepublishInterrupt: SIGINT during the republish loop (reference
-// driver, real mounts): exit 130, teardown done, nothing left (DESIGN.md
-// exit codes; issue 4 "including an interrupted republish loop").
+// driver, real mounts): exit 130, teardown done, nothing left (README,
+// "Exit codes"; issue 4 "including an interrupted republish loop").
 func TestRepublishInterrupt(t *testing.T) {
 	t.Parallel()
 	work := workDir(t)
@@ -1016,7 +1033,7 @@ func ftSeedVolume(t *testing.T, work, handle string, rootRight bool) string {
 		}
 	}
 	if rootRight {
-		// KUBELET.md 7.3 skipPermissionChange: a directory, gid = fsGroup,
+		// docs/kubelet.md §7.3 skipPermissionChange: a directory, gid = fsGroup,
 		// bits include 0770, setgid set.
 		if err := os.Chown(b, 0, 4242); err != nil {
 			t.Fatal(err)
@@ -1037,7 +1054,7 @@ func ftTree(t *testing.T, dir string) map[string]ftEntry {
 
 // TestFSGroupRefDriver: without VOLUME_MOUNT_GROUP the kubelet changes the
 // ownership itself, for real, after NodePublish, as fsGroupPolicy says
-// (KUBELET.md 7.2): files get gid fsGroup and mode|0660, directories
+// (docs/kubelet.md §7.2): files get gid fsGroup and mode|0660, directories
 // mode|0770|setgid (7.3); OnRootMismatch skips the walk when the root is
 // already right.
 func TestFSGroupRefDriver(t *testing.T) {
@@ -1100,7 +1117,7 @@ func TestFSGroupRefDriver(t *testing.T) {
 			before := ftTree(t, backing)
 			want := before
 			if tc.changed {
-				// KUBELET.md 7.3: Lchown(-1, fsGroup); files mode|0660,
+				// docs/kubelet.md §7.3: Lchown(-1, fsGroup); files mode|0660,
 				// directories mode|0660|0110|setgid.
 				want = map[string]ftEntry{
 					".":   {4242, before["."].mode | 0o770 | os.ModeSetgid},
@@ -1132,7 +1149,7 @@ func TestFSGroupRefDriver(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("ownership on the mounted volume (KUBELET.md 7.2, 7.3):\n got %v\nwant %v", got, want)
+				t.Errorf("ownership on the mounted volume (docs/kubelet.md §7.2, §7.3):\n got %v\nwant %v", got, want)
 			}
 			r := sim.wait(t, 30*time.Second)
 			wantCode(t, r, 0)
@@ -1168,7 +1185,7 @@ func TestFSGroupRefDriver(t *testing.T) {
 
 // TestFSGroupDelegated: with VOLUME_MOUNT_GROUP the kubelet sends
 // volume_mount_group and skips its own chown; without it, it changes the
-// target's group itself (KUBELET.md 7.1, 7.2, appendix 10). The mock creates
+// target's group itself (docs/kubelet.md §7.1, §7.2, §21.10). The mock creates
 // the target directory (root:root) and mounts nothing, so the directory
 // shows what the kubelet did to it.
 func TestFSGroupDelegated(t *testing.T) {
@@ -1221,7 +1238,7 @@ func TestFSGroupDelegated(t *testing.T) {
 				}
 			}
 			if got.gid != tc.wantGid {
-				t.Errorf("target %s gid %d, want %d (KUBELET.md 7.1: the kubelet chowns only without VOLUME_MOUNT_GROUP)", target, got.gid, tc.wantGid)
+				t.Errorf("target %s gid %d, want %d (docs/kubelet.md §7.1: the kubelet chowns only without VOLUME_MOUNT_GROUP)", target, got.gid, tc.wantGid)
 			}
 			r := sim.wait(t, 30*time.Second)
 			cs := ftStopMock(t, mock)
@@ -1237,7 +1254,7 @@ func TestFSGroupDelegated(t *testing.T) {
 }
 
 // TestFSGroupWalkOnRepublish: the ownership change runs on every SetUp,
-// each republish included (KUBELET.md 5, 7.3): a file created in the
+// each republish included (docs/kubelet.md §5, §7.3): a file created in the
 // mounted volume after the first publish gets the group at the next one.
 func TestFSGroupWalkOnRepublish(t *testing.T) {
 	t.Parallel()
@@ -1280,7 +1297,7 @@ func TestFSGroupWalkOnRepublish(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if got != (ftEntry{4242, 0o660}) {
-		t.Errorf("file created after the first publish: %v, want gid 4242 mode 0660 after a republish (KUBELET.md 7.3)", got)
+		t.Errorf("file created after the first publish: %v, want gid 4242 mode 0660 after a republish (docs/kubelet.md §7.3)", got)
 	}
 	r := sim.wait(t, 30*time.Second)
 	wantCode(t, r, 0)
@@ -1296,7 +1313,7 @@ func TestFSGroupWalkOnRepublish(t *testing.T) {
 // TestVolumeStatsRefDriver: while held, the kubelet's stats rounds call
 // NodeGetCapabilities (GET_VOLUME_STATS) then NodeGetVolumeStats with only
 // volume_id and volume_path = the target, never staging_target_path
-// (KUBELET.md 11, appendix 1, 12). Each interval is 1x to 2x the period.
+// (docs/kubelet.md §11, §21.1, §21.12). Each interval is 1x to 2x the period.
 func TestVolumeStatsRefDriver(t *testing.T) {
 	t.Parallel()
 	work := workDir(t)
@@ -1320,21 +1337,21 @@ func TestVolumeStatsRefDriver(t *testing.T) {
 		case "NodeGetVolumeStats":
 			n++
 			if ok, diff := jsonEqual(c.Request, map[string]any{"volume_id": "vol-st", "volume_path": target}); !ok {
-				t.Errorf("NodeGetVolumeStats request (KUBELET.md 11, appendix 12):\n%s", diff)
+				t.Errorf("NodeGetVolumeStats request (docs/kubelet.md §11, §21.12):\n%s", diff)
 			}
 			if c.Code != "OK" {
 				t.Errorf("NodeGetVolumeStats failed: %s", c.Raw)
 			}
 			if i == 0 || cs[i-1].Method != "NodeGetCapabilities" || cs[i-1].Asking != "GET_VOLUME_STATS" {
-				t.Errorf("NodeGetVolumeStats not preceded by NodeGetCapabilities asking GET_VOLUME_STATS (appendix 1)")
+				t.Errorf("NodeGetVolumeStats not preceded by NodeGetCapabilities asking GET_VOLUME_STATS (docs/kubelet.md §21.1)")
 			}
 			if c.Time.Before(publishedAt) || publishedAt.IsZero() || !unpublishedAt.IsZero() {
 				t.Errorf("NodeGetVolumeStats outside the held period: %s", c.Raw)
 			}
-			// KUBELET.md 11: each interval is 1x to 2x the period.
+			// docs/kubelet.md §11: each interval is 1x to 2x the period.
 			if !last.IsZero() {
 				if gap := c.Time.Sub(last); gap < 450*time.Millisecond || gap > 1100*time.Millisecond {
-					t.Errorf("NodeGetVolumeStats %v after the previous round, want 500ms..1s (KUBELET.md 11)", gap)
+					t.Errorf("NodeGetVolumeStats %v after the previous round, want 500ms..1s (docs/kubelet.md §11)", gap)
 				}
 			}
 			last = c.Time
@@ -1347,7 +1364,7 @@ func TestVolumeStatsRefDriver(t *testing.T) {
 }
 
 // TestVolumeStatsWithoutCapability: without GET_VOLUME_STATS no
-// NodeGetVolumeStats is sent (KUBELET.md 11).
+// NodeGetVolumeStats is sent (docs/kubelet.md §11).
 func TestVolumeStatsWithoutCapability(t *testing.T) {
 	t.Parallel()
 	pv := ftPV(mockDriver, "pv-a", "1", ftRWO)
@@ -1367,7 +1384,7 @@ func TestVolumeStatsWithoutCapability(t *testing.T) {
 // status, so the kubelet calls NodeExpandVolume after SetUp with
 // volume_path = target, staging_target_path = globalmount, required_bytes,
 // the PV's mountOptions without the SELinux option, and the
-// nodeExpandSecretRef (KUBELET.md 6.3, 8, 9, 11).
+// nodeExpandSecretRef (docs/kubelet.md §6.3, §8, §9, §11).
 func TestExpandMock(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -1405,7 +1422,7 @@ func TestExpandMock(t *testing.T) {
 				"secrets":             obj{"user": "resizer"},
 			}
 			if ok, diff := jsonEqual(ex.Request, want); !ok {
-				t.Errorf("NodeExpandVolume request (KUBELET.md 11):\n%s", diff)
+				t.Errorf("NodeExpandVolume request (docs/kubelet.md §11):\n%s", diff)
 			}
 			// The SELinux option does apply to this volume (6.2): stage and publish carry it.
 			for _, c := range mocklog.Filter(m.calls, "NodeStageVolume", "NodePublishVolume") {
@@ -1426,11 +1443,11 @@ func TestExpandMock(t *testing.T) {
 }
 
 // TestExpandByClaimStatus: without --expand-to, the kubelet expands when
-// the claim's status.capacity is below the PV's capacity (KUBELET.md 11).
+// the claim's status.capacity is below the PV's capacity (docs/kubelet.md §11).
 // With RecoverVolumeExpansionFailure (alpha off in 1.30, beta on 1.32, GA
 // 1.34) a claim whose resizer records allocatedResources is expanded only
 // while status.allocatedResourceStatuses["storage"] is NodeResizePending or
-// NodeResizeInProgress (11). Where KUBELET.md is silent, the Kubernetes
+// NodeResizeInProgress (11). Where docs/kubelet.md is silent, the Kubernetes
 // source decides (checkForRecoveryFromExpansion in operation_generator.go):
 // a claim with neither allocatedResources nor a resize status comes from an
 // older resizer and takes the legacy path (expand to the PV's capacity) on
@@ -1496,7 +1513,7 @@ func TestExpandByClaimStatus(t *testing.T) {
 					"volume_capability":   mountCap(obj{"mount_flags": []any{"noatime"}}, modeSNW),
 				}
 				if ok, diff := jsonEqual(ex.Request, want); !ok {
-					t.Errorf("NodeExpandVolume request (KUBELET.md 11):\n%s", diff)
+					t.Errorf("NodeExpandVolume request (docs/kubelet.md §11):\n%s", diff)
 				}
 			}
 		})
@@ -1508,7 +1525,7 @@ func TestExpandByClaimStatus(t *testing.T) {
 
 // TestVersionGates runs the same inputs with --kubelet-version 1.30, 1.33,
 // 1.35, 1.36 and 1.37 against the mock, for every gate-dependent rule:
-// SELinux (KUBELET.md 6.2, 6.4 and the gate table) and
+// SELinux (docs/kubelet.md §6.2, §6.4 and §19.1) and
 // serviceAccountTokenInSecrets (4.4). Gates the version lacks, or that are
 // locked, are refused.
 func TestVersionGates(t *testing.T) {
@@ -1579,7 +1596,7 @@ func TestVersionGates(t *testing.T) {
 				}
 				for _, c := range []mocklog.Call{ftOnly(t, m, "NodeStageVolume", 1)[0], ftOnly(t, m, "NodePublishVolume", 1)[0]} {
 					if got := ftMountFlags(c); !reflect.DeepEqual(got, ftWantFlags(ctx)) {
-						t.Errorf("%s mount_flags on %s %s\n got %q\nwant %q (KUBELET.md 6.2, 6.4)", c.Method, v, ru.gates, got, ftWantFlags(ctx))
+						t.Errorf("%s mount_flags on %s %s\n got %q\nwant %q (docs/kubelet.md §6.2, §6.4)", c.Method, v, ru.gates, got, ftWantFlags(ctx))
 					}
 				}
 			})
@@ -1621,11 +1638,11 @@ func TestVersionGates(t *testing.T) {
 			inCtx := p.Str("volume_context", ftTokensKey) != ""
 			inSec := p.Str("secrets", ftTokensKey) != ""
 			if inSec != tr.inSecrets || inCtx == tr.inSecrets {
-				t.Errorf("%s %s: token in secrets=%v, in volume_context=%v; want in secrets=%v only (KUBELET.md 4.4)",
+				t.Errorf("%s %s: token in secrets=%v, in volume_context=%v; want in secrets=%v only (docs/kubelet.md §4.4)",
 					tr.version, tr.gates, inSec, inCtx, tr.inSecrets)
 			}
 			if st := ftOnly(t, m, "NodeStageVolume", 1)[0]; st.Get("secrets") != nil || st.Str("volume_context", ftTokensKey) != "" {
-				t.Errorf("NodeStage carries the token (KUBELET.md 3: NodeStage gets only the PV's attributes): %s", st.Raw)
+				t.Errorf("NodeStage carries the token (docs/kubelet.md §3: NodeStage gets only the PV's attributes): %s", st.Raw)
 			}
 		})
 	}

@@ -2,7 +2,7 @@
 // the reference driver (real bind mounts) and the Kubernetes e2e CSI mock
 // driver (whose gRPCCall log shows exactly what it received).
 //
-// Expected values are written from /work/shared/KUBELET.md (the section is
+// Expected values are written from docs/kubelet.md (the section is
 // named next to each), never from the simulator's own output.
 //
 // The binaries come from `make build tools`; the tests find them through
@@ -189,27 +189,27 @@ func assertNothingLeft(tb testing.TB, root, work string) {
 }
 
 // ---------------------------------------------------------------------------
-// Paths and names, from KUBELET.md
+// Paths and names, from docs/kubelet.md
 
 func sha256hex(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
 }
 
-// targetPath is KUBELET.md 1.2: <root>/pods/<podUID>/volumes/kubernetes.io~csi/<specName>/mount.
+// targetPath is docs/kubelet.md §1.2: <root>/pods/<podUID>/volumes/kubernetes.io~csi/<specName>/mount.
 func targetPath(root, podUID, specName string) string {
 	return root + "/pods/" + podUID + "/volumes/kubernetes.io~csi/" + specName + "/mount"
 }
 
-// stagingPath is KUBELET.md 1.3: <root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount.
+// stagingPath is docs/kubelet.md §1.3: <root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount.
 func stagingPath(root, driver, handle string) string {
 	return root + "/plugins/kubernetes.io/csi/" + driver + "/" + sha256hex(handle) + "/globalmount"
 }
 
-// inlineHandle is KUBELET.md 2: "csi-" + hex(sha256(podUID + podVolumeName)).
+// inlineHandle is docs/kubelet.md §2: "csi-" + hex(sha256(podUID + podVolumeName)).
 func inlineHandle(podUID, volName string) string { return "csi-" + sha256hex(podUID+volName) }
 
-// attachmentName is KUBELET.md 10: "csi-" + hex(sha256(volumeHandle + driverName + nodeName)).
+// attachmentName is docs/kubelet.md §10: "csi-" + hex(sha256(volumeHandle + driverName + nodeName)).
 func attachmentName(handle, driver, node string) string {
 	return "csi-" + sha256hex(handle+driver+node)
 }

@@ -44,13 +44,13 @@ type wantCall struct {
 
 func ngc() wantCall { return wantCall{"NodeGetCapabilities", obj{}} }
 
-// registration is KUBELET.md 13: the registrar's GetPluginInfo, then the
-// kubelet's NodeGetInfo {} (appendix 2).
+// registration is docs/kubelet.md §13: the registrar's GetPluginInfo, then the
+// kubelet's NodeGetInfo {} (docs/kubelet.md §21.2).
 func registration() []wantCall {
 	return []wantCall{{"GetPluginInfo", obj{}}, {"NodeGetInfo", obj{}}}
 }
 
-// podInfo is KUBELET.md 3: exactly five keys when podInfoOnMount is true.
+// podInfo is docs/kubelet.md §3: exactly five keys when podInfoOnMount is true.
 func podInfo(name, ns, uid, sa string, ephemeral bool) obj {
 	return obj{
 		"csi.storage.k8s.io/pod.name":            name,
@@ -154,7 +154,7 @@ spec:
 // inlineManifests: a pod "web" in namespace "apps" with an inline volume
 // "cache" (fsType xfs, readOnly, attributes that the kubelet's pod info must
 // overwrite) and a publish secret resolved in the pod's namespace
-// (KUBELET.md 2, 9): the Secret of the same name in "default" is a decoy.
+// (docs/kubelet.md §2, §9): the Secret of the same name in "default" is a decoy.
 func inlineManifests(csidriver string) string {
 	return csidriver + `---
 apiVersion: v1
@@ -205,7 +205,7 @@ spec:
 // pvWant is the expected call stream for one PV: registration, MountDevice
 // (3 capability queries then NodeStage; 1 without STAGE_UNSTAGE), SetUp (3
 // then NodePublish), TearDown (NodeUnpublish), UnmountDevice (1 then
-// NodeUnstage; nothing without STAGE_UNSTAGE): KUBELET.md 11 and appendix 1.
+// NodeUnstage; nothing without STAGE_UNSTAGE): docs/kubelet.md §11 and §21.1.
 func pvWant(staged bool, stage, publish obj) []wantCall {
 	w := registration()
 	if staged {
@@ -223,7 +223,7 @@ func pvWant(staged bool, stage, publish obj) []wantCall {
 
 // inlineWant: registration, SetUp (2 capability queries, no STAGE query for
 // inline, then NodePublish), TearDown; no MountDevice/UnmountDevice
-// (KUBELET.md 2, appendix 1).
+// (docs/kubelet.md §2, §21.1).
 func inlineWant(publish obj) []wantCall {
 	w := registration()
 	w = append(w, ngc(), ngc(), wantCall{"NodePublishVolume", publish})
@@ -237,7 +237,7 @@ func mockCases() []mockCase {
 
 	inlinePublish := func(root string, mode float64) obj {
 		return obj{
-			"volume_id":         inlineHandle(mockPodUID, "cache"), // KUBELET.md 2
+			"volume_id":         inlineHandle(mockPodUID, "cache"), // docs/kubelet.md §2
 			"target_path":       targetPath(root, mockPodUID, "cache"),
 			"volume_capability": mountCap(obj{"fs_type": "xfs"}, mode), // 2, 8: no mount flags
 			"readonly":          true,                                  // 8: inline csi.readOnly
@@ -248,7 +248,7 @@ func mockCases() []mockCase {
 	}
 
 	attachWant := func(root string) []wantCall {
-		pc := obj{"device": "/dev/mock3", "lun": "7"} // the VolumeAttachment's attachmentMetadata (KUBELET.md 10)
+		pc := obj{"device": "/dev/mock3", "lun": "7"} // the VolumeAttachment's attachmentMetadata (docs/kubelet.md §10)
 		st := stagingPath(root, mockDriver, "3")
 		stage := obj{"volume_id": "3", "staging_target_path": st, "publish_context": pc,
 			"volume_capability": mountCap(obj{}, modeSNW)} // RWOP without SNMW -> SINGLE_NODE_WRITER (8)
@@ -257,7 +257,7 @@ func mockCases() []mockCase {
 			"volume_capability": mountCap(obj{}, modeSNW)}
 		return pvWant(true, stage, publish)
 	}
-	// The VolumeAttachment, named from KUBELET.md 10's formula.
+	// The VolumeAttachment, named from docs/kubelet.md §10's formula.
 	vaDoc := func() string {
 		return fmt.Sprintf(`apiVersion: storage.k8s.io/v1
 kind: VolumeAttachment
@@ -313,10 +313,10 @@ status:
 			},
 			want: func(root string) []wantCall {
 				st := stagingPath(root, mockDriver, "1")
-				// KUBELET.md 8: first access mode only (RWX -> MULTI_NODE_MULTI_WRITER),
+				// docs/kubelet.md §8: first access mode only (RWX -> MULTI_NODE_MULTI_WRITER),
 				// mount flags = PV mountOptions; readonly from the claim source.
 				c := mountCap(obj{"fs_type": "ext4", "mount_flags": []any{"noatime", "nodiratime"}}, modeMNMW)
-				// KUBELET.md 3: NodeStage gets only the PV's attributes; NodePublish
+				// docs/kubelet.md §3: NodeStage gets only the PV's attributes; NodePublish
 				// adds pod info (ephemeral "false"), overwriting the user's pod.name.
 				attrs := obj{"tier": "fast", "csi.storage.k8s.io/pod.name": "user-value"}
 				return pvWant(true,
@@ -333,7 +333,7 @@ status:
 				return pvManifests(csiDriverDoc(noAttachPodInfo), "pv-nostage", "2", "[ReadWriteOnce]", "", "", false)
 			},
 			want: func(root string) []wantCall {
-				// KUBELET.md 1.3: no staging_target_path without STAGE_UNSTAGE;
+				// docs/kubelet.md §1.3: no staging_target_path without STAGE_UNSTAGE;
 				// 3: pod info with ephemeral "false"; 8: mount {} with no fsType.
 				return pvWant(false, nil, obj{"volume_id": "2", "target_path": targetPath(root, mockPodUID, "pv-nostage"),
 					"volume_capability": mountCap(obj{}, modeSNW),
@@ -348,7 +348,7 @@ status:
 			want: attachWant,
 		},
 		{
-			// KUBELET.md 10 / appendix 11: no CSIDriver object means attach is
+			// docs/kubelet.md §10 / §21.11: no CSIDriver object means attach is
 			// required (and no pod info).
 			name: "pv-attach-no-csidriver",
 			manifests: func(string) string {
@@ -357,7 +357,7 @@ status:
 			want: attachWant,
 		},
 		{
-			// KUBELET.md 3: podInfoOnMount false, so the attributes go as they are.
+			// docs/kubelet.md §3: podInfoOnMount false, so the attributes go as they are.
 			name:      "pv-no-podinfo",
 			mockFlags: []string{"--disable-attach"},
 			manifests: func(string) string {
@@ -401,7 +401,7 @@ data:
 			want: func(root string) []wantCall {
 				st := stagingPath(root, mockDriver, "1")
 				c := mountCap(obj{}, modeSNW)
-				// KUBELET.md 9: Secret.data as strings; stage secrets to NodeStage, publish to NodePublish.
+				// docs/kubelet.md §9: Secret.data as strings; stage secrets to NodeStage, publish to NodePublish.
 				return pvWant(true,
 					obj{"volume_id": "1", "staging_target_path": st, "volume_capability": c,
 						"secrets": obj{"username": "admin", "password": "stage-pass"}},
@@ -410,7 +410,7 @@ data:
 			},
 		},
 	}
-	// KUBELET.md 8: with SINGLE_NODE_MULTI_WRITER, RWO -> SINGLE_NODE_MULTI_WRITER
+	// docs/kubelet.md §8: with SINGLE_NODE_MULTI_WRITER, RWO -> SINGLE_NODE_MULTI_WRITER
 	// and RWOP -> SINGLE_NODE_SINGLE_WRITER; inline volumes are RWO (2).
 	rwo := snmwPV("[ReadWriteOnce]", modeSNMW)
 	rwo.name = "snmw-rwo"
@@ -452,7 +452,7 @@ func mockMethods(cs []mocklog.Call) []string {
 }
 
 // TestMockDriverRequests checks, from the mock driver's own log of what it
-// received, every request field by field against KUBELET.md.
+// received, every request field by field against docs/kubelet.md.
 func TestMockDriverRequests(t *testing.T) {
 	for _, tc := range mockCases() {
 		t.Run(tc.name, func(t *testing.T) {

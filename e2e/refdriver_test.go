@@ -10,15 +10,15 @@ import (
 	"time"
 )
 
-// refSample describes one fixtures/samples/<dir> and what KUBELET.md says its
+// refSample describes one fixtures/samples/<dir> and what docs/kubelet.md says its
 // volume looks like on the node.
 type refSample struct {
 	dir      string
 	podUID   string
-	specName string // KUBELET.md 1.2: the PV name, or the inline volume's name
+	specName string // docs/kubelet.md §1.2: the PV name, or the inline volume's name
 	handle   string // the volume handle the driver gets
-	mode     string // volumeLifecycleMode in vol_data.json (KUBELET.md 1.6)
-	staged   bool   // a PV, so MountDevice runs (KUBELET.md 2: never for inline)
+	mode     string // volumeLifecycleMode in vol_data.json (docs/kubelet.md §1.6)
+	staged   bool   // a PV, so MountDevice runs (docs/kubelet.md §2: never for inline)
 }
 
 // refSamples are the samples, with values copied from their manifests.
@@ -29,7 +29,7 @@ var refSamples = []refSample{
 	{dir: "secrets", podUID: secretsUID, specName: "pv-secure", handle: "vol-secure-1", mode: "Persistent", staged: true},
 }
 
-// volDataJSON is the exact content of a vol_data.json (KUBELET.md 1.6:
+// volDataJSON is the exact content of a vol_data.json (docs/kubelet.md §1.6:
 // encoding/json of a map[string]string, keys sorted, then a newline).
 func volDataJSON(m map[string]string) string {
 	b, _ := json.Marshal(m)
@@ -37,7 +37,7 @@ func volDataJSON(m map[string]string) string {
 }
 
 // TestRefDriverSamples runs every sample against the reference driver with
-// real bind mounts. While the pod is held, the target path (KUBELET.md 1.2)
+// real bind mounts. While the pod is held, the target path (docs/kubelet.md §1.2)
 // and, for PVs, the staging path (1.3) are mount points and the kubelet's
 // vol_data.json files (1.6) are as the kubelet writes them; afterwards the run
 // exits 0 and nothing is left.
@@ -57,7 +57,7 @@ func TestRefDriverSamples(t *testing.T) {
 			if !isMountPoint(target) {
 				t.Errorf("target %s is not a mount point", target)
 			}
-			// KUBELET.md 1.1 (makePodDataDirs) and 1.5: directories the
+			// docs/kubelet.md §1.1 (makePodDataDirs) and §1.5: directories the
 			// kubelet makes, mode 0750.
 			podDir := filepath.Join(root, "pods", s.podUID)
 			for _, d := range []string{podDir, podDir + "/volumes", podDir + "/plugins", filepath.Dir(target)} {
@@ -65,7 +65,7 @@ func TestRefDriverSamples(t *testing.T) {
 					t.Errorf("%s: want a directory with mode 0750: %v %v", d, err, st)
 				}
 			}
-			// KUBELET.md 1.6: the publish vol_data.json beside the target.
+			// docs/kubelet.md §1.6: the publish vol_data.json beside the target.
 			pubData := map[string]string{
 				"specVolID":           s.specName,
 				"volumeHandle":        s.handle,
@@ -87,7 +87,7 @@ func TestRefDriverSamples(t *testing.T) {
 					t.Errorf("staging vol_data.json:\n got %q\nwant %q", got, want)
 				}
 			} else if _, err := os.Stat(filepath.Dir(staging)); err == nil {
-				t.Errorf("inline volume: %s exists, but KUBELET.md 2 says MountDevice never runs for inline volumes", filepath.Dir(staging))
+				t.Errorf("inline volume: %s exists, but docs/kubelet.md §2 says MountDevice never runs for inline volumes", filepath.Dir(staging))
 			}
 
 			r := sim.wait(t, 30*time.Second)
@@ -111,8 +111,8 @@ func TestRefDriverSamples(t *testing.T) {
 
 // TestRefDriverWithoutStaging: a driver without STAGE_UNSTAGE_VOLUME gets no
 // NodeStage/NodeUnstage and NodePublish carries no staging_target_path
-// (KUBELET.md 1.3, 11); MountDevice still creates an empty globalmount with no
-// vol_data.json (1.5, appendix 4) and asks for capabilities once (appendix 1).
+// (docs/kubelet.md §1.3, §11); MountDevice still creates an empty globalmount with no
+// vol_data.json (docs/kubelet.md §1.5, §21.4) and asks for capabilities once (docs/kubelet.md §21.1).
 func TestRefDriverWithoutStaging(t *testing.T) {
 	for _, dir := range []string{"staged", "secrets"} {
 		var s refSample
@@ -133,7 +133,7 @@ func TestRefDriverWithoutStaging(t *testing.T) {
 			waitMounted(t, target, 10*time.Second, sim.exited)
 			staging := stagingPath(root, refDriverName, s.handle)
 			if st, err := os.Stat(staging); err != nil || !st.IsDir() {
-				t.Errorf("KUBELET.md 1.5: globalmount %s should exist as a directory without staging: %v", staging, err)
+				t.Errorf("docs/kubelet.md §1.5: globalmount %s should exist as a directory without staging: %v", staging, err)
 			} else if ents, _ := os.ReadDir(staging); len(ents) != 0 {
 				t.Errorf("globalmount %s should be empty, has %d entries", staging, len(ents))
 			}
@@ -141,7 +141,7 @@ func TestRefDriverWithoutStaging(t *testing.T) {
 				t.Errorf("globalmount %s is mounted although the driver does not stage", staging)
 			}
 			if _, err := os.Stat(filepath.Join(filepath.Dir(staging), "vol_data.json")); err == nil {
-				t.Errorf("KUBELET.md 1.6: no staging vol_data.json without STAGE_UNSTAGE_VOLUME")
+				t.Errorf("docs/kubelet.md §1.6: no staging vol_data.json without STAGE_UNSTAGE_VOLUME")
 			}
 
 			r := sim.wait(t, 30*time.Second)
@@ -166,7 +166,7 @@ func TestRefDriverWithoutStaging(t *testing.T) {
 				"NodeGetCapabilities", "NodeGetCapabilities", "NodeGetCapabilities", // SetUp
 				"NodePublishVolume",
 				"NodeUnpublishVolume",
-				// UnmountDevice: no vol_data.json in the staging dir, so no RPC (KUBELET.md 1.7)
+				// UnmountDevice: no vol_data.json in the staging dir, so no RPC (docs/kubelet.md §1.7)
 			}
 			if got := methods(cs); !reflect.DeepEqual(got, want) {
 				t.Errorf("calls:\n got %v\nwant %v", got, want)
@@ -192,7 +192,7 @@ func callKeys(cs []traceLine) []callKey {
 
 // TestRunMatchesPlan: `plan`, told the driver's name, node ID and
 // capabilities, produces the same calls with the same requests as `run`
-// against that driver (DESIGN.md: one code path builds every request).
+// against that driver (`plan` is `run` against a driver answered from flags: one code path builds every request).
 func TestRunMatchesPlan(t *testing.T) {
 	cases := []struct {
 		name, dir string
@@ -279,7 +279,7 @@ func treeOf(t *testing.T, dir string) []string {
 }
 
 // TestExistingRootDirKept: an existing --root-dir is kept, with everything
-// that was in it (DESIGN.md / the brief: only what the run created is
+// that was in it (README, "Safe on a real node": only what the run created is
 // removed), including pod directories of other pods; and the trace does not
 // claim to remove what it leaves.
 func TestExistingRootDirKept(t *testing.T) {
@@ -318,8 +318,8 @@ func TestExistingRootDirKept(t *testing.T) {
 }
 
 // TestRootDirParentsRemoved: a --root-dir whose parents do not exist either:
-// the run creates them, so it removes them (DESIGN.md: "Every directory the
-// simulator creates is registered for clean-up").
+// the run creates them, so it removes them (README, "Safe on a real node": every directory
+// the simulator creates is journaled the moment it is made).
 func TestRootDirParentsRemoved(t *testing.T) {
 	work := workDir(t)
 	drv := startRefDriver(t, work)

@@ -10,7 +10,7 @@ import (
 
 // TestInterruptDuringHold: Ctrl-C while the pod is held forever still tears
 // down (NodeUnpublish, then NodeUnstage, after the signal), exits 130
-// (DESIGN.md) and leaves nothing behind.
+// (README, "Exit codes") and leaves nothing behind.
 func TestInterruptDuringHold(t *testing.T) {
 	work := workDir(t)
 	drv := startRefDriver(t, work)
@@ -53,7 +53,7 @@ func TestInterruptDuringHold(t *testing.T) {
 			t.Errorf("%s before the signal (at %v, signal at %v)", c.Method, c.Time, signalled)
 		}
 	}
-	// KUBELET.md 11: NodeUnpublishVolume (no capability query), then
+	// docs/kubelet.md §11: NodeUnpublishVolume (no capability query), then
 	// UnmountDevice: NodeGetCapabilities, NodeUnstageVolume.
 	if got, want := strings.Join(after, ","), "NodeUnpublishVolume,NodeGetCapabilities,NodeUnstageVolume"; got != want {
 		t.Errorf("calls after SIGINT:\n got %s\nwant %s", got, want)

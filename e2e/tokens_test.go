@@ -5,7 +5,7 @@ package e2e
 // simulated kubelet puts it in NodePublishVolume, how a driver verifies it
 // against the served JWKS, and that the trace never prints it.
 //
-// Every expected value comes from /work/shared/KUBELET.md (section named
+// Every expected value comes from docs/kubelet.md (section named
 // next to each check); the tokens themselves are read from the Kubernetes
 // e2e mock driver's gRPCCall log (secrets in the clear) and verified with
 // github.com/go-jose/go-jose/v4, not with the simulator's own code.
@@ -41,7 +41,7 @@ import (
 )
 
 const (
-	tokensKey = "csi.storage.k8s.io/serviceAccount.tokens" // KUBELET.md 3, 4.3
+	tokensKey = "csi.storage.k8s.io/serviceAccount.tokens" // docs/kubelet.md §3, §4.3
 	tokPodUID = "70c0e2e5-0000-4000-8000-00000000a001"
 	tokSAUID  = "5a5a5a5a-0000-4000-8000-00000000a002"
 	tokNS     = "team"
@@ -50,7 +50,7 @@ const (
 	tokPV     = "pv-tok"
 
 	// The CSIDriver tokenRequests of most tests: an explicit audience with
-	// an explicit expiration, and the empty audience with none (KUBELET.md 4.1).
+	// an explicit expiration, and the empty audience with none (docs/kubelet.md §4.1).
 	tokRequests = "  tokenRequests:\n    - audience: vault\n      expirationSeconds: 3600\n    - audience: \"\"\n"
 )
 
@@ -139,7 +139,7 @@ spec:
 	return strings.Join(docs, "---\n")
 }
 
-// tokPodInfo is KUBELET.md 3's five pod-info keys for pod team/app (a PV, so
+// tokPodInfo is docs/kubelet.md §3's five pod-info keys for pod team/app (a PV, so
 // ephemeral "false").
 func tokPodInfo(sa string) obj {
 	return podInfo(tokPod, tokNS, tokPodUID, sa, false)
@@ -266,7 +266,7 @@ func strMap(t *testing.T, v any) map[string]string {
 }
 
 // ---------------------------------------------------------------------------
-// The tokens JSON (KUBELET.md 4.3)
+// The tokens JSON (docs/kubelet.md §4.3)
 
 // tokStatus is authenticationv1.TokenRequestStatus as the kubelet marshals it.
 type tokStatus struct {
@@ -276,7 +276,7 @@ type tokStatus struct {
 
 var rfc3339WholeUTC = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$`)
 
-// checkTokensJSON checks the value of the tokens key against KUBELET.md 4.3:
+// checkTokensJSON checks the value of the tokens key against docs/kubelet.md §4.3:
 // exactly the audiences wantAud as keys, each {token, expirationTimestamp}
 // with a whole-second UTC RFC 3339 time, byte for byte what encoding/json
 // makes of map[string]TokenRequestStatus (sorted keys, field order, no
@@ -297,7 +297,7 @@ func checkTokensJSON(t *testing.T, val string, wantAud ...string) map[string]tok
 		t.Fatal(err)
 	}
 	if string(re) != val {
-		t.Errorf("tokens JSON differs from encoding/json of map[string]TokenRequestStatus (KUBELET.md 4.3):\n got %s\nwant %s", val, re)
+		t.Errorf("tokens JSON differs from encoding/json of map[string]TokenRequestStatus (docs/kubelet.md §4.3):\n got %s\nwant %s", val, re)
 	}
 	var got []string
 	for k := range m {
@@ -321,7 +321,7 @@ func checkTokensJSON(t *testing.T, val string, wantAud ...string) map[string]tok
 }
 
 // checkExpiry: expirationTimestamp = the API server's now + expirationSeconds
-// (KUBELET.md 4.2, 4.3), with now within [before, after] truncated to seconds.
+// (docs/kubelet.md §4.2, §4.3), with now within [before, after] truncated to seconds.
 func checkExpiry(t *testing.T, aud string, st tokStatus, seconds int64, before, after time.Time) time.Time {
 	t.Helper()
 	exp, err := time.Parse(time.RFC3339, st.ExpirationTimestamp)
@@ -339,7 +339,7 @@ func checkExpiry(t *testing.T, aud string, st tokStatus, seconds int64, before, 
 }
 
 // ---------------------------------------------------------------------------
-// 1. Where the tokens go (KUBELET.md 3, 4.3, 4.4)
+// 1. Where the tokens go (docs/kubelet.md §3, §4.3, §4.4)
 
 func TestTokensInNodePublish(t *testing.T) {
 	const noAttach = "  attachRequired: false\n"
@@ -414,7 +414,7 @@ func TestTokensInNodePublish(t *testing.T) {
 			wantSecrets: func(string) obj { return obj{} },
 		},
 		{
-			// 4.3 and appendix 8: encoding/json escapes HTML characters in
+			// docs/kubelet.md §4.3 and §21.8: encoding/json escapes HTML characters in
 			// the keys (an audience is any string).
 			name: "html-audience",
 			setup: tokSetup{driverSpec: noAttach + "  podInfoOnMount: false\n  tokenRequests:\n    - audience: \"https://vault.example/?a=1&b=<2>\"\n    - audience: \"\"\n",
@@ -530,7 +530,7 @@ func TestTokensInNodePublish(t *testing.T) {
 				t.Errorf("NodePublishVolume secrets:\n%s", diff)
 			}
 
-			// 3 and appendix 7: NodeStage gets only the PV's attributes, no
+			// docs/kubelet.md §3 and §21.7: NodeStage gets only the PV's attributes, no
 			// tokens and no pod info; no stage secret is configured.
 			stages := mocklog.Filter(cs, "NodeStageVolume")
 			if len(stages) != 1 {
@@ -559,9 +559,9 @@ func nilIfEmpty(m obj) any {
 }
 
 // ---------------------------------------------------------------------------
-// 2. A driver verifies the tokens against the served JWKS (KUBELET.md 4.5)
+// 2. A driver verifies the tokens against the served JWKS (docs/kubelet.md §4.5)
 
-// kidOf is KUBELET.md 4.5's keyIDFromPublicKey: base64url (unpadded) of
+// kidOf is docs/kubelet.md §4.5's keyIDFromPublicKey: base64url (unpadded) of
 // SHA-256 over the PKIX DER public key.
 func kidOf(t *testing.T, pub any) string {
 	t.Helper()
@@ -613,7 +613,7 @@ func httpGet(t *testing.T, u string) []byte {
 	return b
 }
 
-// tokWant is what a driver checks in a pod-bound token (KUBELET.md 4.5).
+// tokWant is what a driver checks in a pod-bound token (docs/kubelet.md §4.5).
 type tokWant struct {
 	issuer   string
 	aud      []string
@@ -628,10 +628,10 @@ type tokWant struct {
 	expTS    string // the tokens JSON's expirationTimestamp
 	from, to time.Time
 	// extended: a 3607 s token whose exp the API server extends to one year
-	// (KUBELET.md 4.2); warnafter and expirationTimestamp are iat+statusSeconds.
+	// (docs/kubelet.md §4.2); warnafter and expirationTimestamp are iat+statusSeconds.
 	extended      bool
 	statusSeconds int64
-	// Gates off (KUBELET.md 4.5, gate table): no jti claim, no
+	// Gates off (docs/kubelet.md §4.5, §19.1): no jti claim, no
 	// kubernetes.io.node.
 	noJTI, noNode bool
 }
@@ -811,7 +811,7 @@ func verifyToken(t *testing.T, label, token string, set jose.JSONWebKeySet, w to
 	case !w.extended && k8s.WarnAfter != nil:
 		t.Errorf("%s: warnafter %d on a non-extended token", label, *k8s.WarnAfter)
 	case w.extended && (k8s.WarnAfter == nil || *k8s.WarnAfter != iat+w.statusSeconds):
-		t.Errorf("%s: warnafter %v, want iat+%d = %d (KUBELET.md 4.2)", label, k8s.WarnAfter, w.statusSeconds, iat+w.statusSeconds)
+		t.Errorf("%s: warnafter %v, want iat+%d = %d (docs/kubelet.md §4.2)", label, k8s.WarnAfter, w.statusSeconds, iat+w.statusSeconds)
 	}
 	return claims
 }
@@ -825,7 +825,7 @@ func TestTokensVerifiedWithServedJWKS(t *testing.T) {
 		apiAuds  []string
 		wantAuds []string // aud of the empty-audience token
 		output   string
-		extended bool // both requests ask 3607 s (KUBELET.md 4.2's extended tokens)
+		extended bool // both requests ask 3607 s (docs/kubelet.md §4.2's extended tokens)
 	}{
 		{name: "rsa-default-audiences", keyType: "rsa", alg: "RS256", output: "text",
 			wantAuds: []string{"https://kubernetes.default.svc.cluster.local"}},
@@ -1142,7 +1142,7 @@ func TestTokensBadInput(t *testing.T) {
 		})
 	}
 
-	// The 600 s and 2^32 s bounds themselves are accepted (KUBELET.md 4.2).
+	// The 600 s and 2^32 s bounds themselves are accepted (docs/kubelet.md §4.2).
 	t.Run("expiration-bounds-accepted", func(t *testing.T) {
 		for _, secs := range []int64{600, 1 << 32} {
 			sub := workDir(t)
@@ -1199,7 +1199,7 @@ func TestTokensBadInput(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 5. Republish re-sends the cached token (KUBELET.md 4.6, 5, appendix 9)
+// 5. Republish re-sends the cached token (docs/kubelet.md §4.6, §5, §21.9)
 
 func TestTokensRepublishSameToken(t *testing.T) {
 	work := workDir(t)
@@ -1216,7 +1216,7 @@ func TestTokensRepublishSameToken(t *testing.T) {
 	assertNothingLeft(t, root, work)
 
 	if n := len(mocklog.Filter(cs, "NodeStageVolume")); n != 1 {
-		t.Errorf("%d NodeStageVolume calls, want exactly 1 (a republish does not stage again, KUBELET.md 5): %v", n, mockMethods(cs))
+		t.Errorf("%d NodeStageVolume calls, want exactly 1 (a republish does not stage again, docs/kubelet.md §5): %v", n, mockMethods(cs))
 	}
 	pubs := mocklog.Filter(cs, "NodePublishVolume")
 	if len(pubs) < 3 {
@@ -1229,9 +1229,9 @@ func TestTokensRepublishSameToken(t *testing.T) {
 			t.Errorf("NodePublishVolume %d failed at the mock: %s", i+1, p.Error)
 		}
 		if got := strMap(t, p.Get("volume_context"))[tokensKey]; got != first {
-			t.Errorf("NodePublishVolume %d: tokens differ from the first publish (the kubelet's cache re-sends the same token until 80%% of its lifetime, KUBELET.md 4.6):\n got %s\nwant %s", i+1, got, first)
+			t.Errorf("NodePublishVolume %d: tokens differ from the first publish (the kubelet's cache re-sends the same token until 80%% of its lifetime, docs/kubelet.md §4.6):\n got %s\nwant %s", i+1, got, first)
 		}
-		// Appendix 9: a republish repeats the request byte for byte.
+		// docs/kubelet.md §21.9: a republish repeats the request byte for byte.
 		if ok, diff := jsonEqual(p.Request, pubs[0].Request); !ok {
 			t.Errorf("NodePublishVolume %d differs from the first:\n%s", i+1, diff)
 		}
@@ -1239,7 +1239,7 @@ func TestTokensRepublishSameToken(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Claim gates by version (KUBELET.md 4.5 and the gate table)
+// Claim gates by version (docs/kubelet.md §4.5 and §19.1)
 
 // TestTokensClaimGates: ServiceAccountTokenJTI and
 // ServiceAccountTokenPodNodeInfo are beta (on) in 1.30 and 1.31 and can be

@@ -12,7 +12,7 @@ import (
 )
 
 // The `validate` command, end to end: the built binary's findings for
-// CSIDriver objects (KUBELET.md 14.2 defaults, 14.3 validation, the
+// CSIDriver objects (docs/kubelet.md §14.2 defaults, §14.3 validation, the
 // strategy's warning), the driver names of PVs and inline volumes
 // (ValidateCSIDriverName, the kubelet's lifecycle-mode check), bad input, and
 // with --endpoint the objects against a live driver.
@@ -31,7 +31,7 @@ const (
 	tokensInSecretsWarning = "spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes"
 
 	// The info line of a valid CSIDriver whose spec is empty: every
-	// default of KUBELET.md 14.2 (seLinuxMount defaulted: the
+	// default of docs/kubelet.md §14.2 (seLinuxMount defaulted: the
 	// SELinuxMountReadWriteOncePod gate is on in 1.30..1.37).
 	defaultedSummary = "valid; after defaulting: attachRequired=true podInfoOnMount=false volumeLifecycleModes=[Persistent] fsGroupPolicy=ReadWriteOnceWithFSType requiresRepublish=false seLinuxMount=false storageCapacity=false tokenRequests=0"
 )
@@ -243,7 +243,7 @@ func countSeverity(fs []vFinding, sev string) int {
 }
 
 // TestValidateValid: a CSIDriver the API server accepts gives exit 0 and
-// one info line with the spec after the defaults of KUBELET.md 14.2,
+// one info line with the spec after the defaults of docs/kubelet.md §14.2,
 // exactly as printed; and -o json the same finding as one JSON line.
 func TestValidateValid(t *testing.T) {
 	t.Run("output", func(t *testing.T) {
@@ -329,7 +329,7 @@ func TestValidateValid(t *testing.T) {
 	}
 }
 
-// TestValidateRules: each rule of KUBELET.md 14.3 that can still fail
+// TestValidateRules: each rule of docs/kubelet.md §14.3 that can still fail
 // after defaulting, broken alone: exit 2 (a manifest the API server
 // refuses is bad input, README exit codes), one ERROR line naming the file
 // and document, the object, the field path and the API server's message,
@@ -475,7 +475,7 @@ func TestValidateRules(t *testing.T) {
 
 // TestValidateTokensWarning: WarningsOnCreate warns when tokenRequests are
 // set and serviceAccountTokenInSecrets is unset, only where the
-// CSIServiceAccountTokenSecrets gate is on (KUBELET.md gate table: beta on
+// CSIServiceAccountTokenSecrets gate is on (docs/kubelet.md §19.1: beta on
 // in 1.35, GA in 1.36 and 1.37; the field does not exist in 1.34). A warning
 // does not fail the run.
 func TestValidateTokensWarning(t *testing.T) {
@@ -521,7 +521,7 @@ func TestValidateTokensWarning(t *testing.T) {
 }
 
 // TestValidateDriverNames: the csi.driver of PVs and inline volumes,
-// checked as ValidateCSIDriverName does (KUBELET.md 14.3: at most 63
+// checked as ValidateCSIDriverName does (docs/kubelet.md §14.3: at most 63
 // characters, a DNS-1123 subdomain after lower-casing), and the kubelet's
 // lifecycle-mode check for inline volumes (csi_mounter.go
 // supportsVolumeLifecycleMode: no CSIDriver means persistent volumes only).
@@ -656,7 +656,7 @@ func TestValidateBadInput(t *testing.T) {
 // (vendor version 0.1.0) and has a controller service without
 // PUBLISH_UNPUBLISH_VOLUME (fixtures/refdriver identity.go, controller.go);
 // the mock driver, attach not disabled, has it. A CSIDriver named otherwise
-// is not that driver's object (KUBELET.md 13: a mismatch just means "no
+// is not that driver's object (docs/kubelet.md §13: a mismatch just means "no
 // CSIDriver"): a mismatch, exit 1. Invalid objects outrank mismatches: exit 2.
 func TestValidateEndpoint(t *testing.T) {
 	const (
@@ -710,7 +710,7 @@ func TestValidateEndpoint(t *testing.T) {
 			live:     []liveWant{{"driver " + refDriverName, "mismatch", notFound(refDriverName)}},
 		},
 		{
-			// KUBELET.md appendix 10: volume_mount_group is sent whatever
+			// docs/kubelet.md §21.10: volume_mount_group is sent whatever
 			// fsGroupPolicy says.
 			name: "volume-mount-group", drvArgs: []string{"--volume-mount-group"}, csiName: refDriverName, spec: "  attachRequired: false\n",
 			fileWant: []wantFinding{{Severity: "info", Message: noAttachSummary}},

@@ -7,7 +7,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
-// KUBELET.md 10: attach is required unless a CSIDriver says attachRequired: false.
+// docs/kubelet.md §10: attach is required unless a CSIDriver says attachRequired: false.
 func TestAttachRequired(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -29,7 +29,7 @@ func TestAttachRequired(t *testing.T) {
 	}
 }
 
-// KUBELET.md 10, appendix 11: publish_context is the VolumeAttachment's
+// docs/kubelet.md §10, §21.11: publish_context is the VolumeAttachment's
 // attachmentMetadata, in NodeStage and NodePublish; a missing CSIDriver
 // means attach is required.
 func TestPublishContext(t *testing.T) {
@@ -59,7 +59,7 @@ func TestPublishContext(t *testing.T) {
 }
 
 // Inline volumes are never attached: no VolumeAttachment needed, empty
-// publish_context (KUBELET.md 2).
+// publish_context (docs/kubelet.md §2).
 func TestInlineNeverAttached(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: true", "volumeLifecycleModes: [Ephemeral]"),
 		podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))), newFakeDriver())
@@ -69,7 +69,7 @@ func TestInlineNeverAttached(t *testing.T) {
 	}
 }
 
-// KUBELET.md 10: WaitForAttach failures, their texts, transient, before
+// docs/kubelet.md §10: WaitForAttach failures, their texts, transient, before
 // any call to the driver.
 func TestWaitForAttachErrors(t *testing.T) {
 	node := func(attached ...string) string {

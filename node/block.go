@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +19,7 @@ import (
 // volumeMode: Block; the client sends a Block{} access type for it.
 const fsTypeBlockName = "block"
 
-// Block paths of csi_block.go and csi_util.go (KUBELET.md 1.4).
+// Block paths of csi_block.go and csi_util.go (docs/kubelet.md §1.4).
 
 // VolumeDevicesDir is <root>/plugins/kubernetes.io/csi/volumeDevices.
 func (p Paths) VolumeDevicesDir() string { return filepath.Join(p.PluginDir(), "volumeDevices") }
@@ -58,6 +56,9 @@ func (p Paths) PodDeviceMapPath(podUID string) string {
 // a mapper is made.
 func (k *Kubelet) newBlockVolumeMapper(ctx context.Context, v *volumeSpec) error {
 	dataDir := k.paths.BlockDataDir(v.SpecName)
+	if err := k.claimDir("csi.NewBlockVolumeMapper", filepath.Dir(dataDir)); err != nil {
+		return err
+	}
 	if err := k.fs.mkdirAll(dataDir, 0o750); err != nil {
 		return errors.New(pluginLog("failed to create data dir %s:  %v", dataDir, err))
 	}
@@ -95,7 +96,7 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	fail := func(l csiclient.Labels, event string, err error) error {
 		return k.volumeFailure(ctx, l, event, v, pod, err)
 	}
-	if k.mountedElsewhere(unique, pod) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+	if k.state.mountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail(labels, "MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	if err := k.newBlockVolumeMapper(csiclient.WithLabels(ctx, labels), v); err != nil {
@@ -104,17 +105,17 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	if k.attachRequired(v.Driver) {
 		l := op("WaitForAttach")
 		if err := k.waitForAttach(csiclient.WithLabels(ctx, l), v); err != nil {
-			return fail(l, "MapVolume.WaitForAttach", &opError{kind: Transient, err: err})
+			return fail(l, "MapVolume.WaitForAttach", &opError{kind: Transient, err: fmt.Errorf("%w%s", err, k.attachHint(pod))})
 		}
 	}
 	// SetUpDevice's return value: the staging path when it staged.
 	stagingPath := ""
-	if d, ok := k.devices[unique]; !ok || d.status != statusMounted {
+	if !k.state.deviceMounted(unique) {
 		l := op("SetUpDevice")
 		octx, cancel := k.operationContext(ctx, l)
 		staged, err := k.setUpDevice(octx, v)
 		cancel()
-		k.recordDevice(unique, v, err)
+		k.state.recordDevice(unique, v, err)
 		if err != nil {
 			return fail(l, "MapVolume.SetUpDevice", err)
 		}
@@ -124,14 +125,14 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	octx, cancel := k.operationContext(ctx, l)
 	defer cancel()
 	publishPath, err := k.mapPodDevice(octx, pod, v)
-	k.recordMount(pod, unique, v, err)
+	k.state.recordMount(pod, unique, v, err)
 	if err != nil {
 		return fail(l, "MapVolume.MapPodDevice", err)
 	}
 	if err := k.mapBlockVolume(octx, pod, v, publishPath); err != nil {
 		// After MapPodDevice a failure leaves the volume uncertain, so that
 		// teardown still unpublishes it.
-		k.recordMount(pod, unique, v, uncertain(err))
+		k.state.recordMount(pod, unique, v, uncertain(err))
 		return fail(l, "MapVolume.MapBlockVolume", err)
 	}
 	// EvalHostSymlinks: a driver may publish a symlink to its device.
@@ -143,40 +144,10 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	ectx, ecancel := k.operationContext(ctx, l)
 	defer ecancel()
 	if err := k.expandDuringMount(ectx, pod, v, resizePaths{volumePath: devicePath, stagingPath: stagingPath}); err != nil {
-		k.recordMount(pod, unique, v, uncertain(err))
+		k.state.recordMount(pod, unique, v, uncertain(err))
 		return k.volumeFailure(ctx, l, "MapVolume.MarkVolumeAsMounted failed while expanding volume", v, pod, err)
 	}
 	return nil
-}
-
-// recordDevice updates the actual state of a device after SetUpDevice or
-// MountDevice.
-func (k *Kubelet) recordDevice(unique string, v *volumeSpec, err error) {
-	switch {
-	case err == nil:
-		k.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusMounted}
-	case kindOf(err) == Uncertain:
-		k.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusUncertain}
-	case kindOf(err) == Final:
-		delete(k.devices, unique)
-	}
-}
-
-// recordMount updates the actual state of a pod's volume after SetUp or
-// MapPodDevice, as markVolumeErrorState does: an uncertain error marks only a
-// volume not mounted yet, a final error forgets only an uncertain one, so a
-// failed remount of a mounted volume leaves it mounted.
-func (k *Kubelet) recordMount(pod *corev1.Pod, unique string, v *volumeSpec, err error) {
-	key := mountKey{podUID: string(pod.UID), uniqueName: unique}
-	m, known := k.mounts[key]
-	switch {
-	case err == nil:
-		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusMounted}
-	case kindOf(err) == Uncertain && !known:
-		k.mounts[key] = &mountState{pod: pod, spec: v, status: statusUncertain}
-	case kindOf(err) == Final && known && m.status == statusUncertain:
-		delete(k.mounts, key)
-	}
 }
 
 // blockPublishContext is the GET of the VolumeAttachment in SetUpDevice and
@@ -224,6 +195,10 @@ func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) (string, error
 			return "", transient("%s", pluginLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
 		}
 	}
+	if err := k.claimDir("blockMapper.stageVolumeForBlock", stagingPath); err != nil {
+		return "", err
+	}
+	k.fs.markMountPath(stagingPath)
 	if err := k.fs.mkdirAll(stagingPath, 0o750); err != nil {
 		return "", errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", stagingPath, err))
 	}
@@ -266,6 +241,10 @@ func (k *Kubelet) mapPodDevice(ctx context.Context, pod *corev1.Pod, v *volumeSp
 		}
 	}
 	publishPath := k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	if err := k.claimDir("blockMapper.publishVolumeForBlock", filepath.Dir(publishPath)); err != nil {
+		return "", err
+	}
+	k.fs.markMountPath(publishPath)
 	if err := k.fs.mkdirAll(filepath.Dir(publishPath), 0o750); err != nil {
 		return "", errors.New(pluginLog("blockMapper.publishVolumeForBlock failed to create dir %s:  %v", filepath.Dir(publishPath), err))
 	}
@@ -297,6 +276,7 @@ func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volume
 	if err := k.fs.mkdirAll(globalMapPath, 0o750); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: %v", devicePath, globalMapPath, pod.UID, true, err)
 	}
+	k.fs.markMountPath(linkPath)
 	fi, err := os.Stat(linkPath)
 	switch {
 	case os.IsNotExist(err):
@@ -381,7 +361,7 @@ func (k *Kubelet) unmapDevice(ctx context.Context, v *volumeSpec) error {
 			if err := k.nodeUnstageVolume(ctx, v.Handle, stagingPath); err != nil {
 				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err))
 			}
-			if err := os.RemoveAll(stagingPath); err != nil {
+			if _, err := k.fs.removeOwnedTree(stagingPath); err != nil {
 				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to remove staging path after NodeUnstageVolume() error [%s]: %v", stagingPath, err))
 			}
 		}
@@ -391,7 +371,7 @@ func (k *Kubelet) unmapDevice(ctx context.Context, v *volumeSpec) error {
 		return err
 	}
 	k.cleanupOrphanDeviceFiles(ctx, v)
-	if err := os.RemoveAll(k.paths.GlobalMapPath(v.SpecName)); err != nil && !os.IsNotExist(err) {
+	if _, err := k.fs.removeOwnedTree(k.paths.GlobalMapPath(v.SpecName)); err != nil {
 		return fmt.Errorf("failed to remove directory %s: %v", k.paths.GlobalMapPath(v.SpecName), err)
 	}
 	return nil
@@ -404,76 +384,9 @@ func (k *Kubelet) cleanupOrphanDeviceFiles(ctx context.Context, v *volumeSpec) {
 	_ = os.Remove(k.paths.BlockStagingPath(v.SpecName))
 	volumeDir := filepath.Dir(k.paths.GlobalMapPath(v.SpecName))
 	if mounted, _ := isMountPoint(volumeDir); !mounted {
-		_ = os.RemoveAll(volumeDir)
-		k.trace.Note(ctx, true, "removed "+volumeDir)
-	}
-}
-
-// attachFileDevice is VolumePathHandler.AttachFileDevice: the loop device
-// backed by path, made with losetup when there is none.
-func attachFileDevice(path string) (string, error) {
-	if dev, err := loopDeviceFor(path); err == nil {
-		return dev, nil
-	}
-	if out, err := exec.Command("losetup", "-f", path).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("makeLoopDevice failed for path %s: losetup -f %s failed: %v: %s", path, path, err, strings.TrimSpace(string(out)))
-	}
-	return loopDeviceFor(path)
-}
-
-// detachFileDevice is VolumePathHandler.DetachFileDevice.
-func detachFileDevice(path string) error {
-	dev, err := loopDeviceFor(path)
-	if err != nil {
-		return nil
-	}
-	if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-		return fmt.Errorf("removeLoopDevice failed for path %s: %v: %s", path, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// loopDeviceFor is getLoopDeviceFromSysfs: the loop device whose backing
-// file is path.
-func loopDeviceFor(path string) (string, error) {
-	real, _ := filepath.EvalSymlinks(path)
-	devices, _ := filepath.Glob("/sys/block/loop*")
-	for _, d := range devices {
-		b, err := os.ReadFile(filepath.Join(d, "loop", "backing_file"))
-		if err != nil {
-			continue
-		}
-		backing := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
-		if backing == path || backing == real {
-			return "/dev/" + filepath.Base(d), nil
+		// The kubelet removes the whole tree; the simulator only what it made.
+		if removed, _ := k.fs.removeOwnedTree(volumeDir); len(removed) > 0 {
+			k.trace.Note(ctx, true, "removed "+volumeDir)
 		}
 	}
-	return "", errors.New("device not found")
-}
-
-// unmapBindMountDevice is VolumePathHandler's: the kubelet unmounts the
-// per-pod map file only when it is a device node (a driver that published a
-// regular file leaves a bind mount the kubelet cannot remove, and the
-// kubelet then retries forever without calling NodeUnpublishVolume).
-func unmapBindMountDevice(linkPath string) error {
-	fi, err := os.Lstat(linkPath)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("failed to Lstat file %s: %v", linkPath, err)
-	}
-	if fi.Mode()&os.ModeDevice != 0 {
-		if err := mount.New("").Unmount(linkPath); err != nil {
-			return fmt.Errorf("failed to unmount linkPath %s: %v", linkPath, err)
-		}
-	}
-	if err := os.Remove(linkPath); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("failed to remove file %s: %v", linkPath, err)
-	}
-	return nil
-}
-
-func isMountPoint(p string) (bool, error) {
-	return mount.New("").IsMountPoint(p)
 }

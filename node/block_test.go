@@ -6,7 +6,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
-// KUBELET.md 1.4, 3, 8, 11: a volumeMode Block PV is staged and published
+// docs/kubelet.md §1.4, §3, §8, §11: a volumeMode Block PV is staged and published
 // at the block paths with a Block{} capability; NodePublish always carries
 // the block staging path; pod info is added without tokens; no mount flags.
 func TestBlockVolumeRequests(t *testing.T) {
@@ -66,7 +66,7 @@ func TestBlockVolumeRequests(t *testing.T) {
 			if got := readFile(e.root + "/plugins/kubernetes.io/csi/volumeDevices/pv-1/data/vol_data.json"); got != want {
 				t.Errorf("block vol_data.json = %q, want %q", got, want)
 			}
-			drv.reset()
+			drv.ClearCalls()
 			e.unmountOK("app-1")
 			var got []string
 			for _, c := range drv.Calls() {

@@ -14,7 +14,7 @@ import (
 func (k *Kubelet) nodeSupports(ctx context.Context, c csi.NodeServiceCapability_RPC_Type) (bool, error) {
 	resp, err := k.nodeClient().NodeGetCapabilities(csiclient.WithAsking(ctx, capabilityName(c)), &csi.NodeGetCapabilitiesRequest{})
 	if err != nil {
-		if k.cfg.Version.CapabilityErrorsUncertain() && !isFinalError(err) {
+		if k.release.CapabilityErrorsUncertain() && !isFinalError(err) {
 			return false, uncertain(err)
 		}
 		return false, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -15,111 +16,241 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
-// Leftovers is what remained under the root dir after the kubelet's
-// teardown. Mounts and DriverPaths are the driver's fault: a kubelet would
-// leave them too, and on a real node they leak. KubeletPaths are left by
-// the kubelet itself (it never removes <root>/plugins/kubernetes.io/csi/<driver>,
-// nor globalmount for drivers that do not stage). The simulator removes all
-// of them before it exits.
-type Leftovers struct {
-	Mounts       []string
-	DriverPaths  []string
-	KubeletPaths []string
-	Errors       []error
+// Owner says whose a thing left under the root dir is.
+type Owner string
+
+const (
+	// OwnerDriver: a mount or file the driver made under a path the
+	// simulator made for it.
+	OwnerDriver Owner = "the driver's"
+	// OwnerSimulator: the simulator's own, kept on purpose after a failed
+	// teardown, for `cleanup`.
+	OwnerSimulator Owner = "the simulator's"
+)
+
+// Leftover is one thing left under the root dir after a run.
+type Leftover struct {
+	Path  string
+	What  string // "mount", "file", "directory", "volume"
+	Owner Owner
+	Why   string
 }
 
-// Clean tells whether the driver left nothing behind.
+func (l Leftover) String() string {
+	return fmt.Sprintf("%s %s (%s: %s)", l.What, l.Path, l.Owner, l.Why)
+}
+
+// Leftovers is what remained under the root dir after the kubelet's
+// teardown. Mounts are the driver's mounts at paths the simulator handed it,
+// still there after the driver said it unpublished or unstaged them: the
+// simulator unmounted them (a kubelet would leave them, and on a real node
+// they leak). Left lists what stays on disk: the driver's files, mounts
+// inside the simulator's directories, and the simulator's own volumes kept
+// after a failed teardown. KubeletPaths are left by a real kubelet too (the
+// per-driver plugin dir; globalmount of a driver that does not stage); the
+// simulator removes them.
+type Leftovers struct {
+	Mounts       []string
+	Left         []Leftover
+	KubeletPaths []string
+	Errors       []error
+	// Journal is the run's journal when it was kept for `cleanup`.
+	Journal string
+}
+
+// Clean tells whether the run left nothing behind.
 func (l *Leftovers) Clean() bool {
-	return len(l.Mounts) == 0 && len(l.DriverPaths) == 0 && len(l.Errors) == 0
+	return len(l.Mounts) == 0 && len(l.Left) == 0 && len(l.Errors) == 0
+}
+
+// NothingOnDisk tells whether nothing of the run is left on disk: what
+// the driver left mounted at a path the simulator handed it was unmounted
+// (and is reported in Mounts), and nothing else remains. Then there is
+// nothing for `cleanup` to finish, so the journal and the root dir the run
+// made go, and a later run is not refused.
+func (l *Leftovers) NothingOnDisk() bool {
+	return len(l.Left) == 0 && len(l.Errors) == 0
+}
+
+// KeptForCleanup tells whether volumes were left for `cleanup`.
+func (l *Leftovers) KeptForCleanup() bool {
+	return slices.ContainsFunc(l.Left, func(x Leftover) bool { return x.Owner == OwnerSimulator })
+}
+
+// DriverLeft tells whether the driver left mounts or files behind.
+func (l *Leftovers) DriverLeft() bool {
+	return len(l.Mounts) > 0 || slices.ContainsFunc(l.Left, func(x Leftover) bool { return x.Owner == OwnerDriver })
 }
 
 // Cleanup runs after teardown. It does the kubelet's housekeeping of
-// orphaned pod directories, reports and undoes what is left, and removes
-// every directory and file the simulation created; with removeRoot, the
-// root dir too.
+// orphaned pod directories and removes what the simulation created, and
+// nothing else: directories one level at a time and only when empty,
+// nothing inside a path that is or was a mount point, nothing of a volume
+// kept after a failed teardown. With removeRoot, the root dir goes too
+// when it is then empty.
 func (k *Kubelet) Cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 	ctx = csiclient.WithLabels(ctx, csiclient.Labels{Component: "simulator", Operation: "Cleanup"})
 	l := &Leftovers{}
-	l.Mounts = k.unmountLeftovers(ctx, l)
+	k.checkMounts(ctx, l)
 	k.cleanupOrphanedPodDirs(ctx)
-
+	for _, p := range k.fs.keptPaths() {
+		if _, err := os.Lstat(p); err == nil {
+			l.Left = append(l.Left, Leftover{Path: p, What: "volume", Owner: OwnerSimulator, Why: "kept as it is after its teardown failed; `csi-kubelet-sim cleanup` finishes it through the driver"})
+		}
+	}
 	created := k.fs.Created()
-	isCreated := map[string]bool{}
-	for _, p := range created {
-		isCreated[p] = true
-	}
 	for i := len(created) - 1; i >= 0; i-- {
-		p := created[i]
-		fi, err := os.Lstat(p)
-		if err != nil {
-			continue
-		}
-		if fi.IsDir() {
-			k.removeForeign(ctx, p, isCreated, l)
-		}
-		if isKubeletKept(k.paths, p) {
-			l.KubeletPaths = append(l.KubeletPaths, p)
-		}
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			l.Errors = append(l.Errors, fmt.Errorf("remove %s: %w", p, err))
-		}
+		k.removeCreated(ctx, created[i], l)
 	}
-	if removeRoot {
+	slices.Sort(l.KubeletPaths)
+	k.fs.finish(l.NothingOnDisk())
+	if !l.NothingOnDisk() {
+		l.Journal = k.fs.journalPathOrKept()
+	} else {
+		k.removeEmptyCreated()
+	}
+	if removeRoot && l.NothingOnDisk() {
+		_ = os.Remove(filepath.Join(k.paths.Root, journalDir))
 		if err := os.Remove(k.paths.Root); err != nil && !os.IsNotExist(err) {
 			l.Errors = append(l.Errors, fmt.Errorf("remove root dir %s: %w", k.paths.Root, err))
 		}
 	}
-	slices.Sort(l.KubeletPaths)
 	return l
 }
 
-// unmountLeftovers finds mount points under the root dir and detaches them,
-// deepest first.
-func (k *Kubelet) unmountLeftovers(ctx context.Context, l *Leftovers) []string {
+// removeEmptyCreated removes the created directories that held only the
+// journal: the root dir a run made, and its parents.
+func (k *Kubelet) removeEmptyCreated() {
+	created := k.fs.Created()
+	for i := len(created) - 1; i >= 0; i-- {
+		_ = os.Remove(created[i])
+	}
+}
+
+// AdoptRoot records the root dir and the parents a command made for it, so
+// that they go when the run (or the `cleanup` of an interrupted run) leaves
+// nothing else in them.
+func (k *Kubelet) AdoptRoot(created []string) {
+	for _, d := range created {
+		k.fs.rememberKind(d, recordDir)
+	}
+}
+
+// removeCreated removes one path the simulation created, after reporting
+// what others put in it.
+func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
+	if k.fs.isKept(p) {
+		return
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return
+	}
+	if fi.IsDir() {
+		k.reportForeign(ctx, p, l)
+	}
+	if isKubeletKept(k.paths, p) {
+		l.KubeletPaths = append(l.KubeletPaths, p)
+	}
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+		l.Errors = append(l.Errors, fmt.Errorf("remove %s: %w", p, err))
+	}
+}
+
+// checkMounts looks at every mount under the root dir once. A mount at a
+// path the simulator handed the driver, after the driver said it was
+// unpublished or unstaged, is the driver's leftover: unmounted, as the
+// path is the simulator's. A mount elsewhere inside the simulator's
+// directories is reported and left. Every other mount (another program's,
+// the real kubelet's) is not looked at.
+func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(k.paths.Root))
 	if err != nil {
 		l.Errors = append(l.Errors, fmt.Errorf("read mountinfo: %w", err))
-		return nil
+		return
 	}
 	var points []string
 	for _, m := range mounts {
-		if m.Mountpoint != k.paths.Root {
-			points = append(points, m.Mountpoint)
-		}
+		points = append(points, m.Mountpoint)
 	}
 	slices.SortFunc(points, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	points = slices.Compact(points)
 	for _, p := range points {
-		k.trace.Warn(ctx, "left mounted after teardown: "+p+" (unmounting it)")
-		for range 16 {
-			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
-				if !errors.Is(err, unix.EINVAL) {
-					l.Errors = append(l.Errors, fmt.Errorf("unmount %s: %w", p, err))
-				}
-				break
-			}
+		switch {
+		case p == k.paths.Root || k.fs.isKept(p):
+		case k.fs.isMountPath(p):
+			k.trace.Warn(ctx, "left mounted by the driver after it answered OK: "+p+" (unmounting it: the simulator made this path for the driver)")
+			l.Mounts = append(l.Mounts, p)
+			unmountAll(p, l)
+			removeEmptyMountPath(p)
+		case k.insideOwned(p):
+			k.trace.Warn(ctx, "a mount the driver made inside the simulator's directories, not at a path it was given: "+p+" (left mounted)")
+			l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "not at a path the simulator handed out, so left mounted"})
 		}
 	}
-	return points
 }
 
-// removeForeign removes what is inside a directory the simulation created
-// but was not created by it: files the driver left.
-func (k *Kubelet) removeForeign(ctx context.Context, dir string, isCreated map[string]bool, l *Leftovers) {
+// insideOwned tells whether p lies inside a directory the simulator made.
+func (k *Kubelet) insideOwned(p string) bool {
+	for d := filepath.Dir(p); len(d) > len(k.paths.Root); d = filepath.Dir(d) {
+		if k.fs.isOwned(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// removeEmptyMountPath removes what the driver made at a path the
+// simulator handed it, once its leftover mount is gone, as the kubelet's
+// removeMountDir does for a publish target: an empty directory (rmdir),
+// or the empty file a block publish binds its device onto. Anything with
+// content stays.
+func removeEmptyMountPath(p string) {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		_ = unix.Rmdir(p)
+	case fi.Mode().IsRegular() && fi.Size() == 0:
+		if mnt, err := isMountPoint(p); err == nil && !mnt {
+			_ = os.Remove(p)
+		}
+	}
+}
+
+func unmountAll(p string, l *Leftovers) {
+	for range 16 {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+			if !errors.Is(err, unix.EINVAL) {
+				l.Errors = append(l.Errors, fmt.Errorf("unmount %s: %w", p, err))
+			}
+			return
+		}
+	}
+}
+
+// reportForeign reports what is inside a directory the simulation created
+// but was not created by it: the driver's files. They are left in place:
+// the simulator deletes only what it made.
+func (k *Kubelet) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if isCreated[p] {
+		if k.fs.isOwned(p) || k.fs.isKept(p) || (dir == k.paths.Root && e.Name() == journalDir) {
 			continue
 		}
-		l.DriverPaths = append(l.DriverPaths, p)
-		k.trace.Warn(ctx, "left behind by the driver: "+p+" (removing it)")
-		if err := os.RemoveAll(p); err != nil {
-			l.Errors = append(l.Errors, fmt.Errorf("remove %s: %w", p, err))
+		if mnt, _ := isMountPoint(p); mnt {
+			continue // reported by checkMounts
 		}
+		what := "file"
+		if e.IsDir() {
+			what = "directory"
+		}
+		k.trace.Warn(ctx, fmt.Sprintf("left behind by the driver: %s (left in place: the simulator deletes only what it made)", p))
+		l.Left = append(l.Left, Leftover{Path: p, What: what, Owner: OwnerDriver, Why: "left in a directory the simulator made; not deleted"})
 	}
 }
 
@@ -127,11 +258,14 @@ func (k *Kubelet) removeForeign(ctx context.Context, dir string, isCreated map[s
 // (cleanupOrphanedPodDirs in kubelet_volumes.go): a pod directory with no
 // volume path left in it is removed. Only pods of this run are touched.
 func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
-	for _, uid := range sortedKeys(k.podDirs) {
-		if k.podHasMounts(uid) {
+	for _, uid := range k.state.podDirUIDs() {
+		if k.state.podHasMounts(uid) {
 			continue
 		}
 		podDir := k.paths.PodDir(uid)
+		if k.fs.isKept(podDir) {
+			continue
+		}
 		volumes := filepath.Join(podDir, "volumes")
 		csiDir := filepath.Join(volumes, escapeQualifiedName(pluginName))
 		if vols, _ := os.ReadDir(csiDir); len(vols) > 0 {
@@ -139,23 +273,21 @@ func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
 			continue
 		}
 		devices := filepath.Join(podDir, "volumeDevices")
+		removed := true
 		for _, d := range []string{csiDir, volumes, filepath.Join(devices, escapeQualifiedName(pluginName)), devices, filepath.Join(podDir, "plugins"), podDir} {
+			if !k.fs.isOwned(d) {
+				continue
+			}
 			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
 				k.trace.Warn(ctx, fmt.Sprintf("housekeeping: %v", err))
+				removed = false
 				break
 			}
 		}
-		k.trace.Note(ctx, true, "housekeeping: removed orphaned pod dir "+podDir)
-	}
-}
-
-func (k *Kubelet) podHasMounts(uid string) bool {
-	for key := range k.mounts {
-		if key.podUID == uid {
-			return true
+		if removed {
+			k.trace.Note(ctx, true, "housekeeping: removed orphaned pod dir "+podDir)
 		}
 	}
-	return false
 }
 
 // isKubeletKept tells whether the kubelet itself leaves this path behind

@@ -3,12 +3,13 @@ package node
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
 
 // After a clean teardown the only thing the kubelet itself leaves is the
-// <driver> dir (KUBELET.md 1.7); Cleanup reports it and removes everything
+// <driver> dir (docs/kubelet.md §1.7); Cleanup reports it and removes everything
 // the simulation made.
 func TestCleanupAfterStagedLifecycle(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
@@ -27,7 +28,7 @@ func TestCleanupAfterStagedLifecycle(t *testing.T) {
 	}
 }
 
-// Without staging, the kubelet also leaves <sha>/globalmount (appendix 4).
+// Without staging, the kubelet also leaves <sha>/globalmount (docs/kubelet.md §21.4).
 func TestCleanupAfterUnstagedLifecycle(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver())
 	e.mountOK("app-1")
@@ -46,11 +47,13 @@ func TestCleanupAfterUnstagedLifecycle(t *testing.T) {
 	}
 }
 
-// What a driver leaves in a directory the kubelet made is reported as the
-// driver's and removed.
+// What a driver leaves in a target makes the kubelet's TearDown fail; the
+// volume is then kept as it is, with the driver's file, for `cleanup`,
+// and nothing inside it is deleted.
 func TestCleanupDriverLeftovers(t *testing.T) {
 	drv := newFakeDriver()
-	drv.KeepTarget, drv.LitterTarget = true, true
+	keepTarget(drv)
+	litterTarget(drv)
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
 	e.mountOK("app-1")
 	if errs := e.unmount("app-1"); len(errs) != 1 {
@@ -60,13 +63,17 @@ func TestCleanupDriverLeftovers(t *testing.T) {
 	if l.Clean() {
 		t.Errorf("leftovers reported clean")
 	}
-	if want := []string{targetPV1(e.root)}; !slices.Equal(l.DriverPaths, want) {
-		t.Errorf("DriverPaths = %q, want %q", l.DriverPaths, want)
+	if !l.KeptForCleanup() || l.Left[0].Path != filepath.Dir(targetPV1(e.root)) || l.Left[0].Owner != OwnerSimulator {
+		t.Errorf("Left = %+v, want the pod volume dir kept as the simulator's", l.Left)
 	}
 	if len(l.Errors) != 0 {
 		t.Errorf("errors = %v", l.Errors)
 	}
-	if exists(e.root) {
-		t.Errorf("root dir kept")
+	entries, _ := os.ReadDir(targetPV1(e.root))
+	if len(entries) == 0 {
+		t.Errorf("the driver's files in the target were deleted")
+	}
+	if l.Journal == "" || !exists(l.Journal) {
+		t.Errorf("journal %q not kept for cleanup", l.Journal)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Kind is how the kubelet's operation generator treats a failed operation
-// (KUBELET.md 12; pkg/volume/util/types).
+// (docs/kubelet.md §12; pkg/volume/util/types).
 type Kind int
 
 const (

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// KUBELET.md 12: Canceled, DeadlineExceeded, Unavailable, ResourceExhausted
+// docs/kubelet.md §12: Canceled, DeadlineExceeded, Unavailable, ResourceExhausted
 // and Aborted are non-final, as is any error that is not a gRPC status;
 // every other code is final.
 func TestIsFinalError(t *testing.T) {
@@ -45,7 +45,7 @@ var (
 	allFailedCodes = append(append([]codes.Code{}, finalCodes...), nonFinalCodes...)
 )
 
-// KUBELET.md 1.7, 12: a failed NodePublish with a final code removes the
+// docs/kubelet.md §1.7, §12: a failed NodePublish with a final code removes the
 // volume dir and forgets the mount; a non-final code leaves it uncertain:
 // dirs kept and NodeUnpublish on teardown.
 func TestNodePublishErrorKinds(t *testing.T) {
@@ -53,7 +53,7 @@ func TestNodePublishErrorKinds(t *testing.T) {
 		final := slices.Contains(finalCodes, code)
 		t.Run(code.String(), func(t *testing.T) {
 			e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
-			e.drv.failNext("NodePublishVolume", status.Error(code, "publish failed"))
+			e.drv.Errors("NodePublishVolume", status.Error(code, "publish failed"))
 			ve := volErr(t, e.mount("app-1"))
 
 			wantKind := Uncertain
@@ -81,7 +81,7 @@ func TestNodePublishErrorKinds(t *testing.T) {
 				t.Errorf("a NodePublish failure touched globalmount")
 			}
 
-			e.drv.reset()
+			e.drv.ClearCalls()
 			e.unmountOK("app-1")
 			want := []string{"UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)", "UnmountDevice:NodeUnstageVolume"}
 			if !final {
@@ -94,7 +94,7 @@ func TestNodePublishErrorKinds(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.7, 12: the same for NodeStage: a final code removes
+// docs/kubelet.md §1.7, §12: the same for NodeStage: a final code removes
 // globalmount, vol_data.json and <sha> and nothing is unstaged; a
 // non-final one keeps them and the kubelet unstages on teardown. No
 // NodePublish follows a failed NodeStage.
@@ -103,7 +103,7 @@ func TestNodeStageErrorKinds(t *testing.T) {
 		final := slices.Contains(finalCodes, code)
 		t.Run(code.String(), func(t *testing.T) {
 			e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
-			e.drv.failNext("NodeStageVolume", status.Error(code, "stage failed"))
+			e.drv.Errors("NodeStageVolume", status.Error(code, "stage failed"))
 			ve := volErr(t, e.mount("app-1"))
 
 			wantKind := Uncertain
@@ -127,7 +127,7 @@ func TestNodeStageErrorKinds(t *testing.T) {
 				t.Errorf("uncertain error: globalmount or vol_data.json removed, want kept")
 			}
 
-			e.drv.reset()
+			e.drv.ClearCalls()
 			e.unmountOK("app-1")
 			var want []string
 			if !final {
@@ -140,7 +140,7 @@ func TestNodeStageErrorKinds(t *testing.T) {
 	}
 }
 
-// KUBELET.md 12: since 1.36 a non-final NodeGetCapabilities error is
+// docs/kubelet.md §12: since 1.36 a non-final NodeGetCapabilities error is
 // uncertain; in 1.35 it is not (the SINGLE_NODE_MULTI_WRITER query made
 // inside NodePublishVolume passes it through unchanged).
 func TestCapabilityErrorByVersion(t *testing.T) {
@@ -160,7 +160,7 @@ func TestCapabilityErrorByVersion(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("volumeLifecycleModes: [Ephemeral]"), podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))),
 				newFakeDriver(), withVersion(tc.minor))
 			// SetUp of an inline volume: VOLUME_MOUNT_GROUP, then SINGLE_NODE_MULTI_WRITER.
-			e.drv.failNext("NodeGetCapabilities", nil, status.Error(tc.code, "driver restarting"))
+			e.drv.Errors("NodeGetCapabilities", nil, status.Error(tc.code, "driver restarting"))
 			ve := volErr(t, e.mount("app-1"))
 			if ve.Kind != tc.wantKind {
 				t.Errorf("kind = %v, want %v", ve.Kind, tc.wantKind)
@@ -172,7 +172,7 @@ func TestCapabilityErrorByVersion(t *testing.T) {
 			if exists(volDir) != tc.wantKeptUp {
 				t.Errorf("%s exists = %t, want %t", volDir, exists(volDir), tc.wantKeptUp)
 			}
-			e.drv.reset()
+			e.drv.ClearCalls()
 			e.unmountOK("app-1")
 			var want []string
 			if tc.wantKeptUp {
@@ -190,8 +190,8 @@ func TestCapabilityErrorByVersion(t *testing.T) {
 func TestNodeUnpublishFailure(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
 	e.mountOK("app-1")
-	e.drv.reset()
-	e.drv.failNext("NodeUnpublishVolume", status.Error(codes.Internal, "busy"))
+	e.drv.ClearCalls()
+	e.drv.Errors("NodeUnpublishVolume", status.Error(codes.Internal, "busy"))
 	errs := e.unmount("app-1")
 	const want = `UnmountVolume.TearDown failed for volume "pv-1" : kubernetes.io/csi: Unmounter.TearDownAt failed: rpc error: code = Internal desc = busy`
 	if len(errs) != 1 || errs[0].Error() != want {
@@ -200,7 +200,7 @@ func TestNodeUnpublishFailure(t *testing.T) {
 	if got := seq(e.drv.Calls()); !slices.Equal(got, []string{"TearDown:NodeUnpublishVolume"}) {
 		t.Errorf("calls = %q, want only the failed NodeUnpublish", got)
 	}
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.unmountOK("app-1")
 	want2 := []string{"TearDown:NodeUnpublishVolume", "UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)", "UnmountDevice:NodeUnstageVolume"}
 	if got := seq(e.drv.Calls()); !slices.Equal(got, want2) {
@@ -212,7 +212,7 @@ func TestNodeUnpublishFailure(t *testing.T) {
 func TestNodeUnstageFailure(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
 	e.mountOK("app-1")
-	e.drv.failNext("NodeUnstageVolume", status.Error(codes.Internal, "busy"))
+	e.drv.Errors("NodeUnstageVolume", status.Error(codes.Internal, "busy"))
 	errs := e.unmount("app-1")
 	const want = `UnmountDevice failed for volume "pv-1" : kubernetes.io/csi: attacher.UnmountDevice failed: rpc error: code = Internal desc = busy`
 	if len(errs) != 1 || errs[0].Error() != want {
@@ -221,7 +221,7 @@ func TestNodeUnstageFailure(t *testing.T) {
 	if !exists(globalmountVol1(e.root)) {
 		t.Errorf("globalmount removed after a failed NodeUnstage")
 	}
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.unmountOK("app-1")
 	want2 := []string{"UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)", "UnmountDevice:NodeUnstageVolume"}
 	if got := seq(e.drv.Calls()); !slices.Equal(got, want2) {

@@ -13,7 +13,7 @@ import (
 
 // expandDuringMount is expandVolumeDuringMount (operation_generator.go),
 // run after a successful SetUp: when the claim's status.capacity is below
-// the PV's capacity, the kubelet calls NodeExpandVolume (KUBELET.md 11).
+// the PV's capacity, the kubelet calls NodeExpandVolume (docs/kubelet.md §11).
 // With RecoverVolumeExpansionFailure and an external resizer that records
 // allocatedResources, the new size is status.allocatedResources and the
 // call is made only while the resize status is NodeResizePending or
@@ -72,7 +72,7 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 // with the gate off; in 1.30 the gate alone decides.
 func (k *Kubelet) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
 	set := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != "" || pvc.Status.AllocatedResources != nil
-	if !k.gates.Enabled(RecoverVolumeExpansionFailure) && !k.cfg.Version.ExpansionByClaimStatus() {
+	if !k.release.Enabled(RecoverVolumeExpansionFailure) && !k.release.ExpansionByClaimStatus() {
 		return false
 	}
 	return set

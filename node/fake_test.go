@@ -5,66 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
-// fakeCall is one call the fake driver received.
-type fakeCall struct {
-	Method    string // short name: NodePublishVolume
-	Component string // trace label: registrar or kubelet
-	Operation string // trace label: MountDevice, SetUp, TearDown, UnmountDevice, ...
-	Asking    string // for NodeGetCapabilities: the capability being tested
-	Request   proto.Message
-	Err       error // what the fake answered with
-
-	// What was on disk when NodeStage/NodePublish arrived.
-	VolData        string // content of vol_data.json beside the staging/target path ("" if absent)
-	TargetExisted  bool   // NodePublish: target_path itself existed
-	ParentExisted  bool   // NodePublish: the parent of target_path existed
-	StagingExisted bool   // NodeStage: staging_target_path existed
-}
-
-// fakeDriver is a CSI driver for node tests: it records every call with its
-// request, answers with configurable identity and capabilities, returns
-// injected errors, and for NodePublish/NodeUnpublish creates/removes the
-// target dir like a real driver (no mounts).
-type fakeDriver struct {
-	mu sync.Mutex
-
-	Name              string
-	VendorVersion     string
-	NodeID            string
-	MaxVolumesPerNode int64
-	Topology          map[string]string
-	Caps              []csi.NodeServiceCapability_RPC_Type
-
-	// errs holds, per short method name, the answers of the next calls in
-	// order: a nil entry means success. An exhausted queue means success.
-	errs map[string][]error
-
-	// KeepTarget makes NodeUnpublish leave target_path in place (a buggy
-	// driver); LitterTarget makes NodePublish leave a file inside it.
-	KeepTarget   bool
-	LitterTarget bool
-	// NoUsage makes NodeGetVolumeStats answer without usage (a driver
-	// that reports only the volume condition).
-	NoUsage bool
-
-	calls []fakeCall
+// newFakeDriver is the csifake driver node tests use: testDriver on
+// testNodeID with the given capabilities, a driver that makes and removes
+// its targets (without mounting), and that notes what was on disk as each
+// request arrived (see seen).
+func newFakeDriver(caps ...csi.NodeServiceCapability_RPC_Type) *csifake.Driver {
+	return csifake.New(csifake.Config{
+		Name: testDriver, VendorVersion: "v1.2.3", NodeID: testNodeID, Capabilities: caps,
+		ManageTargets: true, Observe: observeDisk,
+	})
 }
 
 const (
@@ -73,122 +37,74 @@ const (
 	testNodeID = "node-1-id"
 )
 
-func newFakeDriver(caps ...csi.NodeServiceCapability_RPC_Type) *fakeDriver {
-	return &fakeDriver{Name: testDriver, VendorVersion: "v1.2.3", NodeID: testNodeID, Caps: caps, errs: map[string][]error{}}
+// diskSeen is what was on disk when NodeStage or NodePublish arrived.
+type diskSeen struct {
+	VolData        string // content of vol_data.json beside the staging/target path ("" if absent)
+	TargetExisted  bool   // NodePublish: target_path itself existed
+	ParentExisted  bool   // NodePublish: the parent of target_path existed
+	StagingExisted bool   // NodeStage: staging_target_path existed
 }
 
-// failNext queues answers for the next calls of method.
-func (f *fakeDriver) failNext(method string, errs ...error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.errs[method] = append(f.errs[method], errs...)
-}
-
-var _ grpc.ClientConnInterface = (*fakeDriver)(nil)
-
-func (f *fakeDriver) Invoke(ctx context.Context, method string, args, reply any, _ ...grpc.CallOption) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	short := path.Base(method)
-	l := csiclient.LabelsFrom(ctx)
-	c := fakeCall{Method: short, Component: l.Component, Operation: l.Operation, Asking: l.Asking}
-	if m, ok := args.(proto.Message); ok {
-		c.Request = proto.Clone(m)
-	}
-	var err error
-	if q := f.errs[short]; len(q) > 0 {
-		err, f.errs[short] = q[0], q[1:]
-	}
-	switch r := args.(type) {
+func observeDisk(_ context.Context, _ string, req proto.Message) any {
+	switch r := req.(type) {
 	case *csi.NodeStageVolumeRequest:
-		c.StagingExisted = isDir(r.StagingTargetPath)
-		c.VolData = readFile(filepath.Join(filepath.Dir(r.StagingTargetPath), "vol_data.json"))
+		return diskSeen{
+			StagingExisted: isDir(r.StagingTargetPath),
+			VolData:        readFile(filepath.Join(filepath.Dir(r.StagingTargetPath), "vol_data.json")),
+		}
 	case *csi.NodePublishVolumeRequest:
-		c.TargetExisted = exists(r.TargetPath)
-		c.ParentExisted = isDir(filepath.Dir(r.TargetPath))
-		c.VolData = readFile(filepath.Join(filepath.Dir(r.TargetPath), "vol_data.json"))
+		return diskSeen{
+			TargetExisted: exists(r.TargetPath),
+			ParentExisted: isDir(filepath.Dir(r.TargetPath)),
+			VolData:       readFile(filepath.Join(filepath.Dir(r.TargetPath), "vol_data.json")),
+		}
 	}
-	c.Err = err
-	f.calls = append(f.calls, c)
-	if err != nil {
-		return err
-	}
-
-	var answer proto.Message
-	switch r := args.(type) {
-	case *csi.GetPluginInfoRequest:
-		answer = &csi.GetPluginInfoResponse{Name: f.Name, VendorVersion: f.VendorVersion}
-	case *csi.NodeGetInfoRequest:
-		resp := &csi.NodeGetInfoResponse{NodeId: f.NodeID, MaxVolumesPerNode: f.MaxVolumesPerNode}
-		if f.Topology != nil {
-			resp.AccessibleTopology = &csi.Topology{Segments: f.Topology}
-		}
-		answer = resp
-	case *csi.NodeGetCapabilitiesRequest:
-		resp := &csi.NodeGetCapabilitiesResponse{}
-		for _, t := range f.Caps {
-			resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
-				Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}},
-			})
-		}
-		answer = resp
-	case *csi.NodeStageVolumeRequest, *csi.NodeUnstageVolumeRequest:
-		answer = nil
-	case *csi.NodeGetVolumeStatsRequest:
-		resp := &csi.NodeGetVolumeStatsResponse{}
-		if !f.NoUsage {
-			resp.Usage = []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES, Total: 100, Used: 40, Available: 60}}
-		}
-		answer = resp
-	case *csi.NodePublishVolumeRequest:
-		if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
-			return status.Error(codes.Internal, err.Error())
-		}
-		if f.LitterTarget {
-			if err := os.WriteFile(filepath.Join(r.TargetPath, "driver-file"), nil, 0o600); err != nil {
-				return status.Error(codes.Internal, err.Error())
-			}
-		}
-	case *csi.NodeUnpublishVolumeRequest:
-		if !f.KeepTarget {
-			if err := os.Remove(r.TargetPath); err != nil && !os.IsNotExist(err) {
-				return status.Error(codes.Internal, err.Error())
-			}
-		}
-	default:
-		return status.Error(codes.Unimplemented, "fake driver: "+method)
-	}
-	if answer != nil {
-		proto.Merge(reply.(proto.Message), answer)
-	}
-	return nil
+	return diskSeen{}
 }
 
-func (f *fakeDriver) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	return nil, errors.New("fake driver: no streams")
+// seen is what was on disk when the call arrived.
+func seen(c csifake.Call) diskSeen {
+	d, _ := c.Observed.(diskSeen)
+	return d
 }
 
-// Calls returns the calls received so far.
-func (f *fakeDriver) Calls() []fakeCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]fakeCall(nil), f.calls...)
+// keepTarget makes NodeUnpublishVolume succeed and leave target_path in
+// place (a buggy driver).
+func keepTarget(d *csifake.Driver) {
+	d.Inject("NodeUnpublishVolume", csifake.Fault{Func: func(context.Context, proto.Message, csifake.Answer) (proto.Message, error) {
+		return &csi.NodeUnpublishVolumeResponse{}, nil
+	}})
 }
 
-// reset forgets the calls received so far.
-func (f *fakeDriver) reset() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = nil
+// litterTarget makes NodePublishVolume leave a file, driver-file, in the
+// target.
+func litterTarget(d *csifake.Driver) {
+	d.Inject("NodePublishVolume", csifake.Fault{Func: func(_ context.Context, req proto.Message, answer csifake.Answer) (proto.Message, error) {
+		resp, err := answer()
+		if err != nil {
+			return resp, err
+		}
+		p := filepath.Join(req.(*csi.NodePublishVolumeRequest).GetTargetPath(), "driver-file")
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return resp, nil
+	}})
+}
+
+// withoutUsage makes NodeGetVolumeStats answer without usage (a driver
+// that reports only the volume condition).
+func withoutUsage(d *csifake.Driver) {
+	d.SetResponse("NodeGetVolumeStats", &csi.NodeGetVolumeStatsResponse{})
 }
 
 // seq renders calls as "Operation:Method" ("Operation:NodeGetCapabilities(ASKING)").
-func seq(calls []fakeCall) []string {
+func seq(calls []csifake.Call) []string {
 	out := make([]string, 0, len(calls))
 	for _, c := range calls {
-		s := c.Operation + ":" + c.Method
-		if c.Asking != "" {
-			s += "(" + c.Asking + ")"
+		s := c.Labels.Operation + ":" + c.Method
+		if c.Labels.Asking != "" {
+			s += "(" + c.Labels.Asking + ")"
 		}
 		out = append(out, s)
 	}
@@ -196,8 +112,8 @@ func seq(calls []fakeCall) []string {
 }
 
 // only returns the calls of one method.
-func only(calls []fakeCall, method string) []fakeCall {
-	var out []fakeCall
+func only(calls []csifake.Call, method string) []csifake.Call {
+	var out []csifake.Call
 	for _, c := range calls {
 		if c.Method == method {
 			out = append(out, c)
@@ -208,7 +124,7 @@ func only(calls []fakeCall, method string) []fakeCall {
 
 // one returns the single call of method, failing the test if there is not
 // exactly one.
-func one[T proto.Message](t *testing.T, calls []fakeCall, method string) T {
+func one[T proto.Message](t *testing.T, calls []csifake.Call, method string) T {
 	t.Helper()
 	cs := only(calls, method)
 	if len(cs) != 1 {
@@ -240,15 +156,20 @@ func readFile(p string) string {
 type testEnv struct {
 	t       *testing.T
 	root    string
-	drv     *fakeDriver
-	cluster *cluster.Cluster
+	drv     *csifake.Driver
+	cluster *manifests.Cluster
 	trace   *csiclient.Trace
 	k       *Kubelet
 }
 
 type envOption func(*Config)
 
-func withVersion(minor int) envOption { return func(c *Config) { c.Version = Version{Minor: minor} } }
+func withVersion(minor int) envOption {
+	return func(c *Config) {
+		g, _ := NewFeatureGates(Version{Minor: minor}, "")
+		c.Release = Release{Version: Version{Minor: minor}, Gates: g}
+	}
+}
 
 // withGates sets the release and feature gates over its defaults.
 func withGates(t *testing.T, minor int, gates string) envOption {
@@ -256,22 +177,24 @@ func withGates(t *testing.T, minor int, gates string) envOption {
 	if err != nil {
 		t.Fatalf("gates %q at 1.%d: %v", gates, minor, err)
 	}
-	return func(c *Config) { c.Version, c.Gates = Version{Minor: minor}, g }
+	return func(c *Config) { c.Release = Release{Version: Version{Minor: minor}, Gates: g} }
 }
 
 // newEnv loads the manifests, starts a kubelet and registers the driver;
 // the registration calls are forgotten.
-func newEnv(t *testing.T, manifests string, drv *fakeDriver, opts ...envOption) *testEnv {
+func newEnv(t *testing.T, manifests string, drv *csifake.Driver, opts ...envOption) *testEnv {
 	t.Helper()
 	e := newUnregisteredEnv(t, manifests, drv, opts...)
 	if _, err := e.k.Register(context.Background()); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	drv.reset()
+	drv.ClearCalls()
 	return e
 }
 
-func newUnregisteredEnv(t *testing.T, manifests string, drv *fakeDriver, opts ...envOption) *testEnv {
+// newUnregisteredEnv is the one place node tests build a Kubelet: when the
+// constructor changes, only this changes.
+func newUnregisteredEnv(t *testing.T, manifests string, drv *csifake.Driver, opts ...envOption) *testEnv {
 	t.Helper()
 	root := t.TempDir()
 	c := loadManifests(t, manifests)
@@ -283,12 +206,12 @@ func newUnregisteredEnv(t *testing.T, manifests string, drv *fakeDriver, opts ..
 	return &testEnv{t: t, root: root, drv: drv, cluster: c, trace: trace, k: New(cfg, c, drv, trace)}
 }
 
-func loadManifests(t *testing.T, manifests string) *cluster.Cluster {
+func loadManifests(t *testing.T, input string) *manifests.Cluster {
 	t.Helper()
-	l := &cluster.Loader{Stdin: strings.NewReader(manifests), Warn: func(s string) { t.Logf("loader: %s", s) }}
+	l := &manifests.Loader{Stdin: strings.NewReader(input), Warn: func(s string) { t.Logf("loader: %s", s) }}
 	c, err := l.Load([]string{"-"})
 	if err != nil {
-		t.Fatalf("loading manifests: %v\n%s", err, manifests)
+		t.Fatalf("loading manifests: %v\n%s", err, input)
 	}
 	return c
 }
@@ -308,7 +231,7 @@ func (e *testEnv) pod(name string) *corev1.Pod {
 // fails the test.
 func (e *testEnv) mount(name string) *PodResult {
 	e.t.Helper()
-	res, err := e.k.MountPod(context.Background(), e.pod(name))
+	res, err := e.k.MountPod(context.Background(), e.pod(name), false)
 	if err != nil {
 		e.t.Fatalf("MountPod(%s): %v", name, err)
 	}
@@ -328,7 +251,7 @@ func (e *testEnv) mountOK(name string) *PodResult {
 }
 
 func (e *testEnv) unmount(name string) []error {
-	return e.k.UnmountPod(context.Background(), e.pod(name))
+	return e.k.UnmountPod(context.Background(), e.pod(name), false)
 }
 
 func (e *testEnv) unmountOK(name string) {
@@ -336,6 +259,18 @@ func (e *testEnv) unmountOK(name string) {
 	if errs := e.unmount(name); len(errs) > 0 {
 		e.t.Fatalf("UnmountPod(%s): %v", name, errs)
 	}
+}
+
+// steps returns the texts of the kubelet's steps in the trace: only the
+// warnings with warnings set.
+func (e *testEnv) steps(warnings bool) []string {
+	var out []string
+	for _, s := range e.trace.Steps() {
+		if s.Warning || !warnings {
+			out = append(out, s.Text)
+		}
+	}
+	return out
 }
 
 // volErr returns the error of the pod's only volume result.
@@ -478,7 +413,7 @@ var (
 	capVMG   = csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
 )
 
-// Literal kubelet facts for the standard objects (KUBELET.md 1.3, 10, 2),
+// Literal kubelet facts for the standard objects (docs/kubelet.md §1.3, §10, §2),
 // computed by hand with python3 hashlib.sha256.
 const (
 	// hex(sha256("vol-1"))
@@ -489,7 +424,7 @@ const (
 	inlineHandlePod1Scratch = "csi-c5699e390261e9e6987cb40a451a4e699b550c7b5f2b6574fc12407e6f10fb2f"
 )
 
-// Paths of the standard objects under root, written out (KUBELET.md 1.2, 1.3).
+// Paths of the standard objects under root, written out (docs/kubelet.md §1.2, §1.3).
 func targetPV1(root string) string {
 	return root + "/pods/pod-uid-1/volumes/kubernetes.io~csi/pv-1/mount"
 }

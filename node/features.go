@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // Gate is a kubelet (or API server) feature gate that changes what a
 // driver sees.
 type Gate string
 
-// The gates of node-side CSI (KUBELET.md, "Quick reference: gate table").
+// The gates of node-side CSI (docs/kubelet.md §19.1).
 const (
 	SELinuxMountReadWriteOncePod   Gate = "SELinuxMountReadWriteOncePod"
 	SELinuxMount                   Gate = "SELinuxMount"
@@ -48,7 +48,7 @@ var (
 
 // gateTable holds each gate's stage per minor release; a release missing
 // from a gate's map does not have the gate. Sources: pkg/features of each
-// release, as KUBELET.md's gate table lists them.
+// release, as the gate table of docs/kubelet.md §19.1 lists them.
 var gateTable = map[Gate]map[int]stage{
 	SELinuxMountReadWriteOncePod:   span(30, 35, betaOn, 36, 37, gaOn),
 	SELinuxMount:                   join(span(30, 32, alphaOff, 33, 36, betaOff), span(37, 37, gaOnUnlocked, 0, -1, stage{})),
@@ -145,14 +145,24 @@ func (f *FeatureGates) String() string {
 // APIServerDefaults are the API server's CSIDriver defaults and dropped
 // fields for these gates: a cluster of one release runs its API server
 // with the same gates as its kubelet.
-func (f *FeatureGates) APIServerDefaults() cluster.Defaults {
-	return cluster.Defaults{
+func (f *FeatureGates) APIServerDefaults() manifests.Defaults {
+	return manifests.Defaults{
 		PreventPodSchedulingIfMissing: f.Enabled(VolumeLimitScaling),
-		Dropped: cluster.DroppedFields{
+		Dropped: manifests.DroppedFields{
 			ServiceAccountTokenInSecrets:       !f.Enabled(CSIServiceAccountTokenSecrets),
 			SELinuxMount:                       !f.Enabled(SELinuxMountReadWriteOncePod),
 			NodeAllocatableUpdatePeriodSeconds: !f.Enabled(MutableCSINodeAllocatableCount),
 			PreventPodSchedulingIfMissing:      !f.Enabled(VolumeLimitScaling),
 		},
 	}
+}
+
+// names are the release's gates, sorted.
+func (f *FeatureGates) names() []Gate {
+	out := make([]Gate, 0, len(f.enabled))
+	for g := range f.enabled {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }

@@ -6,28 +6,121 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	mount "k8s.io/mount-utils"
 )
 
-// fileSystem makes the kubelet's changes to the root dir and remembers
-// every directory and file it created, the moment it creates it, so that
-// whatever way a run ends, it can be undone.
+// fileSystem makes the kubelet's changes to the root dir and records every
+// directory and file it creates, the moment it creates it, in memory and in
+// the run's journal (journal.go), so that whatever way a run ends, it can be
+// undone, and so that nothing else is ever removed or unmounted.
 type fileSystem struct {
-	mu      sync.Mutex
-	created []string
-	mounter mount.Interface
+	mu          sync.Mutex
+	dirMu       sync.Mutex // held by mkdirAll
+	root        string
+	command     string
+	created     []string
+	owned       map[string]bool
+	mountPaths  map[string]bool
+	kept        []string // volumes left in place after a failed teardown
+	journal     *journal
+	journalErr  error
+	keptJournal string
+	mounter     mount.Interface
 }
 
-func newFileSystem() *fileSystem {
-	return &fileSystem{mounter: mount.New("")}
+func newFileSystem(root string) *fileSystem {
+	// The mounter is used for IsLikelyNotMountPoint and GetMountRefs only,
+	// which need none of its settings: mount.New("") would fork and exec
+	// `umount` at once to probe a behaviour of Unmount (mount-utils'
+	// detectSafeNotMountedBehavior), a cost every run paid for nothing.
+	return &fileSystem{root: root, owned: map[string]bool{}, mountPaths: map[string]bool{}, mounter: &mount.Mounter{}}
 }
 
-func (f *fileSystem) remember(p string) {
+// InTheWayError is a path the simulator needs to create that already
+// exists and is not its own: another program's (on a real node, the real
+// kubelet's) files, which the simulator does not touch.
+type InTheWayError struct{ Path string }
+
+func (e *InTheWayError) Error() string {
+	return fmt.Sprintf("%s already exists and was not made by this simulator: it belongs to someone else (on a real node, perhaps the kubelet); the simulator does not touch it", e.Path)
+}
+
+func (f *fileSystem) record(r journalRecord) {
+	if f.journal == nil && f.journalErr == nil {
+		f.journal, f.journalErr = openJournal(f.root, f.command)
+	}
+	if f.journal != nil {
+		if err := f.journal.write(r); err != nil && f.journalErr == nil {
+			f.journalErr = err
+		}
+	}
+}
+
+func (f *fileSystem) remember(p string) { f.rememberKind(p, recordFile) }
+
+func (f *fileSystem) rememberKind(p, kind string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.owned[p] {
+		return
+	}
 	f.created = append(f.created, p)
+	f.owned[p] = true
+	f.record(journalRecord{Kind: kind, Path: p})
+}
+
+// markMountPath records that p is, or is about to be, a mount point: a
+// path handed to the driver (target, staging, block publish) or one the
+// kubelet bind-mounts. Nothing inside such a path is ever deleted.
+func (f *fileSystem) markMountPath(p string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.mountPaths[p] {
+		f.mountPaths[p] = true
+		f.record(journalRecord{Kind: recordMount, Path: p})
+	}
+}
+
+func (f *fileSystem) isOwned(p string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.owned[p]
+}
+
+func (f *fileSystem) isMountPath(p string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mountPaths[p]
+}
+
+// adopt takes over what an earlier run's journal lists (`cleanup`).
+// Only paths strictly inside the root dir are taken, and the root dir
+// itself when the run made it (it goes only if empty): a journal is a file
+// anyone with access to the root dir could edit, and `cleanup` must never
+// be led to remove or unmount anything outside it.
+func (f *fileSystem) adopt(jc *journalContents) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range jc.order {
+		madeRoot := p == filepath.Clean(f.root) && jc.owned[p] == recordDir
+		if (madeRoot || f.insideRoot(p)) && !f.owned[p] {
+			f.owned[p] = true
+			f.created = append(f.created, p)
+		}
+	}
+	for p := range jc.mountPaths {
+		if f.insideRoot(p) {
+			f.mountPaths[p] = true
+		}
+	}
+}
+
+// insideRoot tells whether p is a clean path strictly below the root dir.
+func (f *fileSystem) insideRoot(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && strings.HasPrefix(p, filepath.Clean(f.root)+"/")
 }
 
 // Created returns what was created, oldest first.
@@ -37,8 +130,16 @@ func (f *fileSystem) Created() []string {
 	return append([]string(nil), f.created...)
 }
 
-// mkdirAll is os.MkdirAll that remembers each directory it makes.
+// mkdirAll is os.MkdirAll that records each directory it makes. Volumes
+// mounted side by side (load) make directories under the same parents at
+// once; dirMu makes finding, creating and recording them one step, so that
+// a parent is always recorded before its children: otherwise one goroutine
+// could make a parent, another see it and record a child first, and the
+// clean-up (newest first) would try the parent before the child and leave
+// it behind.
 func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
+	f.dirMu.Lock()
+	defer f.dirMu.Unlock()
 	var missing []string
 	for d := filepath.Clean(p); ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil {
@@ -55,9 +156,21 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 		if err := os.Mkdir(missing[i], perm); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		f.remember(missing[i])
+		f.rememberKind(missing[i], recordDir)
 	}
 	return nil
+}
+
+// claim checks, before the kubelet builds a volume's or a pod's own
+// directory, that the path is not someone else's: it must not exist, or
+// be this run's (or an adopted run's).
+func (f *fileSystem) claim(p string) error {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) || f.isOwned(p) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return &InTheWayError{Path: p}
 }
 
 // mkdirAllWithPathCheck is filesystem.MkdirAllWithPathCheck: an existing
@@ -79,14 +192,15 @@ func (f *fileSystem) mkdirAllWithPathCheck(p string, perm os.FileMode) error {
 func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 	p := filepath.Join(dir, volDataFileName)
 	_, statErr := os.Lstat(p)
+	if statErr == nil && !f.isOwned(p) {
+		return errors.New(pluginLog("failed to save volume data file %s: %v", p, &InTheWayError{Path: p}))
+	}
+	f.remember(p)
 	file, err := os.Create(p)
 	if err != nil {
 		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
 	}
 	defer file.Close()
-	if errors.Is(statErr, os.ErrNotExist) {
-		f.remember(p)
-	}
 	if err := json.NewEncoder(file).Encode(data); err != nil {
 		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
 	}
@@ -150,8 +264,118 @@ func (f *fileSystem) removeMountDir(mountPath string) ([]string, error) {
 	return removed, nil
 }
 
+// removeOwnedTree is where the kubelet calls os.RemoveAll (a block
+// volume's staging path and its device dirs). The simulator removes only
+// what it created, deepest first, one level at a time, and never anything
+// inside a mount point or a path that was one: what the driver left stays
+// and is reported by Cleanup.
+func (f *fileSystem) removeOwnedTree(p string) ([]string, error) {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if mnt, _ := isMountPoint(p); mnt {
+		return nil, fmt.Errorf("%s is still a mount point: left as it is", p)
+	}
+	var removed []string
+	for _, c := range f.ownedUnder(p) {
+		if os.Remove(c) == nil {
+			removed = append(removed, c)
+		}
+	}
+	if !f.isOwned(p) {
+		return removed, nil
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return removed, fmt.Errorf("remove %s: %w", p, err)
+	}
+	return append(removed, p), nil
+}
+
+// ownedUnder lists what the simulator created strictly below dir, deepest
+// first, skipping everything below a mount path.
+func (f *fileSystem) ownedUnder(dir string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for i := len(f.created) - 1; i >= 0; i-- {
+		c := f.created[i]
+		if !strings.HasPrefix(c, dir+"/") || f.belowMountPath(c) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// belowMountPath tells whether p lies inside a path that is or was a mount
+// point (f.mu held).
+func (f *fileSystem) belowMountPath(p string) bool {
+	for d := filepath.Dir(p); d != "/" && d != "." && len(d) >= len(f.root); d = filepath.Dir(d) {
+		if f.mountPaths[d] {
+			return true
+		}
+	}
+	return false
+}
+
 // mountRefs is the CSI plugin's GetDeviceMountRefs: other mount points of
 // the same source as path.
 func (f *fileSystem) mountRefs(path string) ([]string, error) {
 	return f.mounter.GetMountRefs(path)
+}
+
+// keep marks a path to be left as it is by Cleanup: a volume whose
+// teardown failed stays mounted with its files, for `cleanup` to finish
+// through the driver.
+func (f *fileSystem) keep(p string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range f.kept {
+		if k == p {
+			return
+		}
+	}
+	f.kept = append(f.kept, p)
+}
+
+// isKept tells whether p is a kept path or lies inside one.
+func (f *fileSystem) isKept(p string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range f.kept {
+		if p == k || strings.HasPrefix(p, k+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fileSystem) keptPaths() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.kept...)
+}
+
+// finish removes the journal when the run left nothing of its own, and
+// keeps it (for `cleanup`) otherwise.
+func (f *fileSystem) finish(clean bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.journal == nil {
+		return
+	}
+	if clean {
+		f.journal.remove()
+	} else {
+		f.journal.close()
+		f.keptJournal = f.journal.path
+	}
+	f.journal = nil
+}
+
+// journalPathOrKept is the run's journal file, kept for `cleanup`.
+func (f *fileSystem) journalPathOrKept() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keptJournal
 }

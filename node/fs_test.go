@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// KUBELET.md 1.6: one JSON object, keys sorted, then a newline.
+// docs/kubelet.md §1.6: one JSON object, keys sorted, then a newline.
 func TestSaveAndLoadVolumeData(t *testing.T) {
 	dir := t.TempDir()
-	f := newFileSystem()
+	f := newFileSystem(t.TempDir())
 	data := map[string]string{"volumeHandle": "vol-1", "driverName": "d", "specVolID": "pv-1"}
 	if err := f.saveVolumeData(dir, data); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestLoadVolumeDataErrors(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.7: removeMountDir removes the (empty, unmounted) dir, the
+// docs/kubelet.md §1.7: removeMountDir removes the (empty, unmounted) dir, the
 // vol_data.json beside it, and their parent; a non-empty dir stops it.
 func TestRemoveMountDir(t *testing.T) {
 	tests := []struct {
@@ -99,7 +99,7 @@ func TestRemoveMountDir(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vol := filepath.Join(t.TempDir(), "pv-1")
 			tc.setup(vol)
-			removed, err := newFileSystem().removeMountDir(vol + "/mount")
+			removed, err := newFileSystem(t.TempDir()).removeMountDir(vol + "/mount")
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)) {
 				t.Errorf("error = %v, want prefix %q", err, tc.wantErr)
 			}
@@ -121,7 +121,7 @@ func TestRemoveMountDir(t *testing.T) {
 
 func TestMkdirAllRemembers(t *testing.T) {
 	root := t.TempDir()
-	f := newFileSystem()
+	f := newFileSystem(t.TempDir())
 	if err := f.mkdirAll(root+"/a/b/c", 0o750); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,15 @@
 // Package node is the simulated kubelet: what a kubelet on a node does for
-// the CSI volumes of a pod, call for call. Its files follow the kubelet's
-// own split: registration (pluginmanager, csi_plugin.go RegisterPlugin),
-// stage.go (csi_attacher.go MountDevice/UnmountDevice), publish.go
-// (csi_mounter.go SetUpAt/TearDownAt), attach.go (WaitForAttach and
-// publish_context), lifecycle.go (the operation generator and reconciler
-// order), with the facts of ../shared/KUBELET.md in named helpers.
+// the CSI volumes of its pods, call for call. run.go is a pod's whole life
+// (register, mount, run, tear down, clean up) that every command drives
+// with its own plan; the other files follow the kubelet's own split:
+// register.go (pluginmanager, csi_plugin.go RegisterPlugin), stage.go
+// (csi_attacher.go MountDevice/UnmountDevice), publish.go (csi_mounter.go
+// SetUpAt/TearDownAt), block.go (csi_block.go), attach.go (WaitForAttach and
+// publish_context), lifecycle.go (the operation generator), operations.go
+// (the operation executor's keys), state.go (the actual state of the
+// world), running.go (pod syncs and stats while pods run), recover.go (the
+// kubelet's volume reconstruction after a restart), with the facts of
+// docs/kubelet.md in named helpers.
 package node
 
 import (
@@ -15,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // DefaultTimeout is csiTimeout in csi_plugin.go: one context per operation.
@@ -26,10 +31,9 @@ type Config struct {
 	RootDir  string
 	NodeName string
 	Timeout  time.Duration
-	Version  Version
-	// Gates are the release's feature gates with the user's overrides;
-	// nil: the release's defaults.
-	Gates *FeatureGates
+	// Release is the kubelet release and its gates; zero: the newest with
+	// its defaults.
+	Release Release
 	// SELinux is the node's SELinux.
 	SELinux SELinux
 	// Retry bounds the kubelet's retries of failed operations.
@@ -42,54 +46,39 @@ type Config struct {
 // Kubelet is one simulated kubelet on one node, talking to one driver.
 type Kubelet struct {
 	cfg     Config
+	release Release
 	paths   Paths
-	cluster *cluster.Cluster
+	cluster *manifests.Cluster
 	conn    grpc.ClientConnInterface
 	trace   *csiclient.Trace
 	tokens  TokenIssuer
 	fs      *fileSystem
-
-	registered map[string]*Registration
-	devices    map[string]*deviceState
-	mounts     map[mountKey]*mountState
-	podDirs    map[string]bool // pods whose directories this run made
-	gates      *FeatureGates
-	selinux    SELinux
-	// seLinuxVolumes is the desired state's label per volume.
-	seLinuxVolumes map[string]*seLinuxVolume
-	// lastTokens is the tokens value last sent per pod volume.
-	lastTokens map[string]string
+	state   *actualState
+	ops     *operations
+	selinux SELinux
 }
 
 // New returns a kubelet. conn is the driver connection (a csiclient.Dialer
 // for `run`, a csiclient.Planned for `plan`); every call through it is
 // recorded into trace.
-func New(cfg Config, c *cluster.Cluster, conn grpc.ClientConnInterface, trace *csiclient.Trace) *Kubelet {
+func New(cfg Config, c *manifests.Cluster, conn grpc.ClientConnInterface, trace *csiclient.Trace) *Kubelet {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.Version.Minor == 0 {
-		cfg.Version = DefaultVersion
-	}
-	if cfg.Gates == nil {
-		cfg.Gates, _ = NewFeatureGates(cfg.Version, "")
+	if !cfg.Release.valid() {
+		cfg.Release = DefaultRelease()
 	}
 	return &Kubelet{
-		cfg:        cfg,
-		paths:      Paths{Root: cfg.RootDir},
-		cluster:    c,
-		conn:       &csiclient.Recorder{Next: conn, Trace: trace},
-		trace:      trace,
-		fs:         newFileSystem(),
-		registered: map[string]*Registration{},
-		devices:    map[string]*deviceState{},
-		mounts:     map[mountKey]*mountState{},
-		podDirs:    map[string]bool{},
-		gates:      cfg.Gates,
-		selinux:    cfg.SELinux,
-
-		seLinuxVolumes: map[string]*seLinuxVolume{},
-		lastTokens:     map[string]string{},
+		cfg:     cfg,
+		release: cfg.Release,
+		paths:   Paths{Root: cfg.RootDir},
+		cluster: c,
+		conn:    &csiclient.Recorder{Next: conn, Trace: trace},
+		trace:   trace,
+		fs:      newFileSystem(cfg.RootDir),
+		state:   newActualState(),
+		ops:     &operations{},
+		selinux: cfg.SELinux,
 	}
 }
 

@@ -7,37 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
-
-// mountStatus is what the kubelet's actual state of the world holds for a
-// device or a pod's mount.
-type mountStatus int
-
-const (
-	statusMounted mountStatus = iota
-	statusUncertain
-)
-
-type deviceState struct {
-	driver, handle string
-	spec           *volumeSpec
-	status         mountStatus
-}
-
-type mountKey struct {
-	podUID, uniqueName string
-}
-
-type mountState struct {
-	pod    *corev1.Pod
-	spec   *volumeSpec
-	status mountStatus
-}
 
 // VolumeResult is what happened to one CSI volume of a pod.
 type VolumeResult struct {
@@ -70,59 +46,86 @@ func (r *PodResult) Failed() bool {
 }
 
 // MountPod mounts every CSI volume of the pod as the kubelet's volume
-// manager does when the pod lands on the node. The kubelet mounts volumes
-// in parallel and retries failures with backoff; the simulation mounts
-// them in the pod's order, one attempt each. The error is for inputs the
+// manager does when the pod lands on the node. The error is for inputs the
 // kubelet could not even resolve (a claim with no PV); volume failures are
-// in the result.
-func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod) (*PodResult, error) {
+// in the result. With parallel the reconciler's way is followed: an
+// operation per volume, side by side, one pending operation per volume
+// (operations.go); without, the volumes are mounted in the pod's order, so
+// that a trace reads as a story.
+func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
 	specs, skipped, err := resolveVolumes(k.cluster, pod)
 	if err != nil {
 		return nil, err
 	}
-	res := &PodResult{Pod: pod, Skipped: skipped}
+	res := &PodResult{Pod: pod, Skipped: skipped, Volumes: make([]VolumeResult, len(specs))}
 	if err := k.makePodDataDirs(pod); err != nil {
 		return nil, err
 	}
-	for _, v := range specs {
-		vr := VolumeResult{
-			PodVolume:  v.PodVolume,
-			SpecName:   v.SpecName,
-			Driver:     v.Driver,
-			Handle:     v.Handle,
-			Mode:       v.Mode,
-			TargetPath: k.paths.TargetPath(string(pod.UID), v.SpecName),
+	if !parallel {
+		for i, v := range specs {
+			res.Volumes[i] = k.mountOne(ctx, pod, v)
 		}
-		l := csiclient.Labels{Component: "kubelet", Operation: "MountVolume", Volume: v.SpecName, Pod: podName(pod)}
-		mount := k.mountVolume
-		if v.Block {
-			vr.TargetPath = k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
-			mount = func(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error { return k.mapVolume(ctx, pod, v, 0) }
-		}
-		if err := k.withRetry(ctx, l, func(int) error { return mount(ctx, pod, v) }); err != nil {
-			vr.Err = err
-		} else {
-			vr.Published = true
-		}
-		if v.Block {
-			if _, err := os.Stat(k.paths.BlockStagingPath(v.SpecName)); err == nil {
-				vr.StagingPath = k.paths.BlockStagingPath(v.SpecName)
-			}
-		} else if v.persistent() {
-			dmp := k.paths.DeviceMountPath(v.Driver, v.Handle)
-			if _, err := loadVolumeData(filepath.Dir(dmp)); err == nil {
-				vr.StagingPath = dmp
-			}
-		}
-		res.Volumes = append(res.Volumes, vr)
+		return res, nil
 	}
+	var wg sync.WaitGroup
+	for i, v := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res.Volumes[i] = k.mountOne(ctx, pod, v)
+		}()
+	}
+	wg.Wait()
 	return res, nil
+}
+
+// mountOne runs the mount (or map) operation of one volume under the
+// volume's operation key, with the kubelet's retries.
+func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) VolumeResult {
+	vr := VolumeResult{
+		PodVolume:  v.PodVolume,
+		SpecName:   v.SpecName,
+		Driver:     v.Driver,
+		Handle:     v.Handle,
+		Mode:       v.Mode,
+		TargetPath: k.paths.TargetPath(string(pod.UID), v.SpecName),
+	}
+	l := csiclient.Labels{Component: "kubelet", Operation: "MountVolume", Volume: v.SpecName, Pod: podName(pod)}
+	mount := func() error { return k.mountVolume(ctx, pod, v) }
+	if v.Block {
+		vr.TargetPath = k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+		mount = func() error { return k.mapVolume(ctx, pod, v, 0) }
+	}
+	key := operationKey{volume: v.uniqueName(string(pod.UID))}
+	k.state.notePodVolume(string(pod.UID), key.volume)
+	err := k.withRetry(ctx, l, func(int) error { return k.ops.run(ctx, key, mount) })
+	if err != nil {
+		vr.Err = err
+	} else {
+		vr.Published = true
+	}
+	if v.Block {
+		if _, err := os.Stat(k.paths.BlockStagingPath(v.SpecName)); err == nil {
+			vr.StagingPath = k.paths.BlockStagingPath(v.SpecName)
+		}
+	} else if v.persistent() {
+		dmp := k.paths.DeviceMountPath(v.Driver, v.Handle)
+		if _, err := loadVolumeData(filepath.Dir(dmp)); err == nil {
+			vr.StagingPath = dmp
+		}
+	}
+	return vr
 }
 
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
 func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.paths.PodDir(string(pod.UID))
-	k.podDirs[string(pod.UID)] = true
+	if !k.state.podHasDirs(string(pod.UID)) {
+		if err := k.claimDir("pod "+podName(pod), dir); err != nil {
+			return err
+		}
+	}
+	k.state.markPodDirs(string(pod.UID))
 	for _, d := range []string{dir, dir + "/volumes", dir + "/plugins"} {
 		if err := k.fs.mkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -142,28 +145,32 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	fail := func(op string, err error) error {
 		return k.volumeFailure(ctx, labels, op, v, pod, err)
 	}
-	if v.persistent() && k.mountedElsewhere(unique, pod) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+	if v.persistent() && k.state.mountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail("MountVolume.SetUp", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	seLinuxLabel, err := k.mountSELinuxLabel(pod, v)
 	if err != nil {
 		return fail("AddPodToVolume", &opError{kind: Transient, err: err})
 	}
+	if seLinuxLabel == "" {
+		k.explainNoSELinux(csiclient.WithLabels(ctx, labels), pod, v)
+	}
+	k.explainPodInfo(csiclient.WithLabels(ctx, labels), v)
 	if v.persistent() && k.attachRequired(v.Driver) {
 		l := labels
 		l.Operation = "WaitForAttach"
 		if err := k.waitForAttach(csiclient.WithLabels(ctx, l), v); err != nil {
-			return fail("MountVolume.WaitForAttach", &opError{kind: Transient, err: err})
+			return fail("MountVolume.WaitForAttach", &opError{kind: Transient, err: fmt.Errorf("%w%s", err, k.attachHint(pod))})
 		}
 	}
 	if v.persistent() {
-		if d, ok := k.devices[unique]; !ok || d.status != statusMounted {
+		if !k.state.deviceMounted(unique) {
 			l := labels
 			l.Operation = "MountDevice"
 			octx, cancel := k.operationContext(ctx, l)
 			err := k.mountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
-			k.recordDevice(unique, v, err)
+			k.state.recordDevice(unique, v, err)
 			if err != nil {
 				return fail("MountVolume.MountDevice", err)
 			}
@@ -174,7 +181,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	octx, cancel := k.operationContext(ctx, l)
 	err = k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
-	k.recordMount(pod, unique, v, err)
+	k.state.recordMount(pod, unique, v, err)
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
@@ -188,53 +195,95 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	return nil
 }
 
-func (k *Kubelet) mountedElsewhere(unique string, pod *corev1.Pod) bool {
-	for key := range k.mounts {
-		if key.uniqueName == unique && key.podUID != string(pod.UID) {
-			return true
-		}
-	}
-	return false
-}
-
 // UnmountPod tears the pod's volumes down as the reconciler does once the
 // pod is deleted: NodeUnpublish for each volume mounted or uncertain, then,
-// for each device no pod uses any more, UnmountDevice (NodeUnstage). It
-// returns the failures, worded as the kubelet's events.
-func (k *Kubelet) UnmountPod(ctx context.Context, pod *corev1.Pod) []error {
-	var errs []error
-	for _, key := range k.sortedMounts(pod) {
-		m := k.mounts[key]
-		op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.tearDown
-		if m.spec.Block {
-			op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.unmapVolume
+// for each of its devices no pod uses any more, UnmountDevice
+// (NodeUnstage). It returns the failures, worded as the kubelet's events.
+// With parallel the volumes are torn down side by side.
+func (k *Kubelet) UnmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
+	keys := k.state.podMounts(pod)
+	errs := make([]error, len(keys))
+	devices := make([]string, len(keys))
+	each := func(i int) {
+		devices[i] = keys[i].uniqueName
+		errs[i] = k.unmountOne(ctx, pod, keys[i])
+	}
+	if parallel {
+		var wg sync.WaitGroup
+		for i := range keys {
+			wg.Add(1)
+			go func() { defer wg.Done(); each(i) }()
 		}
-		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.spec.SpecName, Pod: podName(pod)}
-		err := k.withRetry(ctx, l, func(int) error {
+		wg.Wait()
+	} else {
+		for i := range keys {
+			each(i)
+		}
+	}
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	devices = append(devices, k.state.podVolumeNames(string(pod.UID))...)
+	out = append(out, k.unmountDevices(ctx, devices)...)
+	k.state.prunePodVolumes(string(pod.UID))
+	return out
+}
+
+// unmountOne is the unmount (or unmap) operation of one pod volume, under
+// the key of the volume and the pod.
+func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey) error {
+	m, ok := k.state.mount(key)
+	if !ok {
+		return nil
+	}
+	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.tearDown
+	if m.spec.Block {
+		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.unmapVolume
+	}
+	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.spec.SpecName, Pod: podName(pod)}
+	opKey := operationKey{volume: key.uniqueName, pod: key.podUID}
+	err := k.withRetry(ctx, l, func(int) error {
+		return k.ops.run(ctx, opKey, func() error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
 			return teardown(octx, pod, m.spec)
 		})
-		if err != nil {
-			ve := &VolumeError{Operation: op, Prefix: eventPrefix(err, prefix), Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
-			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
-			errs = append(errs, ve)
-			continue
-		}
-		delete(k.mounts, key)
+	})
+	if err != nil {
+		ve := &VolumeError{Operation: op, Prefix: eventPrefix(err, prefix), Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+		k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
+		k.keepVolume(m.spec, key.podUID)
+		return ve
 	}
-	return append(errs, k.unmountDevices(ctx)...)
+	k.state.forgetMount(key)
+	return nil
 }
 
-// unmountDevices is the reconciler's unmountDetachDevices: only devices
-// that no pod mounts any more.
-func (k *Kubelet) unmountDevices(ctx context.Context) []error {
+// unmountDevices is the reconciler's unmountDetachDevices for the given
+// devices: only those that no pod mounts any more.
+func (k *Kubelet) unmountDevices(ctx context.Context, among []string) []error {
 	var errs []error
-	for _, unique := range sortedKeys(k.devices) {
-		if k.deviceInUse(unique) {
-			continue
+	for _, unique := range k.state.devicesNotInUse(among) {
+		if err := k.unmountDevice1(ctx, unique); err != nil {
+			errs = append(errs, err)
 		}
-		d := k.devices[unique]
+	}
+	return errs
+}
+
+// unmountDevice1 is the UnmountDevice (TearDownDevice) operation of one
+// device, under the volume's key; the device may have found a new user
+// while the operation waited for its turn.
+func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
+	var out error
+	err := k.ops.run(ctx, operationKey{volume: unique}, func() error {
+		if len(k.state.devicesNotInUse([]string{unique})) == 0 {
+			return nil
+		}
+		d, _ := k.state.device(unique)
 		op, prefix := "UnmountDevice", "UnmountDevice failed"
 		unmount := func(ctx context.Context) error { return k.unmountDevice(ctx, d.driver, d.handle) }
 		if d.spec.Block {
@@ -250,41 +299,18 @@ func (k *Kubelet) unmountDevices(ctx context.Context) []error {
 		if err != nil {
 			ve := &VolumeError{Operation: op, Prefix: prefix, Volume: d.spec.SpecName, Kind: kindOf(err), Err: err}
 			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
-			errs = append(errs, ve)
-			d.status = statusUncertain
-			continue
+			k.state.markDeviceUncertain(unique)
+			k.keepDevice(d.spec)
+			out = ve
+			return nil
 		}
-		delete(k.devices, unique)
-	}
-	return errs
-}
-
-func (k *Kubelet) deviceInUse(unique string) bool {
-	for key := range k.mounts {
-		if key.uniqueName == unique {
-			return true
-		}
-	}
-	return false
-}
-
-// sortedMounts returns the pod's mounts in a stable order (the pod's
-// volume order), so traces are reproducible.
-func (k *Kubelet) sortedMounts(pod *corev1.Pod) []mountKey {
-	var keys []mountKey
-	for key := range k.mounts {
-		if key.podUID == string(pod.UID) {
-			keys = append(keys, key)
-		}
-	}
-	order := map[string]int{}
-	for i, v := range pod.Spec.Volumes {
-		order[v.Name] = i
-	}
-	slices.SortFunc(keys, func(a, b mountKey) int {
-		return order[k.mounts[a].spec.PodVolume] - order[k.mounts[b].spec.PodVolume]
+		k.state.forgetDevice(unique)
+		return nil
 	})
-	return keys
+	if err != nil {
+		return err
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

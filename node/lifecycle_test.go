@@ -11,11 +11,11 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // The exact calls of each kubelet operation and the capability queries
-// before them (KUBELET.md 11 "Exact call sequence", appendix 1, 1.5, 1.7).
+// before them (docs/kubelet.md §11, §21.1, §1.5, §1.7).
 func TestCallSequence(t *testing.T) {
 	inlineDriver := csiDriverDoc("attachRequired: false", "volumeLifecycleModes: [Ephemeral]")
 	tests := []struct {
@@ -88,7 +88,7 @@ func TestCallSequence(t *testing.T) {
 			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.wantMount) {
 				t.Errorf("mount calls:\n got %q\nwant %q", got, tc.wantMount)
 			}
-			e.drv.reset()
+			e.drv.ClearCalls()
 			e.unmountOK("app-1")
 			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.wantTear) {
 				t.Errorf("teardown calls:\n got %q\nwant %q", got, tc.wantTear)
@@ -98,13 +98,13 @@ func TestCallSequence(t *testing.T) {
 }
 
 // A device used by two pods is staged once, and unstaged only after both
-// pods' NodeUnpublish (KUBELET.md 12 "Order on pod deletion").
+// pods' NodeUnpublish (docs/kubelet.md §12, teardown order).
 func TestSharedDeviceUnstagedAfterLastPod(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1,
 		podDoc("app-2", "pod-uid-2", claimVol("shared", "data-1"))), newFakeDriver(capStage))
 
 	e.mountOK("app-1")
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.mountOK("app-2")
 	wantSecond := []string{
 		"SetUp:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)",
@@ -120,7 +120,7 @@ func TestSharedDeviceUnstagedAfterLastPod(t *testing.T) {
 		t.Errorf("second pod target_path = %q, want %q", got, want)
 	}
 
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.unmountOK("app-1")
 	if got, want := seq(e.drv.Calls()), []string{"TearDown:NodeUnpublishVolume"}; !slices.Equal(got, want) {
 		t.Errorf("first pod deleted: got %q, want %q (no unstage while app-2 uses the device)", got, want)
@@ -129,7 +129,7 @@ func TestSharedDeviceUnstagedAfterLastPod(t *testing.T) {
 		t.Errorf("globalmount removed while app-2 still uses it")
 	}
 
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.unmountOK("app-2")
 	want := []string{
 		"TearDown:NodeUnpublishVolume",
@@ -141,14 +141,14 @@ func TestSharedDeviceUnstagedAfterLastPod(t *testing.T) {
 	}
 }
 
-// KUBELET.md 8: a PV whose only access mode is ReadWriteOncePod cannot be
+// docs/kubelet.md §8: a PV whose only access mode is ReadWriteOncePod cannot be
 // mounted by a second pod on the node.
 func TestReadWriteOncePodSecondPod(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver,
 		pvDoc("pv-1", "vol-1", "data-1", "accessModes: [ReadWriteOncePod]"), pvc1, pod1,
 		podDoc("app-2", "pod-uid-2", claimVol("data", "data-1"))), newFakeDriver(capStage))
 	e.mountOK("app-1")
-	e.drv.reset()
+	e.drv.ClearCalls()
 
 	ve := volErr(t, e.mount("app-2"))
 	const want = `MountVolume.SetUp failed for volume "pv-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`
@@ -161,11 +161,11 @@ func TestReadWriteOncePodSecondPod(t *testing.T) {
 
 	// Once the first pod is gone, the second one mounts.
 	e.unmountOK("app-1")
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.mountOK("app-2")
 }
 
-// KUBELET.md 2: the lifecycle mode check at the start of SetUpAt, its exact
+// docs/kubelet.md §2: the lifecycle mode check at the start of SetUpAt, its exact
 // texts, and that it is transient (no RPC of SetUp, nothing to clean up).
 func TestVolumeLifecycleModeCheck(t *testing.T) {
 	tests := []struct {
@@ -203,7 +203,7 @@ func TestVolumeLifecycleModeCheck(t *testing.T) {
 				t.Errorf("operation = %q, want MountVolume.SetUp", ve.Operation)
 			}
 			for _, c := range e.drv.Calls() {
-				if c.Operation == "SetUp" {
+				if c.Labels.Operation == "SetUp" {
 					t.Errorf("SetUp reached the driver: %s", c.Method)
 				}
 			}
@@ -225,7 +225,7 @@ func TestVolumeLifecycleModeBoth(t *testing.T) {
 	}
 }
 
-// KUBELET.md 13: a volume naming a driver that is not registered fails
+// docs/kubelet.md §13: a volume naming a driver that is not registered fails
 // with the kubelet's text, as a transient error, before any RPC.
 func TestVolumeOfUnregisteredDriver(t *testing.T) {
 	const other = "other.csi.example.com"
@@ -268,7 +268,7 @@ func TestVolumeOfUnregisteredDriver(t *testing.T) {
 	}
 }
 
-// The pod's data dirs are pre-created with 0750 (KUBELET.md 1.1).
+// The pod's data dirs are pre-created with 0750 (docs/kubelet.md §1.1).
 func TestMakePodDataDirs(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver())
 	e.mountOK("app-1")
@@ -320,19 +320,19 @@ func TestResolveClaims(t *testing.T) {
 			if err := os.WriteFile(file, []byte(docs(tc.objects...)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c, err := (&cluster.Loader{}).Load([]string{file})
+			c, err := (&manifests.Loader{}).Load([]string{file})
 			if err != nil {
 				t.Fatal(err)
 			}
 			drv := newFakeDriver()
 			k := New(Config{RootDir: t.TempDir(), NodeName: testNode}, c, drv, csiclient.NewTrace())
-			_, err = k.MountPod(context.Background(), c.Pods()[0])
+			_, err = k.MountPod(context.Background(), c.Pods()[0], false)
 			if err == nil {
 				t.Fatal("MountPod succeeded")
 			}
-			var ie *cluster.InputError
+			var ie *manifests.InputError
 			if !errors.As(err, &ie) {
-				t.Errorf("error %T is not a *cluster.InputError", err)
+				t.Errorf("error %T is not a *manifests.InputError", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -368,7 +368,7 @@ spec:
 }
 
 // A generic ephemeral volume's claim is <pod>-<volume>; paths use its PV
-// name and readonly is false (KUBELET.md 1.2, 8).
+// name and readonly is false (docs/kubelet.md §1.2, §8).
 func TestGenericEphemeralVolume(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pvDoc("pv-eph", "vol-1", "app-1-scratch"), pvcDoc("app-1-scratch", "pv-eph"),
 		podDoc("app-1", "pod-uid-1", "{name: scratch, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}}")),

@@ -9,7 +9,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
-// KUBELET.md 1.2: <root>/pods/<podUID>/volumes/kubernetes.io~csi/<escape(specName)>/mount,
+// docs/kubelet.md §1.2: <root>/pods/<podUID>/volumes/kubernetes.io~csi/<escape(specName)>/mount,
 // specName being the PV name for a claim and the pod's volume name inline.
 func TestTargetPath(t *testing.T) {
 	p := Paths{Root: "/var/lib/kubelet"}
@@ -34,7 +34,7 @@ func TestTargetPath(t *testing.T) {
 
 // The spec name comes from the claim's PV, not the pod's volume name, when
 // the kubelet resolves a pod; inline volumes use the pod's volume name
-// (KUBELET.md 1.2).
+// (docs/kubelet.md §1.2).
 func TestTargetPathOfResolvedVolumes(t *testing.T) {
 	e := newEnv(t, docs(
 		csiDriverDoc("attachRequired: false", "volumeLifecycleModes: [Persistent, Ephemeral]"),
@@ -60,7 +60,7 @@ func TestTargetPathOfResolvedVolumes(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.3: <root>/plugins/kubernetes.io/csi/<driver>/<hex(sha256(handle))>/globalmount,
+// docs/kubelet.md §1.3: <root>/plugins/kubernetes.io/csi/<driver>/<hex(sha256(handle))>/globalmount,
 // the driver name not escaped, nothing but the handle hashed.
 func TestDeviceMountPath(t *testing.T) {
 	p := Paths{Root: "/var/lib/kubelet"}
@@ -86,7 +86,7 @@ func TestDeviceMountPath(t *testing.T) {
 	}
 }
 
-// KUBELET.md 10: "csi-" + hex(sha256(volumeHandle + driverName + nodeName)).
+// docs/kubelet.md §10: "csi-" + hex(sha256(volumeHandle + driverName + nodeName)).
 func TestAttachmentName(t *testing.T) {
 	tests := []struct {
 		handle, driver, node string
@@ -105,7 +105,7 @@ func TestAttachmentName(t *testing.T) {
 	}
 }
 
-// KUBELET.md 2: "csi-" + hex(sha256(podUID + podVolumeName)), no separator.
+// docs/kubelet.md §2: "csi-" + hex(sha256(podUID + podVolumeName)), no separator.
 func TestInlineVolumeHandle(t *testing.T) {
 	tests := []struct {
 		podUID, volName string
@@ -124,14 +124,14 @@ func TestInlineVolumeHandle(t *testing.T) {
 	}
 }
 
-// KUBELET.md 10: node.status.volumesAttached names are kubernetes.io/csi/<driver>^<handle>.
+// docs/kubelet.md §10: node.status.volumesAttached names are kubernetes.io/csi/<driver>^<handle>.
 func TestUniqueVolumeName(t *testing.T) {
 	if got, want := UniqueVolumeName("hostpath.csi.k8s.io", "vol-1"), "kubernetes.io/csi/hostpath.csi.k8s.io^vol-1"; got != want {
 		t.Errorf("UniqueVolumeName = %q, want %q", got, want)
 	}
 }
 
-// KUBELET.md 1.1.
+// docs/kubelet.md §1.1.
 func TestRootLayout(t *testing.T) {
 	p := Paths{Root: "/var/lib/kubelet"}
 	tests := []struct{ name, got, want string }{
@@ -150,7 +150,7 @@ func TestRootLayout(t *testing.T) {
 	}
 }
 
-// sha256Hex is the formula of KUBELET.md 1.3 (lowercase hex of SHA-256),
+// sha256Hex is the formula of docs/kubelet.md §1.3 (lowercase hex of SHA-256),
 // written independently of the code under test.
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// KUBELET.md 3: volume_context is the volume's attributes, plus the five
+// docs/kubelet.md §3: volume_context is the volume's attributes, plus the five
 // pod-info keys only with podInfoOnMount: true; ephemeral is "true" or
 // "false"; NodeStage gets only the PV's attributes.
 func TestVolumeContextPodInfo(t *testing.T) {
@@ -65,7 +65,7 @@ func TestVolumeContextPodInfo(t *testing.T) {
 	}
 }
 
-// KUBELET.md 3: kubelet keys overwrite user attributes with the same key;
+// docs/kubelet.md §3: kubelet keys overwrite user attributes with the same key;
 // the manifests' own maps are not changed between pods.
 func TestVolumeContextKubeletKeysWin(t *testing.T) {
 	pv := pvDoc("pv-1", "vol-1", "data-1", `csi: {driver: hostpath.csi.k8s.io, volumeHandle: vol-1, volumeAttributes: {"csi.storage.k8s.io/pod.name": spoofed, "csi.storage.k8s.io/ephemeral": "maybe", mine: kept}}`)
@@ -142,7 +142,7 @@ func (f *fakeTokens) Token(_ context.Context, ns, sa string, req *authentication
 	return &authenticationv1.TokenRequest{Spec: req.Spec, Status: authenticationv1.TokenRequestStatus{Token: tok, ExpirationTimestamp: tokenExpiry}}, nil
 }
 
-// KUBELET.md 3, 4.1, 4.3, 4.4, appendix 8: tokens go to volume_context (even
+// docs/kubelet.md §3, §4.1, §4.3, §4.4, §21.8: tokens go to volume_context (even
 // without podInfoOnMount) or, with serviceAccountTokenInSecrets, to secrets
 // over the publish secret; one TokenRequest per entry, bound to the pod.
 func TestServiceAccountTokens(t *testing.T) {
@@ -204,7 +204,7 @@ stringData: {"csi.storage.k8s.io/serviceAccount.tokens": user-secret, password: 
 	}
 }
 
-// KUBELET.md 4.1: the TokenRequests themselves.
+// docs/kubelet.md §4.1: the TokenRequests themselves.
 func TestTokenRequestSpec(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault, expirationSeconds: 3607}, {audience: ''}]"), pv1, pvc1, pod1), newFakeDriver())
 	tokens := &fakeTokens{}
@@ -234,7 +234,7 @@ func TestTokenRequestSpec(t *testing.T) {
 	}
 }
 
-// Appendix 8: Go encoding/json escapes HTML characters in the tokens value.
+// docs/kubelet.md §21.8: Go encoding/json escapes HTML characters in the tokens value.
 func TestTokensJSONEscapesHTML(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: a}]"), pv1, pvc1, pod1), newFakeDriver())
 	e.k.SetTokenIssuer(&fakeTokens{token: func(string) string { return "x<y&z>" }})
@@ -246,7 +246,7 @@ func TestTokensJSONEscapesHTML(t *testing.T) {
 	}
 }
 
-// KUBELET.md 4.1: a failed TokenRequest (or none possible) is transient,
+// docs/kubelet.md §4.1: a failed TokenRequest (or none possible) is transient,
 // with the source's typo, and no NodePublish.
 func TestTokenFailure(t *testing.T) {
 	tests := []struct {

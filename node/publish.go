@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 
@@ -29,53 +30,18 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	if err := k.supportsVolumeLifecycleMode(v); err != nil {
 		return transient("%s", pluginLog("mounter.SetupAt failed to check volume lifecycle mode: %s", err))
 	}
-
-	var stagingPath string
-	var publishContext map[string]string
-	if v.persistent() {
-		stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
-		if err != nil {
-			return errors.New(pluginLog("mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: %v", err))
-		}
-		if stage {
-			stagingPath = k.paths.DeviceMountPath(v.Driver, v.Handle)
-		}
-		publishContext, err = k.publishContext(ctx, v)
-		if err != nil {
-			return transient("%s", pluginLog("mounter.SetUpAt failed to fetch publishContext: %v", err))
-		}
-	}
-
-	parentDir := filepath.Dir(target)
-	if err := k.fs.mkdirAll(parentDir, 0o750); err != nil {
-		return errors.New(pluginLog("mounter.SetUpAt failed to create dir %#v:  %v", parentDir, err))
-	}
-	k.trace.Note(ctx, true, "mkdir "+parentDir+" (0750); the target itself is left to the driver")
-
-	secrets := map[string]string{}
-	if ref := v.PublishSecretRef; ref != nil {
-		var err error
-		if secrets, err = k.credentialsFromSecret(ref); err != nil {
-			return transient("fetching NodePublishSecretRef %s failed: %v", secretRefText(ref), err)
-		}
-	}
-
-	volumeContext := copyMap(v.Attributes)
-	driverObj, hasDriverObj := k.cluster.CSIDriver(v.Driver)
-	if hasDriverObj && driverObj.Spec.PodInfoOnMount != nil && *driverObj.Spec.PodInfoOnMount {
-		volumeContext = mergeMap(volumeContext, podInfoAttrs(pod, v.Mode))
-	}
-	tokenAttrs, inSecrets, err := k.serviceAccountTokenAttrs(ctx, pod, v.Driver)
+	stagingPath, publishContext, err := k.stagingForPublish(ctx, v)
 	if err != nil {
-		return transient("%s", pluginLog("mounter.SetUpAt failed to get service accoount token attributes: %v", err))
+		return err
 	}
-	k.noteTokenChange(ctx, pod, v, tokenAttrs, args.IsRemount)
-	if inSecrets {
-		secrets = mergeMap(secrets, tokenAttrs)
-	} else {
-		volumeContext = mergeMap(volumeContext, tokenAttrs)
+	parentDir := filepath.Dir(target)
+	if err := k.makeTargetParent(ctx, parentDir, target); err != nil {
+		return err
 	}
-
+	secrets, volumeContext, err := k.publishAttributes(ctx, pod, v, args)
+	if err != nil {
+		return err
+	}
 	vmg, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
 		return transient("%s", pluginLog("mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
@@ -89,24 +55,10 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	if seLinuxMount {
 		mountOptions = addSELinuxMountOption(mountOptions, args.SELinuxLabel)
 	}
-
-	volData := map[string]string{
-		"specVolID":           v.SpecName,
-		"volumeHandle":        v.Handle,
-		"driverName":          v.Driver,
-		"nodeName":            k.cfg.NodeName,
-		"volumeLifecycleMode": string(v.Mode),
-		"attachmentID":        AttachmentName(v.Handle, v.Driver, k.cfg.NodeName),
-	}
-	if seLinuxMount {
-		volData["seLinuxMountContext"] = args.SELinuxLabel
-	}
-	if err := k.fs.saveVolumeData(parentDir, volData); err != nil {
+	if err := k.saveTargetVolumeData(ctx, v, parentDir, seLinuxMount, args.SELinuxLabel); err != nil {
 		k.removeMountDir(ctx, target)
 		return err
 	}
-	k.trace.Note(ctx, true, "wrote "+filepath.Join(parentDir, volDataFileName))
-
 	err = k.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
 		VolumeId:          v.Handle,
 		PublishContext:    publishContext,
@@ -119,7 +71,7 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	if err != nil {
 		// Since 1.36 a failed republish keeps the target: the pod still
 		// uses the existing mount (#121271).
-		if kindOf(err) == Final && !(args.IsRemount && k.cfg.Version.KeepsTargetOnFailedRemount()) {
+		if kindOf(err) == Final && !(args.IsRemount && k.release.KeepsTargetOnFailedRemount()) {
 			k.removeMountDir(ctx, target)
 		}
 		return err
@@ -127,7 +79,92 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	if seLinuxMount {
 		k.checkSELinuxContext(ctx, target, args.SELinuxLabel)
 	}
+	driverObj, hasDriverObj := k.cluster.CSIDriver(v.Driver)
 	return k.applyFSGroup(ctx, pod, v, target, vmg, driverObj, hasDriverObj)
+}
+
+// stagingForPublish is SetUpAt's part for persistent volumes: the staging
+// path when the driver stages, and the VolumeAttachment's publish_context.
+func (k *Kubelet) stagingForPublish(ctx context.Context, v *volumeSpec) (string, map[string]string, error) {
+	if !v.persistent() {
+		return "", nil, nil
+	}
+	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	if err != nil {
+		return "", nil, errors.New(pluginLog("mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: %v", err))
+	}
+	stagingPath := ""
+	if stage {
+		stagingPath = k.paths.DeviceMountPath(v.Driver, v.Handle)
+	}
+	publishContext, err := k.publishContext(ctx, v)
+	if err != nil {
+		return "", nil, transient("%s", pluginLog("mounter.SetUpAt failed to fetch publishContext: %v", err))
+	}
+	return stagingPath, publishContext, nil
+}
+
+// makeTargetParent makes the target's parent, never the target itself
+// (the driver's), after checking the directory is not someone else's.
+func (k *Kubelet) makeTargetParent(ctx context.Context, parentDir, target string) error {
+	if err := k.claimDir("mounter.SetUpAt", parentDir); err != nil {
+		return err
+	}
+	k.fs.markMountPath(target)
+	if err := k.fs.mkdirAll(parentDir, 0o750); err != nil {
+		return errors.New(pluginLog("mounter.SetUpAt failed to create dir %#v:  %v", parentDir, err))
+	}
+	k.trace.Note(ctx, true, "mkdir "+parentDir+" (0750); the target itself is left to the driver")
+	return nil
+}
+
+// publishAttributes are NodePublishVolume's secrets and volume_context:
+// the publish secret, the volume's attributes, pod info when the CSIDriver
+// asks for it, and the service-account tokens in either.
+func (k *Kubelet) publishAttributes(ctx context.Context, pod *corev1.Pod, v *volumeSpec, args mounterArgs) (map[string]string, map[string]string, error) {
+	secrets := map[string]string{}
+	if ref := v.PublishSecretRef; ref != nil {
+		var err error
+		if secrets, err = k.credentialsFromSecret(ref); err != nil {
+			return nil, nil, transient("fetching NodePublishSecretRef %s failed: %v", secretRefText(ref), err)
+		}
+	}
+	volumeContext := copyMap(v.Attributes)
+	if d, ok := k.cluster.CSIDriver(v.Driver); ok && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
+		volumeContext = mergeMap(volumeContext, podInfoAttrs(pod, v.Mode))
+	}
+	tokenAttrs, inSecrets, err := k.serviceAccountTokenAttrs(ctx, pod, v.Driver)
+	if err != nil {
+		return nil, nil, transient("%s", pluginLog("mounter.SetUpAt failed to get service accoount token attributes: %v", err))
+	}
+	k.noteTokenChange(ctx, pod, v, tokenAttrs, args.IsRemount)
+	if inSecrets {
+		secrets = mergeMap(secrets, tokenAttrs)
+	} else {
+		volumeContext = mergeMap(volumeContext, tokenAttrs)
+	}
+	return secrets, volumeContext, nil
+}
+
+// saveTargetVolumeData writes the pod volume's vol_data.json beside the
+// target, as SetUpAt does before NodePublishVolume.
+func (k *Kubelet) saveTargetVolumeData(ctx context.Context, v *volumeSpec, parentDir string, seLinuxMount bool, label string) error {
+	volData := map[string]string{
+		"specVolID":           v.SpecName,
+		"volumeHandle":        v.Handle,
+		"driverName":          v.Driver,
+		"nodeName":            k.cfg.NodeName,
+		"volumeLifecycleMode": string(v.Mode),
+		"attachmentID":        AttachmentName(v.Handle, v.Driver, k.cfg.NodeName),
+	}
+	if seLinuxMount {
+		volData["seLinuxMountContext"] = label
+	}
+	if err := k.fs.saveVolumeData(parentDir, volData); err != nil {
+		return err
+	}
+	k.trace.Note(ctx, true, "wrote "+filepath.Join(parentDir, volDataFileName))
+	return nil
 }
 
 // nodePublishVolume is csiDriverClient.NodePublishVolume.
@@ -164,7 +201,7 @@ func (k *Kubelet) supportsVolumeLifecycleMode(v *volumeSpec) error {
 
 // applyFSGroup is the kubelet's own ownership change after a successful
 // publish, when the driver does not take fsGroup itself (supportsFSGroup
-// and VolumeOwnership.ChangePermissions, KUBELET.md 7.2 and 7.3). It runs
+// and VolumeOwnership.ChangePermissions, docs/kubelet.md §7.2 and §7.3). It runs
 // for real on the published target; a failure makes the mount uncertain.
 func (k *Kubelet) applyFSGroup(ctx context.Context, pod *corev1.Pod, v *volumeSpec, target string, vmg bool, d *storagev1.CSIDriver, hasDriver bool) error {
 	fsGroup := podFSGroup(pod)
@@ -217,11 +254,21 @@ func hasReadWriteOnce(modes []corev1.PersistentVolumeAccessMode) bool {
 	return slices.Contains(modes, corev1.ReadWriteOnce) || slices.Contains(modes, corev1.ReadWriteOncePod)
 }
 
-// tearDown is csiMountMgr.TearDownAt: NodeUnpublishVolume, then the
-// kubelet removes the target if the driver left it unmounted and empty,
-// vol_data.json and their parent.
+// tearDown is csiPlugin.NewUnmounter, which reads vol_data.json beside the
+// target (without it there is no unmounter, and the reconciler retries for
+// ever: up to 1.35 a failed republish removes it, see
+// KeepsTargetOnFailedRemount), then csiMountMgr.TearDownAt:
+// NodeUnpublishVolume, then the kubelet removes the target if the driver
+// left it unmounted and empty, vol_data.json and their parent.
 func (k *Kubelet) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
 	target := k.paths.TargetPath(string(pod.UID), v.SpecName)
+	if _, err := loadVolumeData(filepath.Dir(target)); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = errors.New(pluginLog("failed to open volume data file [%s]: %v", pe.Path, err))
+		}
+		return &prefixedError{"UnmountVolume.NewUnmounter failed", errors.New(pluginLog("unmounter failed to load volume data file [%s]: %v", target, err))}
+	}
 	if err := k.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("Unmounter.TearDownAt failed to get CSI client: %v", err))
 	}

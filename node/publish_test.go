@@ -1,15 +1,19 @@
 package node
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
-// NodePublish for a PV on a staging driver (KUBELET.md 1.2, 1.3, 3, 8).
+// NodePublish for a PV on a staging driver (docs/kubelet.md §1.2, §1.3, §3, §8).
 func TestNodePublishRequestPV(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver,
 		pvDoc("pv-1", "vol-1", "data-1",
@@ -34,7 +38,7 @@ func TestNodePublishRequestPV(t *testing.T) {
 	protoEqual(t, "NodePublishVolumeRequest", got, want)
 }
 
-// NodePublish for an inline volume (KUBELET.md 2): generated handle, no
+// NodePublish for an inline volume (docs/kubelet.md §2): generated handle, no
 // staging path, no mount flags, fsType and readOnly from the inline source,
 // access mode forced to the RWO mapping, volumeAttributes as the base.
 func TestNodePublishRequestInline(t *testing.T) {
@@ -80,7 +84,7 @@ func TestNodePublishRequestInline(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.5, 1.6: at NodePublish the parent of the target exists, the
+// docs/kubelet.md §1.5, §1.6: at NodePublish the parent of the target exists, the
 // target itself does not, and vol_data.json (six keys, sorted, newline) is
 // already written.
 func TestPublishDirsAndVolData(t *testing.T) {
@@ -113,14 +117,14 @@ func TestPublishDirsAndVolData(t *testing.T) {
 			e := newEnv(t, tc.manifests, newFakeDriver(capStage))
 			e.mountOK("app-1")
 			c := only(e.drv.Calls(), "NodePublishVolume")[0]
-			if !c.ParentExisted {
+			if !seen(c).ParentExisted {
 				t.Errorf("parent of target_path missing at NodePublish")
 			}
-			if c.TargetExisted {
+			if seen(c).TargetExisted {
 				t.Errorf("target_path existed at NodePublish; the kubelet leaves it to the driver")
 			}
-			if c.VolData != tc.want {
-				t.Errorf("vol_data.json at NodePublish:\n got %q\nwant %q", c.VolData, tc.want)
+			if seen(c).VolData != tc.want {
+				t.Errorf("vol_data.json at NodePublish:\n got %q\nwant %q", seen(c).VolData, tc.want)
 			}
 			volDir := e.root + tc.wantVolDir
 			fi, err := os.Stat(volDir)
@@ -128,7 +132,7 @@ func TestPublishDirsAndVolData(t *testing.T) {
 				t.Errorf("%s: %v %v; want a 0750 directory", volDir, fi, err)
 			}
 
-			// KUBELET.md 1.7: after NodeUnpublish, mount, vol_data.json and
+			// docs/kubelet.md §1.7: after NodeUnpublish, mount, vol_data.json and
 			// <specName> are removed; kubernetes.io~csi stays.
 			e.unmountOK("app-1")
 			for _, p := range []string{volDir + "/mount", volDir + "/vol_data.json", volDir} {
@@ -147,11 +151,11 @@ func TestPublishDirsAndVolData(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.7: the kubelet removes the target after NodeUnpublish even
+// docs/kubelet.md §1.7: the kubelet removes the target after NodeUnpublish even
 // when the driver leaves the (empty) directory behind.
 func TestTearDownRemovesTargetLeftByDriver(t *testing.T) {
 	drv := newFakeDriver()
-	drv.KeepTarget = true
+	keepTarget(drv)
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
 	e.mountOK("app-1")
 	e.unmountOK("app-1")
@@ -164,7 +168,8 @@ func TestTearDownRemovesTargetLeftByDriver(t *testing.T) {
 // reports it, and the mount stays known so that a later attempt retries.
 func TestTearDownTargetNotEmpty(t *testing.T) {
 	drv := newFakeDriver()
-	drv.KeepTarget, drv.LitterTarget = true, true
+	keepTarget(drv)
+	litterTarget(drv)
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
 	e.mountOK("app-1")
 	errs := e.unmount("app-1")
@@ -179,18 +184,18 @@ func TestTearDownTargetNotEmpty(t *testing.T) {
 	if !exists(targetPV1(e.root) + "/driver-file") {
 		t.Errorf("driver's file removed")
 	}
-	drv.LitterTarget = false
+	drv.ClearFaults("NodePublishVolume")
 	if err := os.Remove(target + "/driver-file"); err != nil {
 		t.Fatal(err)
 	}
-	drv.reset()
+	drv.ClearCalls()
 	e.unmountOK("app-1")
 	if got, want := seq(drv.Calls()), []string{"TearDown:NodeUnpublishVolume"}; !slices.Equal(got, want) {
 		t.Errorf("retry calls = %q, want %q", got, want)
 	}
 }
 
-// KUBELET.md 9: the publish secret of a PV is read in the ref's namespace,
+// docs/kubelet.md §9: the publish secret of a PV is read in the ref's namespace,
 // the one of an inline volume in the pod's namespace.
 func TestPublishSecretNamespace(t *testing.T) {
 	secrets := docs(
@@ -227,7 +232,7 @@ spec:
 	}
 }
 
-// KUBELET.md 9, 12: a missing publish secret is transient: no NodePublish,
+// docs/kubelet.md §9, §12: a missing publish secret is transient: no NodePublish,
 // the parent dir made before the secret GET stays, no vol_data.json, and no
 // NodeUnpublish on teardown.
 func TestMissingPublishSecret(t *testing.T) {
@@ -259,10 +264,47 @@ func TestMissingPublishSecret(t *testing.T) {
 	if exists(volDir + "/vol_data.json") {
 		t.Errorf("vol_data.json written before the secret was read")
 	}
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.unmountOK("app-1")
 	wantTear := []string{"UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)", "UnmountDevice:NodeUnstageVolume"}
 	if got := seq(e.drv.Calls()); !slices.Equal(got, wantTear) {
 		t.Errorf("teardown calls = %q, want %q", got, wantTear)
+	}
+}
+
+// A republish that fails with a final error, the driver having left the
+// target unmounted and empty: up to 1.35 the kubelet removes the target and
+// its vol_data.json (csi_mounter.go SetUpAt), and without vol_data.json
+// csiPlugin.NewUnmounter fails, so the volume is never unpublished; from
+// 1.36 both stay and the teardown unpublishes.
+func TestTeardownAfterFailedRemount(t *testing.T) {
+	for _, tc := range []struct {
+		minor     int
+		wantErr   string
+		unpublish int
+	}{
+		{35, "UnmountVolume.NewUnmounter failed", 0},
+		{36, "", 1},
+	} {
+		t.Run(fmt.Sprintf("1.%d", tc.minor), func(t *testing.T) {
+			drv := newFakeDriver(capStage)
+			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "requiresRepublish: true"), pv1, pvc1, pod1), drv, withVersion(tc.minor))
+			e.mountOK("app-1")
+			drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "no"))
+			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) == 0 {
+				t.Fatalf("Republish: no error, want the driver's InvalidArgument")
+			}
+			drv.ClearCalls()
+			errs := e.unmount("app-1")
+			switch {
+			case tc.wantErr == "" && len(errs) > 0:
+				t.Errorf("UnmountPod: %v", errs)
+			case tc.wantErr != "" && (len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.wantErr)):
+				t.Errorf("UnmountPod: %v, want %q", errs, tc.wantErr)
+			}
+			if n := len(only(drv.Calls(), "NodeUnpublishVolume")); n != tc.unpublish {
+				t.Errorf("%d NodeUnpublishVolume calls, want %d", n, tc.unpublish)
+			}
+		})
 	}
 }

@@ -9,8 +9,10 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // Registration is what registering the driver on the node produced: the
@@ -41,7 +43,7 @@ func (e *RegistrationError) Error() string { return fmt.Sprintf("%s: %v", e.Step
 func (e *RegistrationError) Unwrap() error { return e.Err }
 
 // Register does what node-driver-registrar and the kubelet's plugin manager
-// do when a driver starts (KUBELET.md 13): the registrar asks the driver its
+// do when a driver starts (docs/kubelet.md §13): the registrar asks the driver its
 // name with GetPluginInfo and offers it on a registration socket; the
 // kubelet validates the versions and calls NodeGetInfo, then records the
 // node ID and topology. The kubelet itself never calls an Identity method.
@@ -56,6 +58,15 @@ func (k *Kubelet) Register(ctx context.Context) (*Registration, error) {
 	if name == "" {
 		return nil, &RegistrationError{Step: "node-driver-registrar: GetPluginInfo", Err: fmt.Errorf("driver name is empty")}
 	}
+	// The registrar does not check the name: it listens on
+	// plugins_registry/<name>-reg.sock, so "../x" would put its socket where
+	// the kubelet's plugin watcher never looks, and a name that stays inside
+	// fails at the kubelet's CSINode update (validateCSINodeDriver:
+	// ValidateCSIDriverName). Either way the driver never registers; we fail
+	// registration with the API server's message, before any path is built.
+	if err := manifests.ValidateDriverName(name, field.NewPath("GetPluginInfo", "name")); err != nil {
+		return nil, &RegistrationError{Step: "kubelet: RegisterPlugin", Err: fmt.Errorf("RegisterPlugin error -- %w", err)}
+	}
 	kctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
 	defer cancel()
 	k.trace.Note(kctx, false, fmt.Sprintf("plugin watcher: %s/%s-reg.sock offers CSIPlugin %q, supported_versions [1.0.0]", k.paths.RegistrationDir(), name, name))
@@ -69,7 +80,7 @@ func (k *Kubelet) Register(ctx context.Context) (*Registration, error) {
 		return nil, &RegistrationError{Step: "kubelet: RegisterPlugin", Err: fmt.Errorf("RegisterPlugin error -- %w", err)}
 	}
 	reg.VendorVersion = info.GetVendorVersion()
-	k.registered[name] = reg
+	k.state.register(reg)
 	k.trace.Note(kctx, false, fmt.Sprintf("registered driver %q: CSINode drivers[] {nodeID: %q, topologyKeys: %v%s}",
 		name, reg.NodeID, reg.CSINodeDriver.TopologyKeys, allocatableText(reg.CSINodeDriver)))
 	return reg, nil
@@ -120,7 +131,7 @@ func allocatableText(d storagev1.CSINodeDriver) string {
 // only be mounted through a driver registered under the exact name the
 // volume names.
 func (k *Kubelet) driverRegistered(driver string) error {
-	if _, ok := k.registered[driver]; !ok {
+	if _, ok := k.state.registration(driver); !ok {
 		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
 	}
 	return nil

@@ -13,9 +13,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 )
 
-// KUBELET.md 13, appendix 2: the registrar asks GetPluginInfo; the kubelet
+// docs/kubelet.md §13, §21.2: the registrar asks GetPluginInfo; the kubelet
 // then sends only NodeGetInfo {}.
 func TestRegisterCalls(t *testing.T) {
 	drv := newFakeDriver()
@@ -27,7 +29,7 @@ func TestRegisterCalls(t *testing.T) {
 	calls := drv.Calls()
 	var got []string
 	for _, c := range calls {
-		got = append(got, c.Component+":"+c.Method)
+		got = append(got, c.Labels.Component+":"+c.Method)
 	}
 	if want := []string{"registrar:GetPluginInfo", "kubelet:NodeGetInfo"}; !slices.Equal(got, want) {
 		t.Fatalf("calls = %q, want %q", got, want)
@@ -46,7 +48,7 @@ func TestRegisterCalls(t *testing.T) {
 	}
 }
 
-// KUBELET.md 13: topology segments become Node labels and sorted
+// docs/kubelet.md §13: topology segments become Node labels and sorted
 // topologyKeys; allocatable.count only when max_volumes_per_node > 0,
 // capped at MaxInt32.
 func TestRegisterTopologyAndAllocatable(t *testing.T) {
@@ -66,7 +68,7 @@ func TestRegisterTopologyAndAllocatable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			drv := newFakeDriver()
-			drv.Topology, drv.MaxVolumesPerNode = tc.topology, tc.max
+			drv.Update(func(c *csifake.Config) { c.Topology, c.MaxVolumesPerNode = tc.topology, tc.max })
 			e := newUnregisteredEnv(t, "", drv)
 			reg, err := e.k.Register(context.Background())
 			if err != nil {
@@ -93,12 +95,12 @@ func TestRegisterTopologyAndAllocatable(t *testing.T) {
 	}
 }
 
-// KUBELET.md 13: registration failures, and that a failed registration
+// docs/kubelet.md §13: registration failures, and that a failed registration
 // leaves the driver unknown to mounts.
 func TestRegisterErrors(t *testing.T) {
 	tests := []struct {
 		name      string
-		setup     func(*fakeDriver)
+		setup     func(*csifake.Driver)
 		wantStep  string
 		wantParts []string
 		wantCalls []string
@@ -106,7 +108,7 @@ func TestRegisterErrors(t *testing.T) {
 	}{
 		{
 			name:      "empty node id",
-			setup:     func(d *fakeDriver) { d.NodeID = "" },
+			setup:     func(d *csifake.Driver) { d.Update(func(c *csifake.Config) { c.NodeID = "" }) },
 			wantStep:  "kubelet: RegisterPlugin",
 			wantParts: []string{"RegisterPlugin error -- ", "driverNodeID must not be empty"},
 			wantCalls: []string{"GetPluginInfo", "NodeGetInfo"},
@@ -114,7 +116,7 @@ func TestRegisterErrors(t *testing.T) {
 		},
 		{
 			name:      "NodeGetInfo fails",
-			setup:     func(d *fakeDriver) { d.failNext("NodeGetInfo", status.Error(codes.Unavailable, "not ready")) },
+			setup:     func(d *csifake.Driver) { d.Errors("NodeGetInfo", status.Error(codes.Unavailable, "not ready")) },
 			wantStep:  "kubelet: RegisterPlugin",
 			wantParts: []string{"RegisterPlugin error -- rpc error: code = Unavailable desc = not ready"},
 			wantCalls: []string{"GetPluginInfo", "NodeGetInfo"},
@@ -122,7 +124,7 @@ func TestRegisterErrors(t *testing.T) {
 		},
 		{
 			name:      "GetPluginInfo fails",
-			setup:     func(d *fakeDriver) { d.failNext("GetPluginInfo", status.Error(codes.Unimplemented, "no identity")) },
+			setup:     func(d *csifake.Driver) { d.Errors("GetPluginInfo", status.Error(codes.Unimplemented, "no identity")) },
 			wantStep:  "node-driver-registrar: GetPluginInfo",
 			wantParts: []string{"no identity"},
 			wantCalls: []string{"GetPluginInfo"},
@@ -130,7 +132,7 @@ func TestRegisterErrors(t *testing.T) {
 		},
 		{
 			name:      "empty driver name",
-			setup:     func(d *fakeDriver) { d.Name = "" },
+			setup:     func(d *csifake.Driver) { d.Update(func(c *csifake.Config) { c.Name = "" }) },
 			wantStep:  "node-driver-registrar: GetPluginInfo",
 			wantParts: []string{"driver name is empty"},
 			wantCalls: []string{"GetPluginInfo"},
@@ -165,7 +167,7 @@ func TestRegisterErrors(t *testing.T) {
 			if !slices.Equal(methods, tc.wantCalls) {
 				t.Errorf("calls = %q, want %q", methods, tc.wantCalls)
 			}
-			drv.reset()
+			drv.ClearCalls()
 			ve := volErr(t, e.mount("app-1"))
 			if want := "driver name hostpath.csi.k8s.io not found in the list of registered CSI drivers"; !strings.HasSuffix(ve.Err.Error(), want) {
 				t.Errorf("mount after failed registration: %q, want it to end with %q", ve.Err, want)
@@ -177,11 +179,11 @@ func TestRegisterErrors(t *testing.T) {
 	}
 }
 
-// KUBELET.md 13: the kubelet knows the driver only by its registered name.
+// docs/kubelet.md §13: the kubelet knows the driver only by its registered name.
 // A driver registering under another name than the volumes use fails them.
 func TestRegisteredNameMismatch(t *testing.T) {
 	drv := newFakeDriver()
-	drv.Name = "renamed.csi.k8s.io"
+	drv.Update(func(c *csifake.Config) { c.Name = "renamed.csi.k8s.io" })
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
 	ve := volErr(t, e.mount("app-1"))
 	const want = "kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name hostpath.csi.k8s.io not found in the list of registered CSI drivers"
@@ -200,5 +202,33 @@ func TestInstallCSIDriver(t *testing.T) {
 	}
 	if _, err := installCSIDriver("d", &csi.NodeGetInfoResponse{}); err == nil || err.Error() != "error adding CSI driver node info: driverNodeID must not be empty" {
 		t.Errorf("empty node id: %v", err)
+	}
+}
+
+// A driver name the API server would refuse in a CSINode fails
+// registration before any path is built from it, and the kubelet never
+// asks NodeGetInfo.
+func TestRegisterRefusesDriverName(t *testing.T) {
+	tests := []struct {
+		name, driver, want string
+	}{
+		{"escapes the registry dir", "../../X", `kubelet: RegisterPlugin: RegisterPlugin error -- GetPluginInfo.name: Invalid value: "../../X": a lowercase RFC 1123 subdomain must consist of`},
+		{"has a slash", "csi/x", `kubelet: RegisterPlugin: RegisterPlugin error -- GetPluginInfo.name: Invalid value: "csi/x": a lowercase RFC 1123 subdomain`},
+		{"too long", strings.Repeat("a", 64), "kubelet: RegisterPlugin: RegisterPlugin error -- GetPluginInfo.name: Too long: may not be more than 63 bytes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			drv := newFakeDriver()
+			drv.Update(func(c *csifake.Config) { c.Name = tc.driver })
+			e := newUnregisteredEnv(t, "", drv)
+			_, err := e.k.Register(context.Background())
+			var re *RegistrationError
+			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want a RegistrationError starting %q", err, tc.want)
+			}
+			if calls := drv.Calls(); len(calls) != 1 || calls[0].Method != "GetPluginInfo" {
+				t.Errorf("calls = %v, want GetPluginInfo only", calls)
+			}
+		})
 	}
 }

@@ -13,8 +13,8 @@ import (
 // RequiresRepublish tells whether any volume of the pod belongs to a
 // driver whose CSIDriver has requiresRepublish (csiPlugin.RequiresRemount).
 func (k *Kubelet) RequiresRepublish(pod *corev1.Pod) bool {
-	for _, key := range k.sortedMounts(pod) {
-		if k.requiresRemount(k.mounts[key].spec.Driver) {
+	for _, key := range k.state.podMounts(pod) {
+		if m, ok := k.state.mount(key); ok && k.requiresRemount(m.spec.Driver) {
 			return true
 		}
 	}
@@ -26,47 +26,54 @@ func (k *Kubelet) requiresRemount(driver string) bool {
 	return ok && d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
 }
 
-// Republish is what one pod sync does to a running pod's volumes (KUBELET.md
-// 5): for every mounted volume whose driver requires republish, the mount
+// Republish is what one pod sync does to a running pod's volumes (docs/kubelet.md
+// §5): for every mounted volume whose driver requires republish, the mount
 // operation again with isRemount: WaitForAttach, no MountDevice (the device
 // is globally mounted), the whole SetUp with tokens from the kubelet's
 // cache, and the fsGroup walk. A block volume gets the whole map operation
 // again (GenerateMapVolumeFunc): MapPodDevice, no SetUpDevice.
 func (k *Kubelet) Republish(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
-	for _, key := range k.sortedMounts(pod) {
-		m := k.mounts[key]
-		if m.status != statusMounted || !k.requiresRemount(m.spec.Driver) {
+	for _, key := range k.state.podMounts(pod) {
+		m, ok := k.state.mount(key)
+		if !ok || m.status != statusMounted || !k.requiresRemount(m.spec.Driver) {
 			continue
 		}
 		v := m.spec
-		if v.Block {
-			if err := k.mapVolume(ctx, pod, v, round); err != nil {
-				errs = append(errs, err)
-			}
-			continue
+		// The remount is the mount operation again, under the volume's key.
+		err := k.ops.run(ctx, operationKey{volume: key.uniqueName}, func() error {
+			return k.remount(ctx, pod, v, key, round)
+		})
+		if err != nil {
+			errs = append(errs, err)
 		}
+	}
+	return errs
+}
+
+// remount is one volume's part of a pod sync for a requiresRepublish
+// driver.
+func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, key mountKey, round int) error {
+	if v.Block {
+		return k.mapVolume(ctx, pod, v, round)
+	}
+	{
 		labels := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
 		if v.persistent() && k.attachRequired(v.Driver) {
 			if err := k.waitForAttach(csiclient.WithLabels(ctx, labels), v); err != nil {
-				errs = append(errs, k.volumeFailure(ctx, labels, "MountVolume.WaitForAttach", v, pod, &opError{kind: Transient, err: err}))
-				continue
+				return k.volumeFailure(ctx, labels, "MountVolume.WaitForAttach", v, pod, &opError{kind: Transient, err: err})
 			}
 		}
-		label := ""
-		if sv, ok := k.seLinuxVolumes[key.uniqueName]; ok {
-			label = sv.effective
-		}
 		octx, cancel := k.operationContext(ctx, labels)
-		err := k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: label, IsRemount: true})
+		err := k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
 		cancel()
 		if err != nil {
 			// The volume stays mounted; remountRequired stays set and the
 			// kubelet retries on the next sync.
-			errs = append(errs, k.volumeFailure(ctx, labels, "MountVolume.SetUp", v, pod, err))
+			return k.volumeFailure(ctx, labels, "MountVolume.SetUp", v, pod, err)
 		}
 	}
-	return errs
+	return nil
 }
 
 // volumeFailure records a failed operation as the kubelet's event. op is
@@ -84,15 +91,14 @@ func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op stri
 
 // noteTokenChange tells, on a republish, whether the driver got the same
 // token as last time: the kubelet's token manager renews a token only past
-// 80% of its life or 24 hours (KUBELET.md 4.6).
+// 80% of its life or 24 hours (docs/kubelet.md §4.6).
 func (k *Kubelet) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *volumeSpec, attrs map[string]string, remount bool) {
 	key := string(pod.UID) + "/" + v.SpecName
 	value, ok := attrs[csiclient.TokensKey]
 	if !ok {
 		return
 	}
-	prev, seen := k.lastTokens[key]
-	k.lastTokens[key] = value
+	prev, seen := k.state.swapTokens(key, value)
 	if !remount || !seen {
 		return
 	}

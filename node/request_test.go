@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// KUBELET.md 8: both columns of the access-mode table.
+// docs/kubelet.md §8: both columns of the access-mode table.
 func TestAccessModeTables(t *testing.T) {
 	tests := []struct {
 		k8s         corev1.PersistentVolumeAccessMode
@@ -36,7 +36,7 @@ func TestAccessModeTables(t *testing.T) {
 
 // The same table through a whole mount: the first PV access mode only, RWO
 // when the PV has none; the same mode in NodeStage and NodePublish
-// (KUBELET.md 8, appendix 5).
+// (docs/kubelet.md §8, §21.5).
 func TestAccessModeSent(t *testing.T) {
 	tests := []struct {
 		modes string // the PV's accessModes line
@@ -74,7 +74,7 @@ func TestAccessModeSent(t *testing.T) {
 	}
 }
 
-// KUBELET.md 8, appendix 6: readonly follows the pod's claim source only;
+// docs/kubelet.md §8, §21.6: readonly follows the pod's claim source only;
 // pv.spec.csi.readOnly is not read.
 func TestReadOnlyFromClaimSource(t *testing.T) {
 	tests := []struct {
@@ -99,7 +99,7 @@ func TestReadOnlyFromClaimSource(t *testing.T) {
 	}
 }
 
-// KUBELET.md 8: mount_flags are the PV's spec.mountOptions, in NodeStage and
+// docs/kubelet.md §8: mount_flags are the PV's spec.mountOptions, in NodeStage and
 // NodePublish; volume_capability is always Mount, {} without fsType; inline
 // volumes get no mount flags.
 func TestMountFlagsAndAccessType(t *testing.T) {
@@ -147,7 +147,7 @@ func TestMountFlagsAndAccessType(t *testing.T) {
 	})
 }
 
-// KUBELET.md 7.1, appendix 10: with VOLUME_MOUNT_GROUP the pod's fsGroup
+// docs/kubelet.md §7.1, §21.10: with VOLUME_MOUNT_GROUP the pod's fsGroup
 // goes to NodeStage and NodePublish as a decimal string; without it nothing.
 func TestVolumeMountGroup(t *testing.T) {
 	podWithFSGroup := `apiVersion: v1

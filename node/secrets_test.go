@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// KUBELET.md 9: a live GET of the Secret, its data as strings; a missing
+// docs/kubelet.md §9: a live GET of the Secret, its data as strings; a missing
 // Secret gives the kubelet's text.
 func TestCredentialsFromSecret(t *testing.T) {
 	e := newUnregisteredEnv(t, `apiVersion: v1

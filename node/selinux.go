@@ -107,12 +107,12 @@ func containerSELinuxOptions(pod *corev1.Pod, podVolume string) []*corev1.SELinu
 // any access mode with the SELinuxMount gate (in 1.30 and 1.31 the PV still
 // needed a single access mode), else exactly [ReadWriteOncePod].
 func (k *Kubelet) volumeSupportsSELinuxMount(v *volumeSpec) bool {
-	if !k.gates.Enabled(SELinuxMountReadWriteOncePod) || v.PV == nil {
+	if !k.release.Enabled(SELinuxMountReadWriteOncePod) || v.PV == nil {
 		return false
 	}
 	modes := v.PV.Spec.AccessModes
-	if k.gates.Enabled(SELinuxMount) {
-		return k.gates.Version().SELinuxMountAnyAccessMode() || len(modes) == 1
+	if k.release.Enabled(SELinuxMount) {
+		return k.release.SELinuxMountAnyAccessMode() || len(modes) == 1
 	}
 	return len(modes) == 1 && modes[0] == corev1.ReadWriteOncePod
 }
@@ -120,7 +120,7 @@ func (k *Kubelet) volumeSupportsSELinuxMount(v *volumeSpec) bool {
 // pluginSupportsSELinuxMount is csiPlugin.SupportsSELinuxContextMount: the
 // CSIDriver's seLinuxMount.
 func (k *Kubelet) pluginSupportsSELinuxMount(driver string) bool {
-	if !k.gates.Enabled(SELinuxMountReadWriteOncePod) {
+	if !k.release.Enabled(SELinuxMountReadWriteOncePod) {
 		return false
 	}
 	d, ok := k.cluster.CSIDriver(driver)
@@ -143,14 +143,15 @@ func (k *Kubelet) mountSELinuxLabel(pod *corev1.Pod, v *volumeSpec) (string, err
 	if err != nil {
 		return "", err
 	}
-	existing, known := k.seLinuxVolumes[unique]
-	if !known {
+	existing, known := k.state.seLinuxVolume(unique, func() *seLinuxVolume {
 		effective := label
 		if !k.volumeSupportsSELinuxMount(v) {
 			effective = ""
 		}
-		k.seLinuxVolumes[unique] = &seLinuxVolume{effective: effective, original: label}
-		return effective, nil
+		return &seLinuxVolume{effective: effective, original: label}
+	})
+	if !known {
+		return existing.effective, nil
 	}
 	if pluginSupports && label != existing.original && k.volumeSupportsSELinuxMount(v) {
 		return "", fmt.Errorf("conflicting SELinux labels of volume %s: %q and %q", v.SpecName, existing.original, label)
@@ -160,7 +161,7 @@ func (k *Kubelet) mountSELinuxLabel(pod *corev1.Pod, v *volumeSpec) (string, err
 
 // podSELinuxLabel is GetMountSELinuxLabel for one pod and volume.
 func (k *Kubelet) podSELinuxLabel(pod *corev1.Pod, v *volumeSpec) (label string, pluginSupports bool, err error) {
-	if !k.gates.Enabled(SELinuxMountReadWriteOncePod) || !k.selinux.Enabled {
+	if !k.release.Enabled(SELinuxMountReadWriteOncePod) || !k.selinux.Enabled {
 		return "", false, nil
 	}
 	pluginSupports = k.pluginSupportsSELinuxMount(v.Driver)
@@ -180,7 +181,7 @@ func (k *Kubelet) podSELinuxLabel(pod *corev1.Pod, v *volumeSpec) (label string,
 		return "", pluginSupports, nil
 	}
 	label = labels[0]
-	if k.gates.Enabled(SELinuxChangePolicy) && pod.Spec.SecurityContext != nil &&
+	if k.release.Enabled(SELinuxChangePolicy) && pod.Spec.SecurityContext != nil &&
 		pod.Spec.SecurityContext.SELinuxChangePolicy != nil &&
 		*pod.Spec.SecurityContext.SELinuxChangePolicy == corev1.SELinuxChangePolicyRecursive {
 		label = ""

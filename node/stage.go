@@ -16,8 +16,9 @@ import (
 // persistent volume, once per volume on the node. The order of its steps is
 // the kubelet's, because drivers see it: STAGE_UNSTAGE_VOLUME query, the
 // VolumeAttachment and secret reads, globalmount created even for drivers
-// that do not stage, VOLUME_MOUNT_GROUP query, vol_data.json, then
-// NodeStageVolume (preceded by its SINGLE_NODE_MULTI_WRITER query).
+// that do not stage, VOLUME_MOUNT_GROUP query, vol_data.json (up to 1.33
+// before the STAGE_UNSTAGE_VOLUME check), then NodeStageVolume (preceded by
+// its SINGLE_NODE_MULTI_WRITER query).
 func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec, seLinuxLabel string) error {
 	deviceMountPath := k.paths.DeviceMountPath(v.Driver, v.Handle)
 	if err := k.driverRegistered(v.Driver); err != nil {
@@ -44,28 +45,42 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 		mountOptions = addSELinuxMountOption(mountOptions, seLinuxLabel)
 	}
 
+	if err := k.claimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
+		return err
+	}
+	k.fs.markMountPath(deviceMountPath)
 	if err := k.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
 		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
 	}
 	k.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
+	data := map[string]string{"volumeHandle": v.Handle, "driverName": v.Driver}
+	if seLinuxMount {
+		data["seLinuxMountContext"] = seLinuxLabel
+	}
+	// Up to 1.33 vol_data.json comes before the STAGE_UNSTAGE_VOLUME check.
+	early := k.release.StagingDataWithoutStaging()
+	if early {
+		if err := k.saveStagingData(ctx, deviceMountPath, data); err != nil {
+			return err
+		}
+	}
 	if !stage {
-		k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, without vol_data.json")
+		if early {
+			k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, with vol_data.json beside it for UnmountDevice")
+		} else {
+			k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, without vol_data.json")
+		}
 		return nil
 	}
 	vmg, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
 		return transient("%s", pluginLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
 	}
-	dataDir := filepath.Dir(deviceMountPath)
-	data := map[string]string{"volumeHandle": v.Handle, "driverName": v.Driver}
-	if seLinuxMount {
-		data["seLinuxMountContext"] = seLinuxLabel
+	if !early {
+		if err := k.saveStagingData(ctx, deviceMountPath, data); err != nil {
+			return err
+		}
 	}
-	if err := k.fs.saveVolumeData(dataDir, data); err != nil {
-		k.removeMountDir(ctx, deviceMountPath)
-		return errors.New(pluginLog("failed to save volume info data: %v", err))
-	}
-	k.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	var fsGroup *int64
 	if vmg {
 		fsGroup = podFSGroup(pod)
@@ -83,6 +98,18 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 		}
 		return err
 	}
+	return nil
+}
+
+// saveStagingData writes the staging vol_data.json beside globalmount; if
+// it cannot, globalmount goes again.
+func (k *Kubelet) saveStagingData(ctx context.Context, deviceMountPath string, data map[string]string) error {
+	dataDir := filepath.Dir(deviceMountPath)
+	if err := k.fs.saveVolumeData(dataDir, data); err != nil {
+		k.removeMountDir(ctx, deviceMountPath)
+		return errors.New(pluginLog("failed to save volume info data: %v", err))
+	}
+	k.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	return nil
 }
 

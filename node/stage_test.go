@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +11,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 )
 
 // protoEqual fails the test with both messages in text form when they differ.
@@ -21,7 +25,7 @@ func protoEqual(t *testing.T, what string, got, want proto.Message) {
 
 // NodeStage carries the handle, globalmount, the PV's access mode, fsType
 // and mountOptions, only the PV's volumeAttributes, and the stage secret
-// (KUBELET.md 1.3, 3, 8, 9).
+// (docs/kubelet.md §1.3, §3, §8, §9).
 func TestNodeStageRequest(t *testing.T) {
 	e := newEnv(t, docs(
 		csiDriverDoc("attachRequired: false", "podInfoOnMount: true"),
@@ -60,7 +64,7 @@ func TestPVDocOverride(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.5, 1.6: MountDevice creates globalmount itself and writes the
+// docs/kubelet.md §1.5, §1.6: MountDevice creates globalmount itself and writes the
 // staging vol_data.json (volumeHandle, driverName; sorted, newline) beside
 // it before NodeStage.
 func TestStagingDirAndVolDataBeforeNodeStage(t *testing.T) {
@@ -68,12 +72,12 @@ func TestStagingDirAndVolDataBeforeNodeStage(t *testing.T) {
 	e.mountOK("app-1")
 
 	c := only(e.drv.Calls(), "NodeStageVolume")[0]
-	if !c.StagingExisted {
+	if !seen(c).StagingExisted {
 		t.Errorf("globalmount did not exist at NodeStage")
 	}
 	const wantVolData = `{"driverName":"hostpath.csi.k8s.io","volumeHandle":"vol-1"}` + "\n"
-	if c.VolData != wantVolData {
-		t.Errorf("vol_data.json at NodeStage = %q, want %q", c.VolData, wantVolData)
+	if seen(c).VolData != wantVolData {
+		t.Errorf("vol_data.json at NodeStage = %q, want %q", seen(c).VolData, wantVolData)
 	}
 	shaDir := e.root + "/plugins/kubernetes.io/csi/hostpath.csi.k8s.io/" + sha256Vol1
 	if got := readFile(shaDir + "/vol_data.json"); got != wantVolData {
@@ -85,7 +89,7 @@ func TestStagingDirAndVolDataBeforeNodeStage(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.7: after NodeUnstage the kubelet removes globalmount,
+// docs/kubelet.md §1.7: after NodeUnstage the kubelet removes globalmount,
 // vol_data.json and <sha>; the <driver> dir stays.
 func TestUnstageRemovesStagingDirs(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
@@ -105,7 +109,7 @@ func TestUnstageRemovesStagingDirs(t *testing.T) {
 	protoEqual(t, "NodeUnstageVolumeRequest", req, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: globalmountVol1(e.root)})
 }
 
-// KUBELET.md 1.5, 1.7, appendix 4: without STAGE_UNSTAGE_VOLUME, MountDevice
+// docs/kubelet.md §1.5, §1.7, §21.4: without STAGE_UNSTAGE_VOLUME, MountDevice
 // still creates an empty globalmount, writes no vol_data.json and sends no
 // NodeStage; UnmountDevice then makes no call and removes nothing.
 func TestMountDeviceWithoutStage(t *testing.T) {
@@ -128,10 +132,10 @@ func TestMountDeviceWithoutStage(t *testing.T) {
 	}
 	pub := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume")
 	if pub.GetStagingTargetPath() != "" {
-		t.Errorf("NodePublish staging_target_path = %q, want empty (KUBELET.md 1.3)", pub.GetStagingTargetPath())
+		t.Errorf("NodePublish staging_target_path = %q, want empty (docs/kubelet.md §1.3)", pub.GetStagingTargetPath())
 	}
 
-	e.drv.reset()
+	e.drv.ClearCalls()
 	e.unmountOK("app-1")
 	if got, want := seq(e.drv.Calls()), []string{"TearDown:NodeUnpublishVolume"}; !slices.Equal(got, want) {
 		t.Errorf("teardown calls = %q, want %q", got, want)
@@ -141,15 +145,47 @@ func TestMountDeviceWithoutStage(t *testing.T) {
 	}
 }
 
-// KUBELET.md 1.7: vol_data.json present but the driver no longer reports
+// Up to 1.33 MountDevice writes the staging vol_data.json before it checks
+// STAGE_UNSTAGE_VOLUME (csi_attacher.go MountDevice, v1.33.13): a driver that
+// does not stage finds it, and UnmountDevice asks STAGE_UNSTAGE_VOLUME once
+// more and removes the staging dirs.
+func TestMountDeviceWithoutStageUpTo133(t *testing.T) {
+	for _, tc := range []struct {
+		minor    int
+		volData  bool
+		teardown []string
+	}{
+		{33, true, []string{"TearDown:NodeUnpublishVolume", "UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)"}},
+		{34, false, []string{"TearDown:NodeUnpublishVolume"}},
+	} {
+		t.Run(fmt.Sprintf("1.%d", tc.minor), func(t *testing.T) {
+			e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(), withVersion(tc.minor))
+			e.mountOK("app-1")
+			gm := globalmountVol1(e.root)
+			if got := exists(filepath.Dir(gm) + "/vol_data.json"); got != tc.volData {
+				t.Errorf("staging vol_data.json written: %v, want %v", got, tc.volData)
+			}
+			e.drv.ClearCalls()
+			e.unmountOK("app-1")
+			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.teardown) {
+				t.Errorf("teardown calls = %q, want %q", got, tc.teardown)
+			}
+			if got := exists(filepath.Dir(gm)); got == tc.volData {
+				t.Errorf("staging dir %s exists: %v, want %v", filepath.Dir(gm), got, !tc.volData)
+			}
+		})
+	}
+}
+
+// docs/kubelet.md §1.7: vol_data.json present but the driver no longer reports
 // STAGE_UNSTAGE_VOLUME: one capability query, no NodeUnstage, and the
 // kubelet removes the staging dirs.
 func TestUnmountDeviceDriverLostStage(t *testing.T) {
 	drv := newFakeDriver(capStage)
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
 	e.mountOK("app-1")
-	drv.Caps = nil
-	drv.reset()
+	drv.Update(func(c *csifake.Config) { c.Capabilities = nil })
+	drv.ClearCalls()
 	e.unmountOK("app-1")
 	want := []string{"TearDown:NodeUnpublishVolume", "UnmountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)"}
 	if got := seq(drv.Calls()); !slices.Equal(got, want) {
@@ -160,7 +196,7 @@ func TestUnmountDeviceDriverLostStage(t *testing.T) {
 	}
 }
 
-// KUBELET.md 9: the stage secret is read only when the driver stages; NodeStage
+// docs/kubelet.md §9: the stage secret is read only when the driver stages; NodeStage
 // gets {} without a ref; a missing secret is transient, before globalmount is
 // made and without any NodeStage.
 func TestStageSecret(t *testing.T) {
@@ -204,7 +240,7 @@ func TestStageSecret(t *testing.T) {
 			t.Errorf("globalmount created before the secret was read")
 		}
 		// Transient: no device state, so no unstage on teardown.
-		e.drv.reset()
+		e.drv.ClearCalls()
 		e.unmountOK("app-1")
 		if calls := e.drv.Calls(); len(calls) != 0 {
 			t.Errorf("teardown calls %q, want none", seq(calls))
@@ -212,11 +248,35 @@ func TestStageSecret(t *testing.T) {
 	})
 }
 
-// KUBELET.md 1.5: a non-directory at globalmount fails MountDevice.
+// Someone else's directory where the volume's device dir goes: the
+// simulator refuses to touch it, says so, and makes no call to stage.
+func TestDeviceDirInTheWay(t *testing.T) {
+	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
+	gm := globalmountVol1(e.root)
+	if err := os.MkdirAll(gm, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	ve := volErr(t, e.mount("app-1"))
+	if !IsInTheWay(ve) {
+		t.Fatalf("error = %v, want the device dir in the way", ve)
+	}
+	if n := len(only(e.drv.Calls(), "NodeStageVolume")); n != 0 {
+		t.Errorf("%d NodeStage calls", n)
+	}
+	e.k.UnmountPod(context.Background(), e.pod("app-1"), false)
+	e.k.Cleanup(context.Background(), false)
+	if !exists(gm) {
+		t.Errorf("someone else's %s was removed", gm)
+	}
+}
+
+// docs/kubelet.md §1.5: a non-directory at globalmount fails MountDevice.
 func TestGlobalmountIsAFile(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
 	gm := globalmountVol1(e.root)
-	if err := os.MkdirAll(filepath.Dir(gm), 0o750); err != nil {
+	// Made as the simulator's own, so that the kubelet's check refuses it
+	// rather than the ownership check.
+	if err := e.k.fs.mkdirAll(filepath.Dir(gm), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(gm, nil, 0o600); err != nil {

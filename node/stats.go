@@ -21,9 +21,9 @@ const volumeConditionCapability = csi.NodeServiceCapability_RPC_Type(4)
 // driver's answers that the kubelet would reject.
 func (k *Kubelet) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
-	for _, key := range k.sortedMounts(pod) {
-		m := k.mounts[key]
-		if m.status != statusMounted {
+	for _, key := range k.state.podMounts(pod) {
+		m, ok := k.state.mount(key)
+		if !ok || m.status != statusMounted {
 			continue
 		}
 		v := m.spec
@@ -64,12 +64,12 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	// after the stats call, and from 1.32 a driver with it may answer
 	// without usage (the code was removed in 1.37).
 	conditionCapable := false
-	if k.gates.Enabled(CSIVolumeHealth) && k.cfg.Version.AsksVolumeCondition() {
+	if k.release.Enabled(CSIVolumeHealth) && k.release.AsksVolumeCondition() {
 		if conditionCapable, err = k.nodeSupports(ctx, volumeConditionCapability); err != nil {
 			return err
 		}
 	}
-	if resp.GetUsage() == nil && !(conditionCapable && k.cfg.Version.StatsWithoutUsageForCondition()) {
+	if resp.GetUsage() == nil && !(conditionCapable && k.release.StatsWithoutUsageForCondition()) {
 		return fmt.Errorf("failed to get usage from response. usage is nil")
 	}
 	for _, u := range resp.GetUsage() {

@@ -64,6 +64,14 @@ func (v Version) AsksVolumeCondition() bool { return v.Minor <= 36 }
 // accepted from a driver with VOLUME_CONDITION (while it is still asked).
 func (v Version) StatsWithoutUsageForCondition() bool { return v.Minor >= 32 }
 
+// StagingDataWithoutStaging: up to 1.33 MountDevice writes the staging
+// vol_data.json before it checks STAGE_UNSTAGE_VOLUME, so it is there even
+// for a driver that does not stage (and UnmountDevice later finds it, asks
+// STAGE_UNSTAGE_VOLUME again and removes globalmount); from 1.34 it is
+// written only for a driver that stages (csi_attacher.go MountDevice,
+// v1.33.13 against v1.34.4).
+func (v Version) StagingDataWithoutStaging() bool { return v.Minor <= 33 }
+
 // ExpansionByClaimStatus: from 1.31 a claim whose resizer recorded
 // allocatedResources or a resize status takes the new expansion path even
 // with RecoverVolumeExpansionFailure off; in 1.30 the gate alone decides

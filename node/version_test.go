@@ -1,6 +1,9 @@
 package node
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestParseVersion(t *testing.T) {
 	tests := []struct {
@@ -35,7 +38,7 @@ func TestParseVersion(t *testing.T) {
 	}
 }
 
-// KUBELET.md 12: uncertain capability errors since 1.36.
+// docs/kubelet.md §12: uncertain capability errors since 1.36.
 func TestCapabilityErrorsUncertain(t *testing.T) {
 	for minor, want := range map[int]bool{30: false, 35: false, 36: true, 37: true} {
 		if got := (Version{Minor: minor}).CapabilityErrorsUncertain(); got != want {
@@ -49,17 +52,17 @@ func TestCapabilityErrorsUncertain(t *testing.T) {
 
 // New fills the defaults: 1.37 and the kubelet's 2 minute csiTimeout.
 func TestNewDefaults(t *testing.T) {
-	k := New(Config{RootDir: "/r"}, nil, newFakeDriver(), nil)
-	if k.cfg.Version.Minor != 37 || k.cfg.Timeout.String() != "2m0s" {
-		t.Errorf("defaults: version %v, timeout %v", k.cfg.Version, k.cfg.Timeout)
+	e := newUnregisteredEnv(t, "", newFakeDriver())
+	if e.k.release.Minor != 37 || e.k.cfg.Timeout.String() != "2m0s" {
+		t.Errorf("defaults: version %v, timeout %v", e.k.release.Version, e.k.cfg.Timeout)
 	}
-	if k.Paths().Root != "/r" {
-		t.Errorf("Paths().Root = %q", k.Paths().Root)
+	if e.k.Paths().Root != e.root {
+		t.Errorf("Paths().Root = %q, want %q", e.k.Paths().Root, e.root)
 	}
 }
 
 // Every release rule that is not a gate, release by release 1.30 to 1.37,
-// as KUBELET.md states it (section named per rule).
+// as docs/kubelet.md states it (section named per rule).
 func TestVersionRules(t *testing.T) {
 	rules := []struct {
 		name  string
@@ -81,5 +84,37 @@ func TestVersionRules(t *testing.T) {
 				t.Errorf("%s at 1.%d = %v, want %v", r.name, minor, got, want)
 			}
 		}
+	}
+}
+
+// Each release rule (docs/kubelet.md §19.2) at its boundary: the last
+// release without it and the first with it (or the last with it and the
+// first without).
+func TestVersionRuleBoundaries(t *testing.T) {
+	tests := []struct {
+		name  string
+		rule  func(Version) bool
+		minor int
+		want  bool
+	}{
+		{"CapabilityErrorsUncertain", Version.CapabilityErrorsUncertain, 35, false},
+		{"CapabilityErrorsUncertain", Version.CapabilityErrorsUncertain, 36, true},
+		{"KeepsTargetOnFailedRemount", Version.KeepsTargetOnFailedRemount, 35, false},
+		{"KeepsTargetOnFailedRemount", Version.KeepsTargetOnFailedRemount, 36, true},
+		{"SELinuxMountAnyAccessMode", Version.SELinuxMountAnyAccessMode, 31, false},
+		{"SELinuxMountAnyAccessMode", Version.SELinuxMountAnyAccessMode, 32, true},
+		{"AsksVolumeCondition", Version.AsksVolumeCondition, 36, true},
+		{"AsksVolumeCondition", Version.AsksVolumeCondition, 37, false},
+		{"StatsWithoutUsageForCondition", Version.StatsWithoutUsageForCondition, 31, false},
+		{"StatsWithoutUsageForCondition", Version.StatsWithoutUsageForCondition, 32, true},
+		{"ExpansionByClaimStatus", Version.ExpansionByClaimStatus, 30, false},
+		{"ExpansionByClaimStatus", Version.ExpansionByClaimStatus, 31, true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/1.%d", tc.name, tc.minor), func(t *testing.T) {
+			if got := tc.rule(Version{Minor: tc.minor}); got != tc.want {
+				t.Errorf("%t, want %t", got, tc.want)
+			}
+		})
 	}
 }

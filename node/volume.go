@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // volumeSpec is volume.Spec as the CSI plugin reads it: one CSI volume of a
@@ -68,7 +68,7 @@ type SkippedVolume struct {
 // resolveVolumes finds the CSI volumes of a pod as the kubelet's
 // desired-state populator does (createVolumeSpec, getPVCExtractPV,
 // getPVSpec): claims to bound PVs, readOnly from the pod's claim source.
-func resolveVolumes(c *cluster.Cluster, pod *corev1.Pod) ([]*volumeSpec, []SkippedVolume, error) {
+func resolveVolumes(c *manifests.Cluster, pod *corev1.Pod) ([]*volumeSpec, []SkippedVolume, error) {
 	var specs []*volumeSpec
 	var skipped []SkippedVolume
 	podSrc := c.SourceOf("Pod", pod.Namespace, pod.Name)
@@ -77,16 +77,14 @@ func resolveVolumes(c *cluster.Cluster, pod *corev1.Pod) ([]*volumeSpec, []Skipp
 		case v.CSI != nil:
 			specs = append(specs, inlineSpec(pod, v))
 		case v.PersistentVolumeClaim != nil, v.Ephemeral != nil:
-			claim, readOnly := v.Name, false
+			// A generic ephemeral volume's claim is <pod>-<volume>.
+			claim, readOnly := pod.Name+"-"+v.Name, false
 			if v.PersistentVolumeClaim != nil {
 				claim, readOnly = v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.ReadOnly
-			} else {
-				// A generic ephemeral volume's claim is <pod>-<volume>.
-				claim = pod.Name + "-" + v.Name
 			}
 			spec, reason, err := claimSpec(c, pod, v.Name, claim, readOnly)
 			if err != nil {
-				return nil, nil, &cluster.InputError{Source: podSrc, Err: fmt.Errorf("spec.volumes[%d] (%s): %w", i, v.Name, err)}
+				return nil, nil, &manifests.InputError{Source: podSrc, Err: fmt.Errorf("spec.volumes[%d] (%s): %w", i, v.Name, err)}
 			}
 			if spec == nil {
 				skipped = append(skipped, SkippedVolume{Name: v.Name, Reason: reason})
@@ -122,7 +120,7 @@ func inlineSpec(pod *corev1.Pod, v corev1.Volume) *volumeSpec {
 	return s
 }
 
-func claimSpec(c *cluster.Cluster, pod *corev1.Pod, podVolume, claim string, readOnly bool) (*volumeSpec, string, error) {
+func claimSpec(c *manifests.Cluster, pod *corev1.Pod, podVolume, claim string, readOnly bool) (*volumeSpec, string, error) {
 	pvc, ok := c.PersistentVolumeClaim(pod.Namespace, claim)
 	if !ok {
 		return nil, "", fmt.Errorf("error processing PVC %s/%s: persistentvolumeclaims %q not found", pod.Namespace, claim, claim)
@@ -131,18 +129,18 @@ func claimSpec(c *cluster.Cluster, pod *corev1.Pod, podVolume, claim string, rea
 	// An empty status is taken as Bound: manifests written by hand rarely
 	// carry the status the PV controller would set.
 	if pvc.Spec.VolumeName == "" || (pvc.Status.Phase != "" && pvc.Status.Phase != corev1.ClaimBound) {
-		return nil, "", &cluster.InputError{Source: pvcSrc, Err: fmt.Errorf(
+		return nil, "", &manifests.InputError{Source: pvcSrc, Err: fmt.Errorf(
 			"spec.volumeName: the claim names no PersistentVolume: PVC %s/%s has non-bound phase (%q) or empty pvc.Spec.VolumeName (%q)",
 			pvc.Namespace, pvc.Name, pvc.Status.Phase, pvc.Spec.VolumeName)}
 	}
 	pv, ok := c.PersistentVolume(pvc.Spec.VolumeName)
 	if !ok {
-		return nil, "", &cluster.InputError{Source: pvcSrc, Err: fmt.Errorf(
+		return nil, "", &manifests.InputError{Source: pvcSrc, Err: fmt.Errorf(
 			"spec.volumeName: PersistentVolume %q not found", pvc.Spec.VolumeName)}
 	}
 	if ref := pv.Spec.ClaimRef; ref != nil && (ref.Name != pvc.Name || (ref.Namespace != "" && ref.Namespace != pvc.Namespace)) {
 		pvSrc := c.SourceOf("PersistentVolume", "", pv.Name)
-		return nil, "", &cluster.InputError{Source: pvSrc, Err: fmt.Errorf(
+		return nil, "", &manifests.InputError{Source: pvSrc, Err: fmt.Errorf(
 			"spec.claimRef: PV %s is bound to %s/%s, not to claim %s/%s", pv.Name, ref.Namespace, ref.Name, pvc.Namespace, pvc.Name)}
 	}
 	if pv.Spec.CSI == nil {

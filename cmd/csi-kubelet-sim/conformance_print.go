@@ -8,7 +8,7 @@ import (
 
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/conformance"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 )
 
 // conformancePrinter prints the results of `conformance` as they come: a
@@ -29,9 +29,9 @@ func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.Dri
 		return
 	}
 	w := p.s.Out
-	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", info.Name, info.VendorVersion, o.endpoint, o.version, o.NodeName)
+	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", info.Name, info.VendorVersion, o.endpoint, o.release.Version, o.NodeName)
 	if strings.TrimSpace(o.FeatureGates) != "" {
-		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(o.FeatureGates), o.version)
+		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(o.FeatureGates), o.release.Version)
 	}
 	if obj != nil {
 		fmt.Fprintf(w, "  CSIDriver   %s from %s: %s\n", obj.Name, strings.Join(o.Filenames, ", "), csiDriverSummary(obj))
@@ -64,7 +64,7 @@ func listOrNone(s []string) string {
 
 func (p *conformancePrinter) start(sc conformance.Scenario) {
 	if !p.json && p.verbose > 0 {
-		fmt.Fprintf(p.s.Out, "=== %s: %s (KUBELET.md %s)\n", sc.Name, sc.Checks, sc.Section)
+		fmt.Fprintf(p.s.Out, "=== %s: %s (docs/kubelet.md §%s)\n", sc.Name, sc.Checks, sc.Section)
 	}
 }
 

@@ -10,85 +10,37 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 )
 
 // conformanceCLI runs `csi-kubelet-sim conformance ARGS` as main does.
 func conformanceCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := runConformance(context.Background(), args, streams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	code = report(err, &errb)
+	code = run(context.Background(), append([]string{"conformance"}, args...), streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 
-// identityDriver answers the calls conformance makes before mounting
-// anything: it is enough for registration/node-info and timing.
-type identityDriver struct {
-	csi.UnimplementedIdentityServer
-	csi.UnimplementedNodeServer
-	name     string
-	topology map[string]string
+// identityDriver is a fake driver that answers the calls conformance makes
+// before mounting anything: enough for registration/node-info and timing.
+func identityDriver(name string, topology map[string]string) *csifake.Driver {
+	return csifake.New(csifake.Config{Name: name, VendorVersion: "9.9.9", NodeID: "node-1", Topology: topology})
 }
 
-func (d *identityDriver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
-	return &csi.GetPluginInfoResponse{Name: d.name, VendorVersion: "9.9.9"}, nil
-}
-
-func (d *identityDriver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
-	return &csi.GetPluginCapabilitiesResponse{}, nil
-}
-
-func (d *identityDriver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	return &csi.NodeGetCapabilitiesResponse{}, nil
-}
-
-func (d *identityDriver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	return &csi.NodeGetInfoResponse{NodeId: "node-1", AccessibleTopology: &csi.Topology{Segments: d.topology}}, nil
-}
-
-// csiNodeDriver is what the test drivers serve: identity and node.
-type csiNodeDriver interface {
-	csi.IdentityServer
-	csi.NodeServer
-}
-
-// serveDriverSock serves d and returns its socket.
-func serveDriverSock(t *testing.T, d csiNodeDriver) string {
+// serveDriver serves d on a socket and returns it with a fresh directory
+// for the test's files.
+func serveDriver(t *testing.T, d *csifake.Driver) (sock, dir string) {
 	t.Helper()
-	sock, _ := serveDriver(t, d)
-	return sock
-}
-
-// serveDriver serves d on a socket in a short temp dir.
-func serveDriver(t *testing.T, d csiNodeDriver) (sock, dir string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "conf-cmd-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock = filepath.Join(dir, "csi.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	csi.RegisterIdentityServer(srv, d)
-	csi.RegisterNodeServer(srv, d)
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(srv.Stop)
-	return sock, dir
+	return csifake.ServeTest(t, d), t.TempDir()
 }
 
 func TestConformanceUsage(t *testing.T) {
-	sock, dir := serveDriver(t, &identityDriver{name: "drv.example.com"})
+	sock, dir := serveDriver(t, identityDriver("drv.example.com", nil))
 	noDriver := writeTestFile(t, dir, "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n")
 	other := writeTestFile(t, dir, "other.yaml", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: other.example.com}\nspec: {}\n")
 	tests := []struct {
@@ -107,7 +59,7 @@ func TestConformanceUsage(t *testing.T) {
 		{"bad gate value", []string{"--endpoint", sock, "--feature-gates", "SELinuxMount"}, exitUsage, "--feature-gates: missing bool value"},
 		{"bad timeout", []string{"--endpoint", sock, "--timeout", "0s"}, exitUsage, "--timeout must be positive"},
 		{"unknown flag", []string{"--endpoint", sock, "--hold", "1s"}, exitUsage, "unknown flag: --hold"},
-		{"arguments", []string{"--endpoint", sock, "extra"}, exitUsage, "unexpected arguments [extra]"},
+		{"arguments are files", []string{"--endpoint", sock, "extra"}, exitUsage, "stat extra: no such file or directory"},
 		{"bad attributes", []string{"--endpoint", sock, "--volume-attributes", "novalue"}, exitUsage, "--volume-attributes"},
 		{"no CSIDriver in -f", []string{"--endpoint", sock, "-f", noDriver}, exitUsage, "no CSIDriver object"},
 		{"CSIDriver of another driver", []string{"--endpoint", sock, "-f", other}, exitUsage, `no CSIDriver named "drv.example.com", the name the driver registers (GetPluginInfo); given: other.example.com`},
@@ -148,7 +100,7 @@ func TestConformanceUnreachable(t *testing.T) {
 }
 
 func TestConformanceRegistrationOnly(t *testing.T) {
-	sock, dir := serveDriver(t, &identityDriver{name: "drv.example.com", topology: map[string]string{"topology.example.com/zone": "zone-a"}})
+	sock, dir := serveDriver(t, identityDriver("drv.example.com", map[string]string{"topology.example.com/zone": "zone-a"}))
 	root := filepath.Join(dir, "root", "sub")
 	junit := filepath.Join(dir, "out.xml")
 	stdout, stderr, code := conformanceCLI(t, "--endpoint", sock, "--focus", "^(registration|timing)/", "--root-dir", root, "--junit", junit, "--node-name", "n1")
@@ -192,7 +144,7 @@ func TestConformanceRegistrationOnly(t *testing.T) {
 }
 
 func TestConformanceJSON(t *testing.T) {
-	sock, _ := serveDriver(t, &identityDriver{name: "drv.example.com", topology: map[string]string{"Bad Key": "v"}})
+	sock, _ := serveDriver(t, identityDriver("drv.example.com", map[string]string{"Bad Key": "v"}))
 	stdout, stderr, code := conformanceCLI(t, "--endpoint", sock, "--focus", "registration", "-o", "json")
 	if code != exitFailed {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, stdout, stderr)
@@ -235,32 +187,6 @@ func writeTestFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-// publishDriver also answers NodePublishVolume and NodeUnpublishVolume,
-// without mounting (the target is a plain directory), and keeps the
-// publish requests.
-type publishDriver struct {
-	identityDriver
-	mu        sync.Mutex
-	published []*csi.NodePublishVolumeRequest
-}
-
-func (d *publishDriver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
-	d.mu.Lock()
-	d.published = append(d.published, req)
-	d.mu.Unlock()
-	if err := os.MkdirAll(req.GetTargetPath(), 0o750); err != nil {
-		return nil, err
-	}
-	return &csi.NodePublishVolumeResponse{}, nil
-}
-
-func (d *publishDriver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
-	if err := os.RemoveAll(req.GetTargetPath()); err != nil {
-		return nil, err
-	}
-	return &csi.NodeUnpublishVolumeResponse{}, nil
-}
-
 // The CSIDriver is loaded as the release's API server stores it: before
 // 1.35 (CSIServiceAccountTokenSecrets off) serviceAccountTokenInSecrets is
 // dropped, so the kubelet puts the tokens in volume_context and the tokens
@@ -279,8 +205,10 @@ func TestConformanceTokensByRelease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.version+"/"+tt.gates, func(t *testing.T) {
-			d := &publishDriver{identityDriver: identityDriver{name: "ref.csi.kubelet-sim.io"}}
-			sock := serveDriverSock(t, d)
+			// A driver that publishes (a plain directory, no mount).
+			d := identityDriver("ref.csi.kubelet-sim.io", nil)
+			d.Update(func(c *csifake.Config) { c.ManageTargets = true })
+			sock, _ := serveDriver(t, d)
 			args := []string{"--endpoint", sock, "-f", allFields, "--kubelet-version", tt.version, "--focus", "^tokens/", "--node-name", "n1"}
 			if tt.gates != "" {
 				args = append(args, "--feature-gates", tt.gates)
@@ -298,12 +226,12 @@ func TestConformanceTokensByRelease(t *testing.T) {
 					t.Errorf("stdout does not contain %q:\n%s", want, stdout)
 				}
 			}
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			if len(d.published) == 0 {
+			published := d.CallsOf("NodePublishVolume")
+			if len(published) == 0 {
 				t.Fatal("no NodePublishVolume")
 			}
-			for _, req := range d.published {
+			for _, c := range published {
+				req := c.Request.(*csi.NodePublishVolumeRequest)
 				_, inContext := req.GetVolumeContext()[csiclient.TokensKey]
 				_, inSecrets := req.GetSecrets()[csiclient.TokensKey]
 				if inContext == tt.inSecrets || inSecrets != tt.inSecrets {

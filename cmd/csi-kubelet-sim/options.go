@@ -1,28 +1,32 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
 )
 
 // commonOptions are the flags `run` and `plan` share.
 type commonOptions struct {
 	Filenames      []string
+	Recursive      bool
 	RootDir        string
 	NodeName       string
 	KubeletVersion string
 	FeatureGates   string
-	SELinux        bool
+	SELinux        selinuxFlag
 	SELinuxLevel   string
 	Output         string
 	ShowSecrets    bool
@@ -34,19 +38,22 @@ type commonOptions struct {
 	RetryFor       time.Duration
 	VolumeHandle   string
 	serviceAccountOptions
+	admission admissionOptions
 
-	version node.Version
-	gates   *node.FeatureGates
-	cluster *cluster.Cluster
+	release       node.Release
+	cluster       *manifests.Cluster
+	syncFrequency time.Duration // run's --sync-frequency, for the summary
+	selinux       selinuxHost   // the host, detected or simulated
+	defaultPod    string        // why the default pod is used; empty: the input has pods
 }
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVarP(&o.Filenames, "filename", "f", nil, "manifests: a file, a directory or - for stdin (repeatable)")
+	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
 	fs.StringVar(&o.RootDir, "root-dir", "", "the kubelet root dir (default: a fresh temp dir, removed afterwards)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, 1.30 to 1.37")
+	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, "+node.SupportedReleases())
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet feature gates over the version's defaults, A=true,B=false")
-	fs.BoolVar(&o.SELinux, "selinux", true, "the node has SELinux enabled (false: no context= mount option, as on a node without SELinux)")
+	o.SELinux.addFlag(fs)
 	fs.StringVar(&o.SELinuxLevel, "selinux-level", "", "MCS level for seLinuxOptions without one (default: a random level, as the kubelet allocates)")
 	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one object per line)")
 	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
@@ -58,6 +65,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodUID, "pod-uid", "", "UID of the default pod (used when the manifests hold no Pod)")
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
 	o.serviceAccountOptions.addFlags(fs)
+	o.admission.addFlags(fs)
 }
 
 // complete checks the flags and loads the manifests.
@@ -65,14 +73,18 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 	if o.Output != "text" && o.Output != "json" {
 		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
 	}
-	v, err := node.ParseVersion(o.KubeletVersion)
+	// A system directory as the root dir is a usage error, refused before
+	// the driver is looked at.
+	if o.RootDir != "" {
+		if err := checkRootDir(o.RootDir); err != nil {
+			return err
+		}
+	}
+	release, err := newRelease(o.KubeletVersion, o.FeatureGates)
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
+		return err
 	}
-	o.version = v
-	if o.gates, err = node.NewFeatureGates(v, o.FeatureGates); err != nil {
-		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
-	}
+	o.release = release
 	if o.Timeout <= 0 {
 		return withCode(exitUsage, errors.New("--timeout must be positive"))
 	}
@@ -81,19 +93,28 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
 		}
 	}
+	if err := manifests.ValidatePodUID(o.PodUID, field.NewPath("--pod-uid")); err != nil {
+		return withCode(exitUsage, err)
+	}
 	if err := o.serviceAccountOptions.complete(); err != nil {
 		return err
 	}
-	loader := &cluster.Loader{
-		Stdin:    s.In,
-		Defaults: o.gates.APIServerDefaults(),
-		Warn:     warn,
+	o.selinux = o.SELinux.resolve(hostHasSELinux)
+	loader := &manifests.Loader{
+		Stdin:     s.In,
+		Defaults:  o.release.APIServerDefaults(),
+		Warn:      warn,
+		Recursive: o.Recursive,
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	if err := judgeInput(c, o.Filenames); err != nil {
+		return err
+	}
 	o.cluster = c
+	o.defaultPod = defaultPodReason(c, o.Filenames)
 	if o.ExpandTo != "" {
 		size, err := resource.ParseQuantity(o.ExpandTo)
 		if err != nil {
@@ -101,25 +122,7 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 		}
 		c.ExpandPersistentVolumes(size)
 	}
-	return nil
-}
-
-// defaultPod adds the default pod when the manifests hold none.
-func (o *commonOptions) defaultPod(driver string) error {
-	if len(o.cluster.Pods()) > 0 {
-		return nil
-	}
-	_, err := o.cluster.AddDefaultPod(cluster.DefaultPod{
-		Driver:         driver,
-		UID:            types.UID(o.PodUID),
-		VolumeHandle:   o.VolumeHandle,
-		NodeName:       o.NodeName,
-		AttachmentName: node.AttachmentName,
-	})
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	return nil
+	return o.admission.run(context.Background(), c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
 }
 
 // prepareRootDir makes the root dir. It returns the directories it
@@ -134,10 +137,16 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 		o.RootDir = d
 		return []string{d}, nil
 	}
+	if err := checkRootDir(o.RootDir); err != nil {
+		return nil, err
+	}
 	fi, err := os.Stat(o.RootDir)
 	if err == nil {
 		if !fi.IsDir() {
 			return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir %s: not a directory", o.RootDir))
+		}
+		if err := node.CheckRoot(o.RootDir); err != nil {
+			return nil, withCode(exitEnvironment, err)
 		}
 		return nil, nil
 	}
@@ -167,4 +176,72 @@ func removeDirs(dirs []string) {
 	for i := len(dirs) - 1; i >= 0; i-- {
 		_ = os.Remove(dirs[i])
 	}
+}
+
+// newRelease builds the one release object of a command from
+// --kubelet-version and --feature-gates.
+func newRelease(version, gates string) (node.Release, error) {
+	if _, err := node.ParseVersion(version); err != nil {
+		return node.Release{}, withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
+	}
+	r, err := node.NewRelease(version, gates)
+	if err != nil {
+		return node.Release{}, withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
+	}
+	return r, nil
+}
+
+// systemRoots are directories a kubelet root dir can never be: the
+// machine's own mount roots and system trees. A run makes directories and
+// mounts in its root dir, so these are refused outright; an existing
+// directory below them (/var/lib/kubelet) is fine, since a run touches only
+// what it made there.
+var systemRoots = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib", "/var/run", "/var/tmp"}
+
+// checkRootDir refuses the system's own directories as a root dir.
+func checkRootDir(dir string) error {
+	clean, err := filepath.Abs(dir)
+	if err != nil {
+		clean = filepath.Clean(dir)
+	}
+	if r, err := filepath.EvalSymlinks(clean); err == nil {
+		clean = r
+	}
+	for _, s := range systemRoots {
+		if clean == s {
+			return withCode(exitUsage, fmt.Errorf("--root-dir %s: a system directory cannot be a kubelet root dir; use a directory of its own, such as /var/lib/kubelet or a new temp dir", dir))
+		}
+	}
+	for _, s := range []string{"/proc", "/sys", "/dev"} {
+		if strings.HasPrefix(clean, s+"/") {
+			return withCode(exitUsage, fmt.Errorf("--root-dir %s: inside %s, which is the kernel's, not a place for volumes", dir, s))
+		}
+	}
+	return nil
+}
+
+// absRootDir makes --root-dir absolute: paths sent to the driver are.
+func absRootDir(o *commonOptions) error {
+	if o.RootDir == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(o.RootDir)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--root-dir: %w", err))
+	}
+	o.RootDir = abs
+	return nil
+}
+
+// prepare is what every command that talks to a driver does before it
+// starts: the options completed and the manifests loaded, the socket
+// checked, the root dir made (the directories it made are returned).
+func (o *commonOptions) prepare(s streams, ep csiclient.Endpoint) ([]string, error) {
+	if err := o.complete(s, warnTo(s)); err != nil {
+		return nil, err
+	}
+	if err := ep.Check(); err != nil {
+		return nil, withCode(exitEnvironment, err)
+	}
+	return o.prepareRootDir()
 }

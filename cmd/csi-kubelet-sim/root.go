@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// Exit codes (README, DESIGN.md).
+// Exit codes (README, "Exit codes").
 const (
 	exitOK          = 0
 	exitFailed      = 1 // the driver failed a call or a check
@@ -34,67 +36,176 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
-const usage = `csi-kubelet-sim shows a CSI driver exactly what a kubelet sends it, without a cluster.
-
-Usage:
-  csi-kubelet-sim run   -f FILE... --endpoint unix:///PATH [flags]   the kubelet's node lifecycle for the pod(s)
-  csi-kubelet-sim plan  -f FILE... [--node-capabilities ...]         the same requests, printed, no driver needed
-  csi-kubelet-sim conformance --endpoint ... [-f csidriver.yaml]       the driver checked against what a kubelet needs
-  csi-kubelet-sim validate -f FILE... [--endpoint ...]                API-server validation of CSIDriver objects, and against the live driver
-  csi-kubelet-sim tokens keygen|mint|jwks|serve|verify                 service-account tokens as the API server issues them
-  csi-kubelet-sim version
-
-Run 'csi-kubelet-sim COMMAND --help' for a command's flags.
-
-Exit codes: 0 success; 1 the driver failed a call or a check; 2 bad usage or input;
-3 environment (socket missing or unreachable, root dir unusable, no answer at registration);
-130 interrupted. A driver that does not answer an operation within --timeout failed it: 1.
-`
-
-func run(ctx context.Context, args []string, s streams) int {
-	if len(args) == 0 {
-		fmt.Fprint(s.Err, usage)
-		return exitUsage
-	}
-	var err error
-	switch args[0] {
-	case "run":
-		err = runRun(ctx, args[1:], s)
-	case "plan":
-		err = runPlan(ctx, args[1:], s)
-	case "conformance":
-		err = runConformance(ctx, args[1:], s)
-	case "validate":
-		err = runValidate(ctx, args[1:], s)
-	case "tokens":
-		err = runTokens(ctx, args[1:], s)
-	case "version", "--version":
-		fmt.Fprintf(s.Out, "csi-kubelet-sim %s (simulates kubelet 1.%d to 1.%d)\n", version, 30, 37)
-	case "help", "-h", "--help":
-		fmt.Fprint(s.Out, usage)
-	default:
-		fmt.Fprintf(s.Err, "csi-kubelet-sim: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
-	}
-	return report(err, s.Err)
-}
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
-// report prints a failed command's one-line error and returns its code.
-func report(err error, w io.Writer) int {
+// exitCode is the exit code of a command's error.
+func exitCode(err error) int {
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, pflag.ErrHelp) {
-		return exitOK
-	}
-	code := exitFailed
 	var ee *exitError
 	if errors.As(err, &ee) {
-		code = ee.code
+		return ee.code
+	}
+	return exitFailed
+}
+
+const rootLong = `csi-kubelet-sim shows a CSI driver exactly what a kubelet sends it, without a cluster.
+
+It reads the objects a cluster would hold (a CSIDriver, Pods, PersistentVolumes,
+claims, Secrets) and does for the pods' CSI volumes what a kubelet does, call by
+call, against the driver's socket; every rule it follows is in docs/kubelet.md.
+
+Exit codes: 0 success; 1 the driver failed a call or a check; 2 bad usage or input
+(nothing usable given included); 3 environment (socket missing or unreachable,
+root dir unusable, no answer at registration); 130 interrupted. A driver that does
+not answer an operation within --timeout failed it: 1.`
+
+const rootExample = `  # the kubelet's calls for your pod, against your driver
+  csi-kubelet-sim run -f pod.yaml -f csidriver.yaml --endpoint unix:///run/csi/csi.sock
+
+  # your driver checked against what a kubelet needs of it
+  csi-kubelet-sim conformance --endpoint unix:///run/csi/csi.sock -f csidriver.yaml
+
+  # a command's description, flags and examples
+  csi-kubelet-sim help run`
+
+// newRootCommand builds the command tree. Every subcommand has a
+// constructor newXCommand(streams) in its own file, returning a cobra
+// command whose RunE fills an options struct (flags and positional
+// arguments), validates it and runs it; errors carry their exit code
+// (withCode) and are printed by run, once, on one line.
+func newRootCommand(s streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:     "csi-kubelet-sim COMMAND",
+		Short:   "Shows a CSI driver exactly what a kubelet sends it, without a cluster",
+		Long:    rootLong,
+		Example: rootExample,
+		Version: buildVersion(),
+		// Errors are printed by run on one line, with their exit code;
+		// the usage is for --help, not for every mistake.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          unknownCommand,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprint(s.Err, c.UsageString())
+			return withCode(exitUsage, errors.New("a command is needed"))
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.SuggestionsMinimumDistance = 2
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(exitUsage, err) })
+	root.AddCommand(
+		newRunCommand(s),
+		newPlanCommand(s),
+		newConformanceCommand(s),
+		newLoadCommand(s),
+		newValidateCommand(s),
+		newCleanupCommand(s),
+		newTokensCommand(s),
+		newVersionCommand(s),
+	)
+	root.InitDefaultCompletionCmd()
+	completeFlagValues(root)
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			completionUsage(c, s)
+		}
+	}
+	return root
+}
+
+// completionUsage makes cobra's `completion` refuse a missing or unknown
+// shell with exit 2, as every other command does, instead of printing its
+// help and exiting 0.
+func completionUsage(c *cobra.Command, s streams) {
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		const shells = "bash, zsh, fish or powershell"
+		if len(args) > 0 {
+			return withCode(exitUsage, fmt.Errorf("completion: unknown shell %q: want %s", args[0], shells))
+		}
+		fmt.Fprint(s.Err, c.UsageString())
+		return withCode(exitUsage, fmt.Errorf("completion: a shell is needed: %s", shells))
+	}
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, s streams) int {
+	root := newRootCommand(s)
+	root.SetArgs(args)
+	return report(root.ExecuteContext(ctx), s.Err)
+}
+
+// report prints a failed command's one-line error and returns its code.
+func report(err error, w io.Writer) int {
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return exitOK
+	}
+	code := exitCode(err)
+	var ee *exitError
+	if !errors.As(err, &ee) && isCobraUsageError(err) {
+		code = exitUsage
 	}
 	fmt.Fprintf(w, "csi-kubelet-sim: %v\n", err)
 	return code
+}
+
+// isCobraUsageError recognises the errors cobra makes itself before a
+// command runs and that no FlagErrorFunc or Args of ours words (a required
+// flag missing, an unknown subcommand): usage errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "required flag") || strings.HasPrefix(msg, "unknown command")
+}
+
+// unknownCommand refuses a command name that is not one, with cobra's
+// suggestions.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if sug := c.SuggestionsFor(args[0]); len(sug) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(sug, " or "))
+	}
+	return withCode(exitUsage, fmt.Errorf("%s; 'csi-kubelet-sim --help' lists the commands", msg))
+}
+
+// noArgs is the Args of commands that take no files and no operands: a
+// stray argument (a file the shell expanded, a mistyped flag) is refused,
+// never silently dropped.
+func noArgs(c *cobra.Command, args []string) error {
+	return noArgsError(c.CommandPath(), args)
+}
+
+func noArgsError(cmd string, args []string) error {
+	if len(args) > 0 {
+		return withCode(exitUsage, fmt.Errorf("%s: unexpected arguments %v (it reads no files)", strings.TrimPrefix(cmd, "csi-kubelet-sim "), args))
+	}
+	return nil
+}
+
+// completeFlagValues lets shells complete the values of the flags that
+// take one of a few, in every command that has them.
+func completeFlagValues(c *cobra.Command) {
+	values := map[string][]string{
+		"output":          {"text", "json"},
+		"kubelet-version": readVersionInfo().Releases,
+	}
+	for flag, vs := range values {
+		if c.Flags().Lookup(flag) != nil {
+			_ = c.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(vs, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
+	for _, sub := range c.Commands() {
+		completeFlagValues(sub)
+	}
+}
+
+// markFilenameFlag makes shells complete -f with manifests and
+// directories.
+func markFilenameFlag(c *cobra.Command) {
+	_ = c.MarkFlagFilename("filename", "yaml", "yml", "json")
 }

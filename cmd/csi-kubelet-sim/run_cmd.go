@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
 type runOptions struct {
@@ -21,38 +23,71 @@ type runOptions struct {
 	RepublishPeriod time.Duration
 	StatsPeriod     time.Duration
 	ServeOIDC       string
+	Report          string
+	JUnit           string
 
 	endpoint csiclient.Endpoint
 	hold     time.Duration // <0: until interrupted
 }
 
-func runRun(ctx context.Context, args []string, s streams) error {
+const runLong = `Run the kubelet's node lifecycle for the pods of the manifests against a CSI
+driver's socket, and print every call: the node-driver-registrar's and the
+kubelet's registration, the capability queries, NodeStageVolume and
+NodePublishVolume with the kubelet's paths and volume_context, the running
+pod (--hold: pod syncs, republish, volume stats), then NodeUnpublishVolume and
+NodeUnstageVolume and the kubelet's clean-up. Nothing is left behind.
+
+Manifests come from -f and from the arguments (files, directories, - for
+stdin). Without a Pod, a default pod with one volume per lifecycle mode the
+CSIDriver allows is used, and the trace says so. An input with nothing the
+kubelet reads, or pods with no CSI volume of the driver, exits 2.`
+
+const runExample = `  # your pod and its driver's objects, against your driver
+  csi-kubelet-sim run -f manifests/ --endpoint unix:///run/csi/csi.sock
+
+  # every file the shell finds, JSON lines for CI and a JUnit report
+  csi-kubelet-sim run -f *.yaml --endpoint /run/csi/csi.sock -o json --junit run.xml
+
+  # keep the pod running 5 minutes with a republish every 10s
+  csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --hold 5m --republish-period 10s
+
+  # the kubelet of 1.33 on an SELinux node
+  csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --kubelet-version 1.33 --selinux`
+
+func newRunCommand(s streams) *cobra.Command {
 	o := &runOptions{}
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	fs.SetOutput(s.Err)
-	o.addFlags(fs)
+	c := &cobra.Command{
+		Use:     "run [-f FILE]... --endpoint unix:///PATH [flags] [FILE...]",
+		Short:   "Run the kubelet's node lifecycle for the pods against a driver, and print every call",
+		Long:    runLong,
+		Example: runExample,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Filenames = filesFrom(o.Filenames, args)
+			return o.run(c.Context(), s)
+		},
+	}
+	o.addFlags(c.Flags())
+	markFilenameFlag(c)
+	return c
+}
+
+func (o *runOptions) addFlags(fs *pflag.FlagSet) {
+	o.commonOptions.addFlags(fs)
 	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
 	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C)")
 	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period: a pod is synced (and requiresRepublish volumes republished) every sync-frequency plus up to 50% jitter")
 	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the sync frequency with jitter (for fast tests)")
 	fs.StringVar(&o.ServeOIDC, "serve-oidc", "", "serve the issuer's OIDC discovery and JWKS on this loopback address (e.g. 127.0.0.1:0) during the run")
+	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
-	if err := fs.Parse(args); err != nil {
-		return withCode(exitUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return withCode(exitUsage, fmt.Errorf("run: unexpected arguments %v", fs.Args()))
-	}
+	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
+}
+
+func (o *runOptions) run(ctx context.Context, s streams) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if err := o.complete(s, warnTo(s)); err != nil {
-		return err
-	}
-	if err := o.endpoint.Check(); err != nil {
-		return withCode(exitEnvironment, err)
-	}
-	createdDirs, err := o.prepareRootDir()
+	createdDirs, err := o.prepare(s, o.endpoint)
 	if err != nil {
 		return err
 	}
@@ -68,8 +103,27 @@ func runRun(ctx context.Context, args []string, s streams) error {
 		defer func() { stop(); _ = wait() }()
 		ss.announce(fmt.Sprintf("OIDC discovery for issuer %s at %s/.well-known/openid-configuration, keys at %s/openid/v1/jwks", o.Issuer, base, base))
 	}
-	out := ss.lifecycle(ctx, func(ctx context.Context) { ss.hold(ctx, o.hold, o.holdSchedule()) })
+	o.syncFrequency = o.SyncFrequency
+	ss.endpoint = o.Endpoint
+	page := newReportPage(ss, o.Report)
+	junit := newJUnitSink()
+	if o.JUnit != "" {
+		ss.trace.AddSink(junit)
+	}
+	out := ss.lifecycle(ctx, ss.plan(ctx, o.hold, o.runningSchedule()))
 	exit := ss.exitErr(out)
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %d pods, %s", out.Pods, o.release.Describe())); err != nil && exit == nil {
+		exit = withCode(exitEnvironment, err)
+	}
+	if o.JUnit != "" {
+		if err := writeRunJUnit(o.JUnit, junit, ss, out, exit); err != nil {
+			if exit == nil {
+				exit = withCode(exitEnvironment, fmt.Errorf("--junit: %w", err))
+			} else {
+				warnTo(s)(fmt.Sprintf("--junit: %v", err))
+			}
+		}
+	}
 	ss.summary(out, exit)
 	return exit
 }
@@ -103,8 +157,8 @@ func (o *runOptions) validate() error {
 	return nil
 }
 
-func (o *runOptions) holdSchedule() holdSchedule {
-	return holdSchedule{syncFrequency: o.SyncFrequency, republishPeriod: o.RepublishPeriod, statsPeriod: o.StatsPeriod}
+func (o *runOptions) runningSchedule() node.RunningSchedule {
+	return node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod}
 }
 
 func warnTo(s streams) func(string) {

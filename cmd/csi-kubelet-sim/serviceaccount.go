@@ -4,14 +4,11 @@ import (
 	"context"
 	"crypto"
 	"fmt"
-	"sync"
 
 	"github.com/spf13/pflag"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
@@ -43,74 +40,17 @@ func (o *serviceAccountOptions) complete() error {
 	return nil
 }
 
-// tokenSource is the kubelet's token manager in front of the API server's
-// TokenRequest; the issuer (and its key, when generated) is made only when
-// a CSIDriver first asks for a token.
-type tokenSource struct {
-	once    sync.Once
-	build   func() (*tokens.Manager, *tokens.Issuer, error)
-	manager *tokens.Manager
-	issuer  *tokens.Issuer
-	err     error
-}
-
-// Issuer builds the token path now, if not yet, and returns the issuer.
-func (t *tokenSource) Issuer() (*tokens.Issuer, error) {
-	t.once.Do(func() { t.manager, t.issuer, t.err = t.build() })
-	return t.issuer, t.err
-}
-
-// Token answers the kubelet's TokenRequest.
-func (t *tokenSource) Token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
-	t.once.Do(func() { t.manager, t.issuer, t.err = t.build() })
-	if t.err != nil {
-		return nil, t.err
-	}
-	return t.manager.Token(ctx, namespace, sa, req)
-}
-
-// newTokenSource builds the token path from the flags and the cluster's
-// objects: ServiceAccount UIDs and the pods' nodes fill the claims.
-func (o *serviceAccountOptions) newTokenSource(c *cluster.Cluster, gates *node.FeatureGates, warn func(string)) *tokenSource {
-	return &tokenSource{build: func() (*tokens.Manager, *tokens.Issuer, error) {
-		cfg := tokens.DefaultIssuerConfig()
-		cfg.JTI = gates.Enabled(node.ServiceAccountTokenJTI)
-		cfg.PodNodeInfo = gates.Enabled(node.ServiceAccountTokenPodNodeInfo)
-		cfg.Issuer = o.Issuer
-		cfg.APIAudiences = o.APIAudiences
-		cfg.Key = o.key
-		cfg.Warn = warn
-		cfg.ServiceAccountUID = func(ns, name string) (types.UID, bool) {
-			sa, ok := c.ServiceAccount(ns, name)
-			if !ok {
-				return "", false
-			}
-			return sa.UID, true
-		}
-		cfg.PodNode = func(ns, podName string) (string, types.UID, bool) {
-			for _, p := range c.Pods() {
-				if p.Namespace == ns && p.Name == podName && p.Spec.NodeName != "" {
-					if n, ok := c.Node(p.Spec.NodeName); ok {
-						return p.Spec.NodeName, n.UID, true
-					}
-					return p.Spec.NodeName, "", true
-				}
-			}
-			return "", "", false
-		}
-		issuer, err := tokens.NewIssuer(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return tokens.NewManager(issuer, tokens.WithLogf(nil)), issuer, nil
-	}}
+// newTokenSource is the one token path of a command: the API server's
+// issuer for the release behind the kubelet's token cache.
+func (o *serviceAccountOptions) newTokenSource(c *manifests.Cluster, r node.Release, nodeName string, warn func(string)) *node.TokenSource {
+	return node.NewTokenSource(r, c, node.TokenOptions{Issuer: o.Issuer, APIAudiences: o.APIAudiences, Key: o.key, NodeName: nodeName, Warn: warn})
 }
 
 // serveOIDC serves the issuer's discovery document and keys on addr (the
 // API server's /.well-known/openid-configuration and /openid/v1/jwks) until
 // ctx ends, so a driver can verify the tokens it gets as it would in a
 // cluster. It returns the base URL and a wait for the server to stop.
-func serveOIDC(ctx context.Context, addr string, ts *tokenSource) (string, func() error, error) {
+func serveOIDC(ctx context.Context, addr string, ts *node.TokenSource) (string, func() error, error) {
 	if err := tokens.CheckLoopbackAddr(addr); err != nil {
 		return "", nil, withCode(exitUsage, fmt.Errorf("--serve-oidc: %w", err))
 	}

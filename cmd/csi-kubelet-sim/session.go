@@ -12,14 +12,16 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
-// session is one simulated kubelet's life: register the driver, mount the
-// pods' volumes, hold, tear down, clean up, summarise. `run` and `plan`
-// differ only in the connection and the hold.
+// session is the printing side of one simulated kubelet's life: it builds
+// the kubelet, hands it the command's plan (node.Kubelet.Run owns the
+// lifecycle), and turns the outcome into a summary and an exit code.
 type session struct {
 	opts      *commonOptions
 	s         streams
@@ -27,53 +29,62 @@ type session struct {
 	planned   bool
 	ownedRoot bool
 	rootDirs  []string // the root dir and the parents this run made for it
+	endpoint  string   // for the `cleanup` hint
 	trace     *csiclient.Trace
+	tally     *tally
+	quiet     bool // calls are counted, not printed
 	text      *csiclient.TextPrinter
 	json      *csiclient.JSONPrinter
 	kubelet   *node.Kubelet
-	tokens    *tokenSource
-	holdErrs  []error // failed republishes and stats while the pods ran
-	held      heldReport
+	tokens    *node.TokenSource
 	started   time.Time
 }
 
 func newSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string) *session {
-	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now()}
+	return buildSession(command, o, s, conn, planned, rootDirs, true)
+}
+
+// newQuietSession is a session whose calls are counted but printed only
+// with printCalls (`load`: a hundred pods' calls are a report, not a story).
+func newQuietSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, rootDirs []string, printCalls bool) *session {
+	return buildSession(command, o, s, conn, false, rootDirs, printCalls)
+}
+
+func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string, printCalls bool) *session {
+	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now(), quiet: !printCalls}
 	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets}
-	ss.trace = csiclient.NewTrace()
+	// Nothing keeps the calls: the printers and counters see each as it
+	// happens, so a long hold or a load takes constant memory.
+	ss.trace = csiclient.NewStreamingTrace()
+	ss.tally = &tally{}
+	ss.trace.AddSink(ss.tally)
 	if o.Output == "json" {
 		ss.json = csiclient.NewJSONPrinter(s.Out, red)
-		ss.trace.AddSink(ss.json)
+		if printCalls {
+			ss.trace.AddSink(ss.json)
+		}
 	} else {
 		ss.text = csiclient.NewTextPrinter(s.Out, red, o.Verbose > 0, planned)
-		ss.trace.AddSink(ss.text)
+		if printCalls {
+			ss.trace.AddSink(ss.text)
+		}
 	}
 	ss.kubelet = node.New(node.Config{
 		RootDir:  o.RootDir,
 		NodeName: o.NodeName,
 		Timeout:  o.Timeout,
-		Version:  o.version,
-		Gates:    o.gates,
-		SELinux:  node.SELinux{Enabled: o.SELinux, Level: o.SELinuxLevel},
+		Release:  o.release,
+		SELinux:  node.SELinux{Enabled: o.selinux.Enabled, Level: o.SELinuxLevel},
 		DryRun:   planned,
 		Retry:    node.Retry{MaxAttempts: o.MaxAttempts, For: o.RetryFor},
 	}, o.cluster, conn, ss.trace)
-	ss.tokens = o.newTokenSource(o.cluster, o.gates, func(msg string) {
+	ss.kubelet.SetCommand(command)
+	ss.kubelet.AdoptRoot(rootDirs)
+	ss.tokens = o.newTokenSource(o.cluster, o.release, o.NodeName, func(msg string) {
 		ss.trace.Warn(context.Background(), "API server: "+msg)
 	})
 	ss.kubelet.SetTokenIssuer(ss.tokens)
 	return ss
-}
-
-// outcome collects what decides the exit code.
-type outcome struct {
-	registration *node.Registration
-	results      []*node.PodResult
-	mountErr     error // a pod's volumes could not be resolved
-	teardownErrs []error
-	leftovers    *node.Leftovers
-	interrupted  bool
-	regErr       error
 }
 
 // announce tells the user something about the run before it starts.
@@ -93,176 +104,146 @@ func (ss *session) header() {
 	if ss.ownedRoot {
 		root += " (temporary, removed afterwards)"
 	}
-	ss.text.Printf("csi-kubelet-sim %s: kubelet %s on node %q, root dir %s\n", ss.command, ss.opts.version, ss.opts.NodeName, root)
-	ss.text.Printf("  # component operation      method                result   time     detail\n")
+	ss.text.Printf("csi-kubelet-sim %s: %s on node %q, root dir %s\n", ss.command, ss.opts.release.Describe(), ss.opts.NodeName, root)
+	if ss.command != "cleanup" {
+		ss.text.Printf("  selinux     %s\n", ss.opts.selinux.Why)
+	}
+	if !ss.quiet {
+		ss.text.Printf("  # component operation      method                result   time     detail\n")
+	}
 }
 
-// lifecycle runs the whole session; hold is called between mount and
-// teardown and returns early when ctx is cancelled.
-func (ss *session) lifecycle(ctx context.Context, hold func(context.Context)) *outcome {
+// plan is the command's schedule for the kubelet.
+func (ss *session) plan(ctx context.Context, hold time.Duration, running node.RunningSchedule) node.Plan {
+	return node.Plan{
+		DefaultPod: &manifests.DefaultPod{UID: types.UID(ss.opts.PodUID), VolumeHandle: ss.opts.VolumeHandle},
+		Hold:       hold,
+		Running:    running,
+		Teardown:   teardownContext(ctx),
+		AdmitDefaultPod: func(pod *corev1.Pod) error {
+			return ss.opts.admission.admit(ctx, ss.opts.cluster, []any{pod}, ss.opts.release.APIServerDefaults(), ss.opts.Output, ss.opts.Verbose, ss.s)
+		},
+	}
+}
+
+// lifecycle runs the kubelet for the plan and removes the root dir it made.
+func (ss *session) lifecycle(ctx context.Context, plan node.Plan) *node.Outcome {
+	if ss.opts.defaultPod != "" {
+		ss.announce(ss.opts.defaultPod)
+	}
 	ss.header()
-	out := &outcome{}
-	k := ss.kubelet
-	reg, err := k.Register(ctx)
-	out.registration, out.regErr = reg, err
-	if err == nil {
-		ss.warnNameMismatch(ctx, reg.DriverName)
-		out.mountErr = ss.mountAll(ctx, reg.DriverName, out)
-		if out.mountErr == nil && !failed(out.results) && ctx.Err() == nil {
-			hold(ctx)
-		}
+	out := ss.kubelet.Run(ctx, plan)
+	if out.Leftovers.NothingOnDisk() {
+		removeDirs(ss.rootDirs)
 	}
-	out.interrupted = ctx.Err() != nil
-	// Teardown must run even after Ctrl-C: it gets a context of its own.
-	tctx := context.WithoutCancel(ctx)
-	pods := ss.opts.cluster.Pods()
-	for i := len(pods) - 1; i >= 0; i-- {
-		out.teardownErrs = append(out.teardownErrs, k.UnmountPod(tctx, pods[i])...)
-	}
-	out.leftovers = k.Cleanup(tctx, ss.ownedRoot)
-	removeDirs(ss.rootDirs)
 	return out
 }
 
-// warnNameMismatch says what a name mismatch does: the kubelet looks the
-// CSIDriver object and the driver up by the name each volume gives, and
-// knows the driver only by the name it registered.
-func (ss *session) warnNameMismatch(ctx context.Context, registered string) {
-	lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
-	if _, ok := ss.opts.cluster.CSIDriver(registered); ok {
-		return
-	}
-	for _, d := range ss.opts.cluster.CSIDrivers() {
-		if d.Name != registered {
-			ss.trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, registered))
-		}
-	}
-}
-
-func (ss *session) mountAll(ctx context.Context, driver string, out *outcome) error {
-	if err := ss.opts.defaultPod(driver); err != nil {
-		return err
-	}
-	for _, pod := range ss.opts.cluster.Pods() {
-		if pod.Spec.NodeName == "" {
-			pod.Spec.NodeName = ss.opts.NodeName
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		res, err := ss.kubelet.MountPod(ctx, pod)
-		if err != nil {
-			return withCode(exitUsage, err)
-		}
-		out.results = append(out.results, res)
-	}
-	return nil
-}
-
-func failed(results []*node.PodResult) bool {
-	for _, r := range results {
-		if r.Failed() {
-			return true
-		}
-	}
-	return false
-}
-
 // exitErr turns the outcome into the command's error and exit code.
-func (ss *session) exitErr(out *outcome) error {
-	calls := ss.trace.Calls()
-	if out.regErr != nil {
-		return registrationExit(out.regErr)
+func (ss *session) exitErr(out *node.Outcome) error {
+	_, failedCalls, _, timedOut := ss.tally.counts()
+	if out.RegErr != nil {
+		return registrationExit(out.RegErr)
 	}
-	if out.interrupted {
-		return withCode(exitInterrupted, errors.New("interrupted; volumes were unpublished and unstaged"))
+	if out.Interrupted || out.Abandoned {
+		return withCode(exitInterrupted, errors.New(ss.interruptedText(out)))
 	}
-	if out.mountErr != nil {
-		return out.mountErr
+	if out.MountErr != nil {
+		if node.IsInTheWay(out.MountErr) {
+			return withCode(exitEnvironment, out.MountErr)
+		}
+		return withCode(exitUsage, out.MountErr)
+	}
+	volErr := out.FirstVolumeError()
+	if volErr != nil && node.IsInTheWay(volErr) {
+		return withCode(exitEnvironment, volErr)
 	}
 	// A call that failed but whose operation later succeeded on a retry
 	// is not a failure of the run: the kubelet got there.
-	driverFailed := false
-	for _, c := range calls {
-		driverFailed = driverFailed || c.Err != nil
-	}
-	var volErrs []string
-	for _, r := range out.results {
-		for _, v := range r.Volumes {
-			if v.Err != nil {
-				volErrs = append(volErrs, v.Err.Error())
-			}
+	driverFailed := failedCalls > 0
+	running := out.Running.Snapshot()
+	later := append(running.Errs, out.TeardownErrs...)
+	if volErr != nil {
+		msg := volErr.Error()
+		// A driver that never answered: the kubelet's event says only
+		// DeadlineExceeded, so say which call and which timeout.
+		if timedOut != "" {
+			msg += fmt.Sprintf(" (%s did not answer within --timeout %s)", timedOut, ss.opts.Timeout)
 		}
-	}
-	var later []string
-	for _, e := range append(ss.holdErrs, out.teardownErrs...) {
-		later = append(later, e.Error())
-	}
-	// A driver that never answered: the kubelet's event says only
-	// DeadlineExceeded, so say which call and which timeout.
-	for _, c := range calls {
-		if c.TimedOut && len(volErrs) > 0 {
-			volErrs[0] += fmt.Sprintf(" (%s did not answer within --timeout %s)", c.Method, ss.opts.Timeout)
-			break
+		if driverFailed {
+			return withCode(exitFailed, errors.New(msg+ss.cleanupHint(out)))
 		}
+		return withCode(exitUsage, errors.New(msg))
+	}
+	if out.Pods > 0 && !ss.exercisedVolume(out) {
+		return withCode(exitUsage, errors.New("no CSI volume of the driver was mounted: the pods have no CSI volume (see `skipped` above); nothing of the driver was exercised"))
 	}
 	switch {
-	case len(volErrs) > 0 && driverFailed:
-		return withCode(exitFailed, errors.New(volErrs[0]))
-	case len(volErrs) > 0:
-		return withCode(exitUsage, errors.New(volErrs[0]))
 	case len(later) > 0:
-		return withCode(exitFailed, errors.New(later[0]))
-	case !out.leftovers.Clean():
-		return withCode(exitFailed, fmt.Errorf("the driver left things behind: %s", strings.Join(append(out.leftovers.Mounts, out.leftovers.DriverPaths...), ", ")))
+		return withCode(exitFailed, fmt.Errorf("%v%s", later[0], ss.cleanupHint(out)))
+	case !out.Leftovers.Clean():
+		return withCode(exitFailed, fmt.Errorf("left behind: %s%s", leftoverList(out.Leftovers), ss.cleanupHint(out)))
 	}
 	return nil
+}
+
+// exercisedVolume tells whether any CSI volume reached the driver.
+func (ss *session) exercisedVolume(out *node.Outcome) bool {
+	for _, r := range out.Results {
+		if len(r.Volumes) > 0 {
+			return true
+		}
+	}
+	return len(out.Results) == 0
+}
+
+func (ss *session) interruptedText(out *node.Outcome) string {
+	if out.Abandoned || out.Leftovers.KeptForCleanup() {
+		return "interrupted during teardown; left: " + leftoverList(out.Leftovers) + ss.cleanupHint(out)
+	}
+	return "interrupted; volumes were unpublished and unstaged"
+}
+
+// cleanupHint is the command that finishes what a run left of its own.
+func (ss *session) cleanupHint(out *node.Outcome) string {
+	if out.Leftovers == nil || (out.Leftovers.Journal == "" && !out.Leftovers.KeptForCleanup()) {
+		return ""
+	}
+	ep := ss.endpoint
+	if ep == "" {
+		ep = "<the driver's socket>"
+	}
+	return fmt.Sprintf("; finish with: csi-kubelet-sim cleanup --root-dir %s --endpoint %s", ss.opts.RootDir, ep)
 }
 
 // registrationExit: a driver that cannot be reached is the environment;
 // one that answers with an error failed.
 func registrationExit(err error) error {
-	switch status.Code(errors.Unwrap(err)) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return withCode(exitEnvironment, fmt.Errorf("%w (is the driver running and answering on the socket?)", err))
+	unreachable := func(err error) bool {
+		st, ok := status.FromError(err)
+		return ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded)
 	}
 	var re *node.RegistrationError
-	if errors.As(err, &re) {
-		if st, ok := status.FromError(re.Err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
-			return withCode(exitEnvironment, fmt.Errorf("%w (is the driver running and answering on the socket?)", err))
-		}
+	if errors.As(err, &re) && unreachable(re.Err) || unreachable(errors.Unwrap(err)) {
+		return withCode(exitEnvironment, fmt.Errorf("%w (is the driver running and answering on the socket?)", err))
 	}
-	return withCode(exitFailed, err)
+	return withCode(exitFailed, fmt.Errorf("%w (the driver answered registration with an error)", err))
 }
 
 // summary prints what the session did.
-func (ss *session) summary(out *outcome, exit error) {
-	calls := ss.trace.Calls()
-	failedCalls := 0
-	var driverTime time.Duration
-	for _, c := range calls {
-		if c.Err != nil {
-			failedCalls++
-		}
-		driverTime += c.Duration
-	}
+func (ss *session) summary(out *node.Outcome, exit error) {
+	calls, failedCalls, driverTime, _ := ss.tally.counts()
+	running := out.Running.Snapshot()
 	if ss.json != nil {
-		m := jsonSummary(out, calls, failedCalls, driverTime, time.Since(ss.started), exit)
-		if h := ss.held; h.republish {
-			m["republish"] = map[string]int{"syncs": h.syncs, "failed": h.republishFailed}
-		}
-		if h := ss.held; h.stats > 0 {
-			m["stats"] = map[string]int{"rounds": h.stats, "rejected": h.statsFailed}
-		}
-		ss.json.Object(m)
+		ss.json.Object(ss.jsonSummary(out, &running, calls, failedCalls, driverTime, exit))
 		return
 	}
 	p := ss.text
 	p.Printf("\nsummary\n")
-	if r := out.registration; r != nil {
+	if r := out.Registration; r != nil {
 		p.Printf("  driver      %s %s, node_id %q, CSINode topologyKeys %v, Node labels %v\n", r.DriverName, r.VendorVersion, r.NodeID, r.CSINodeDriver.TopologyKeys, r.NodeLabels)
 	}
-	for _, r := range out.results {
+	for _, r := range out.Results {
 		for _, v := range r.Volumes {
 			state := "published"
 			if v.Err != nil {
@@ -278,16 +259,11 @@ func (ss *session) summary(out *outcome, exit error) {
 			p.Printf("  skipped     %s/%s: %s\n", podKey(r.Pod), sk.Name, sk.Reason)
 		}
 	}
-	if h := ss.held; h.republish {
-		p.Printf("  republish   %d pod syncs, %d failures\n", h.syncs, h.republishFailed)
-	}
-	if h := ss.held; h.stats > 0 {
-		p.Printf("  stats       %d rounds, %d answers rejected by the kubelet\n", h.stats, h.statsFailed)
-	}
-	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", len(calls), failedCalls, round(driverTime), round(time.Since(ss.started)))
-	p.Printf("  left behind %s\n", leftoverText(out.leftovers))
-	if out.leftovers != nil && len(out.leftovers.KubeletPaths) > 0 {
-		p.Printf("  note        a real kubelet also leaves %s (removed here)\n", strings.Join(relPaths(ss.opts.RootDir, out.leftovers.KubeletPaths), ", "))
+	ss.printRunning(&running)
+	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", calls, failedCalls, round(driverTime), round(time.Since(ss.started)))
+	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
+	if l := out.Leftovers; l != nil && len(l.KubeletPaths) > 0 && l.Clean() {
+		p.Printf("  note        a real kubelet also leaves %s (removed here)\n", strings.Join(relPaths(ss.opts.RootDir, l.KubeletPaths), ", "))
 	}
 	if exit != nil {
 		p.Printf("  result      %v\n", exit)
@@ -296,25 +272,45 @@ func (ss *session) summary(out *outcome, exit error) {
 	}
 }
 
+func (ss *session) printRunning(r *node.RunningReport) {
+	p := ss.text
+	switch {
+	case r.Republish && r.Syncs == 0:
+		p.Printf("  republish   no pod sync came while the pods ran: the first was due %s after the start (--sync-frequency %s with the kubelet's jitter; --republish-period for a fixed one, --hold to run longer)\n", round(r.FirstSync), ss.opts.syncFrequency)
+	case r.Republish:
+		p.Printf("  republish   %d pod syncs, %d failures\n", r.Syncs, r.RepublishFailed)
+	}
+	if r.Stats > 0 {
+		p.Printf("  stats       %d rounds, %d answers rejected by the kubelet\n", r.Stats, r.StatsFailed)
+	}
+}
+
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 func round(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+
+func leftoverList(l *node.Leftovers) string {
+	if l == nil {
+		return "nothing"
+	}
+	var parts []string
+	for _, m := range l.Mounts {
+		parts = append(parts, "mount "+m+" (the driver's, left after it answered OK; unmounted by the simulator)")
+	}
+	for _, x := range l.Left {
+		parts = append(parts, x.String())
+	}
+	for _, e := range l.Errors {
+		parts = append(parts, "error "+e.Error())
+	}
+	return strings.Join(parts, "; ")
+}
 
 func leftoverText(l *node.Leftovers) string {
 	if l == nil || l.Clean() {
 		return "nothing"
 	}
-	var parts []string
-	for _, m := range l.Mounts {
-		parts = append(parts, "mount "+m)
-	}
-	for _, p := range l.DriverPaths {
-		parts = append(parts, "path "+p)
-	}
-	for _, e := range l.Errors {
-		parts = append(parts, "error "+e.Error())
-	}
-	return strings.Join(parts, "; ") + " (all undone by the simulator)"
+	return leftoverList(l)
 }
 
 func relPaths(root string, paths []string) []string {
@@ -329,7 +325,7 @@ func relPaths(root string, paths []string) []string {
 	return out
 }
 
-func jsonSummary(out *outcome, calls []csiclient.Call, failedCalls int, driverTime, total time.Duration, exit error) map[string]any {
+func (ss *session) jsonSummary(out *node.Outcome, running *node.RunningReport, calls, failedCalls int, driverTime time.Duration, exit error) map[string]any {
 	type vol struct {
 		Pod         string `json:"pod"`
 		Volume      string `json:"volume"`
@@ -340,8 +336,8 @@ func jsonSummary(out *outcome, calls []csiclient.Call, failedCalls int, driverTi
 		Published   bool   `json:"published"`
 		Error       string `json:"error,omitempty"`
 	}
-	var vols []vol
-	for _, r := range out.results {
+	vols := []vol{}
+	for _, r := range out.Results {
 		for _, v := range r.Volumes {
 			x := vol{Pod: podKey(r.Pod), Volume: v.PodVolume, SpecName: v.SpecName, Mode: string(v.Mode), TargetPath: v.TargetPath, StagingPath: v.StagingPath, Published: v.Published}
 			if v.Err != nil {
@@ -350,16 +346,33 @@ func jsonSummary(out *outcome, calls []csiclient.Call, failedCalls int, driverTi
 			vols = append(vols, x)
 		}
 	}
-	m := map[string]any{
-		"kind": "summary", "calls": len(calls), "failed_calls": failedCalls,
-		"driver_ms": float64(driverTime.Microseconds()) / 1000, "total_ms": float64(total.Microseconds()) / 1000,
-		"volumes": vols, "interrupted": out.interrupted,
+	result, code := "OK", exitOK
+	if exit != nil {
+		result, code = "FAILED", exitCode(exit)
 	}
-	if r := out.registration; r != nil {
+	m := map[string]any{
+		"kind": "summary", "result": result, "exit_code": code,
+		"kubelet_version": ss.opts.release.Version.String(), "feature_gates": ss.opts.release.Gates.String(),
+		"selinux": map[string]any{"enabled": ss.opts.selinux.Enabled, "why": ss.opts.selinux.Why},
+		"calls":   calls, "failed_calls": failedCalls,
+		"driver_ms": float64(driverTime.Microseconds()) / 1000, "total_ms": float64(time.Since(ss.started).Microseconds()) / 1000,
+		"volumes": vols, "interrupted": out.Interrupted, "pods": out.Pods,
+	}
+	if running.Republish {
+		m["republish"] = map[string]any{"syncs": running.Syncs, "failed": running.RepublishFailed, "first_sync_due_ms": running.FirstSync.Milliseconds()}
+	}
+	if running.Stats > 0 {
+		m["stats"] = map[string]int{"rounds": running.Stats, "rejected": running.StatsFailed}
+	}
+	if r := out.Registration; r != nil {
 		m["registration"] = map[string]any{"driver": r.DriverName, "node_id": r.NodeID, "csinode_driver": r.CSINodeDriver, "node_labels": r.NodeLabels, "node_id_annotation": r.NodeIDAnnotation}
 	}
-	if l := out.leftovers; l != nil {
-		m["left_behind"] = map[string]any{"mounts": l.Mounts, "driver_paths": l.DriverPaths, "kubelet_paths": l.KubeletPaths}
+	if l := out.Leftovers; l != nil {
+		left := []map[string]string{}
+		for _, x := range l.Left {
+			left = append(left, map[string]string{"path": x.Path, "what": x.What, "owner": string(x.Owner), "why": x.Why})
+		}
+		m["left_behind"] = map[string]any{"clean": l.Clean(), "mounts_unmounted": nonNil(l.Mounts), "left": left, "kubelet_paths_removed": nonNil(l.KubeletPaths), "journal": l.Journal}
 	}
 	if exit != nil {
 		m["error"] = exit.Error()

@@ -26,8 +26,7 @@ import (
 func tokensCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := runTokens(context.Background(), args, streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
-	code = report(err, &errb)
+	code = run(context.Background(), append([]string{"tokens"}, args...), streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 
@@ -114,7 +113,7 @@ func TestTokensKeygenErrors(t *testing.T) {
 			"csi-kubelet-sim: --private-key " + filepath.Join(dir, "nope", "k") + ": no such directory " + filepath.Join(dir, "nope") + "\n"},
 		{"same file", []string{"keygen", "--private-key", fresh, "--public-key", fresh}, 2,
 			"csi-kubelet-sim: tokens keygen: --public-key and --private-key are the same file\n"},
-		{"arguments", []string{"keygen", "--private-key", fresh, "extra"}, 2, "csi-kubelet-sim: tokens keygen: unexpected arguments [extra]\n"},
+		{"arguments", []string{"keygen", "--private-key", fresh, "extra"}, 2, "csi-kubelet-sim: tokens keygen: unexpected arguments [extra] (it reads no files)\n"},
 		{"force", []string{"keygen", "--private-key", existing, "--type", "p256", "--force"}, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,7 +261,7 @@ func TestTokensMintVerify(t *testing.T) {
 	}
 }
 
-// stableUIDForTest is node/cluster.StableUID written out, so that the
+// stableUIDForTest is manifests.StableUID written out, so that the
 // expectation does not call the code under test.
 func stableUIDForTest(kind, ns, name string) string {
 	h := sha256.Sum256([]byte("csi-kubelet-sim/" + kind + "/" + ns + "/" + name))
@@ -367,7 +366,7 @@ func TestTokensJWKS(t *testing.T) {
 	}{
 		{nil, "csi-kubelet-sim: tokens jwks: --key is required\n"},
 		{[]string{"--key", ed}, "csi-kubelet-sim: --key " + ed + `: "PRIVATE KEY" block: unsupported key type ed25519.PublicKey, must be RSA or ECDSA` + "\n"},
-		{[]string{rsaPub}, "csi-kubelet-sim: tokens jwks: unexpected arguments [" + rsaPub + "]\n"},
+		{[]string{rsaPub}, "csi-kubelet-sim: tokens jwks: unexpected arguments [" + rsaPub + "] (it reads no files)\n"},
 	} {
 		_, errs, code := tokensCLI(t, "", append([]string{"jwks"}, tc.args...)...)
 		if code != 2 || errs != tc.wantErr {
@@ -418,8 +417,7 @@ func startServe(t *testing.T, args ...string) string {
 	out, errb := newLineBuffer(), newLineBuffer()
 	done := make(chan int, 1)
 	go func() {
-		err := runTokens(ctx, append([]string{"serve"}, args...), streams{In: strings.NewReader(""), Out: out, Err: errb})
-		done <- report(err, errb)
+		done <- run(ctx, append([]string{"tokens", "serve"}, args...), streams{In: strings.NewReader(""), Out: out, Err: errb})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -548,21 +546,21 @@ func TestTokensServeHTTPIssuer(t *testing.T) {
 	e := newTokenEnv(t, "p256")
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errb := newLineBuffer(), newLineBuffer()
-	done := make(chan error, 1)
+	done := make(chan int, 1)
 	go func() {
-		done <- runTokens(ctx, []string{"serve", "--service-account-key-file", e.pub, "--issuer", "http://127.0.0.1:1"},
+		done <- run(ctx, []string{"tokens", "serve", "--service-account-key-file", e.pub, "--issuer", "http://127.0.0.1:1"},
 			streams{In: strings.NewReader(""), Out: out, Err: errb})
 	}()
 	select {
 	case <-out.lines:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
+	case code := <-done:
+		t.Fatalf("serve: exit %d: %s", code, errb.String())
 	case <-time.After(10 * time.Second):
 		t.Fatal("no URL")
 	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if code := <-done; code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, errb.String())
 	}
 	first, _, _ := bufio.NewReader(strings.NewReader(errb.String())).ReadLine()
 	if string(first) != "warning: the API server serves discovery only for an https issuer" {
@@ -578,9 +576,10 @@ func TestTokensDispatch(t *testing.T) {
 		wantStderr string // substring
 	}{
 		{nil, 2, "", "csi-kubelet-sim: tokens: a command is needed\n"},
-		{[]string{"frobnicate"}, 2, "", "csi-kubelet-sim: tokens: unknown command \"frobnicate\"\n"},
+		{[]string{"frobnicate"}, 2, "", "csi-kubelet-sim: tokens: unknown command \"frobnicate\"; 'csi-kubelet-sim tokens --help' lists them\n"},
 		{[]string{"help"}, 0, "Service-account tokens", ""},
-		{[]string{"mint", "--help"}, 0, "", "Usage:\n  csi-kubelet-sim tokens mint --service-account-key-file FILE"},
+		{[]string{"--help"}, 0, "Service-account tokens", ""},
+		{[]string{"mint", "--help"}, 0, "Issue the service-account token", ""},
 		{[]string{"verify", "--bogus"}, 2, "", "unknown flag: --bogus"},
 	} {
 		out, errs, code := tokensCLI(t, "", tc.args...)

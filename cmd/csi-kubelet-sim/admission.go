@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// admissionOptions are the flags of the admission step: the input's
+// MutatingWebhookConfiguration objects applied to its other objects, as
+// the API server does on create, before the kubelet sees them.
+type admissionOptions struct {
+	WebhookServices []string
+	As              string
+	AsGroups        []string
+	WebhookDryRun   bool
+}
+
+func (o *admissionOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.WebhookServices, "webhook-service", nil, "where a webhook's clientConfig.service listens: namespace/name[:port]=host:port (repeatable)")
+	fs.StringVar(&o.As, "as", "", "the user in the webhooks' AdmissionReview (default "+admission.DefaultUser.Name+", kubeadm's admin)")
+	fs.StringArrayVar(&o.AsGroups, "as-group", nil, "a group of that user (repeatable; default with --as: system:authenticated)")
+	fs.BoolVar(&o.WebhookDryRun, "webhook-dry-run", false, "send the AdmissionReviews with dryRun: true, as kubectl --dry-run=server")
+}
+
+// run checks the flags, then runs the mutating webhooks of the input on
+// every other object of the input, in place, and prints the step. A
+// refusal is exit 2.
+func (o *admissionOptions) run(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, output string, verbose int, s streams) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	return o.admitCluster(ctx, c, defaults, output, verbose, s)
+}
+
+func (o *admissionOptions) admitCluster(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, output string, verbose int, s streams) error {
+	return o.admit(ctx, c, c.Objects(), defaults, output, verbose, s)
+}
+
+// admit runs the webhooks on the given objects of the cluster.
+func (o *admissionOptions) admit(ctx context.Context, c *manifests.Cluster, objects []any, defaults manifests.Defaults, output string, verbose int, s streams) error {
+	configs := c.MutatingWebhookConfigurations()
+	if len(configs) == 0 {
+		return nil
+	}
+	if verbose < 3 {
+		// The plugin logs each failed call to klog; the report says it.
+		klog.SetOutput(io.Discard)
+		klog.LogToStderr(false)
+	}
+	for _, cfg := range configs {
+		if errs := admission.ValidateConfiguration(cfg); len(errs) > 0 {
+			return withCode(exitUsage, fmt.Errorf("%s: MutatingWebhookConfiguration %s is invalid: %v", c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name), cfg.Name, errs.ToAggregate()))
+		}
+	}
+	a, err := admission.New(o.options(c, defaults), configs)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	defer a.Close()
+	p := &admissionPrinter{w: s.Out, json: output == "json", verbose: verbose}
+	for _, obj := range objects {
+		ro, ok := obj.(runtime.Object)
+		if !ok || admission.KindOf(ro) == "" {
+			continue
+		}
+		out, report, err := a.AdmitCreate(ctx, ro)
+		if report != nil {
+			p.print(report, err)
+		}
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		if err := manifests.Validate(out, defaults); err != nil {
+			return withCode(exitUsage, fmt.Errorf("%s %s after admission: %w", report.Kind, objName(report), err))
+		}
+		if err := c.Replace(out); err != nil {
+			return withCode(exitUsage, fmt.Errorf("%s %s after admission: %w", report.Kind, objName(report), err))
+		}
+	}
+	return nil
+}
+
+func (o *admissionOptions) options(c *manifests.Cluster, defaults manifests.Defaults) admission.Options {
+	opts := admission.Options{
+		Services:   map[string]string{},
+		DryRun:     o.WebhookDryRun,
+		Namespaces: c.Namespaces(),
+		Default:    func(obj runtime.Object) { _ = defaults.Apply(obj) },
+	}
+	for _, s := range o.WebhookServices {
+		k, addr, _ := admission.ParseService(s) // checked in complete
+		opts.Services[k] = addr
+	}
+	if o.As != "" {
+		opts.User = admission.UserInfo{Name: o.As, Groups: o.AsGroups}
+		if len(o.AsGroups) == 0 {
+			opts.User.Groups = []string{"system:authenticated"}
+		}
+	}
+	return opts
+}
+
+// check validates the flags.
+func (o *admissionOptions) check() error {
+	for _, s := range o.WebhookServices {
+		if _, _, err := admission.ParseService(s); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--webhook-service %w", err))
+		}
+	}
+	if len(o.AsGroups) > 0 && o.As == "" {
+		return withCode(exitUsage, errors.New("--as-group needs --as"))
+	}
+	return nil
+}
+
+func objName(r *admission.Report) string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+type admissionPrinter struct {
+	w       io.Writer
+	json    bool
+	verbose int
+}
+
+func (p *admissionPrinter) print(r *admission.Report, err error) {
+	if p.json {
+		m := map[string]any{"kind": "admission", "object": r.Kind + " " + objName(r), "webhooks": r.Webhooks, "changes": r.Changes}
+		if err != nil {
+			m["error"] = err.Error()
+		}
+		_ = json.NewEncoder(p.w).Encode(m)
+		return
+	}
+	called := false
+	for _, w := range r.Webhooks {
+		called = called || w.Called
+	}
+	if !called && err == nil && p.verbose == 0 {
+		return // no webhook for this object: nothing to say unless asked
+	}
+	fmt.Fprintf(p.w, "admission: %s %s\n", r.Kind, objName(r))
+	for _, w := range r.Webhooks {
+		p.printWebhook(w)
+	}
+	if err != nil {
+		fmt.Fprintf(p.w, "  refused: %v\n", err)
+	}
+}
+
+func (p *admissionPrinter) printWebhook(w admission.WebhookReport) {
+	name := fmt.Sprintf("%s (%s)", w.Webhook, w.Configuration)
+	if w.Round > 0 {
+		name += " reinvoked"
+	}
+	if !w.Called {
+		fmt.Fprintf(p.w, "  %s: skipped: %s\n", name, w.Skipped)
+		return
+	}
+	state := "allowed"
+	switch {
+	case w.FailedOpen:
+		state = "failed, ignored (failurePolicy Ignore): " + w.Error
+	case w.Error != "":
+		state = w.Error
+	case w.Mutated:
+		state = "allowed, mutated"
+	}
+	fmt.Fprintf(p.w, "  %s: called %s in %s: %s\n", name, w.URL, w.Latency.Round(100*time.Microsecond), state)
+	for _, ch := range w.Changes {
+		fmt.Fprintf(p.w, "    + %s\n", ch)
+	}
+	for _, warn := range w.Warnings {
+		fmt.Fprintf(p.w, "    warning: %s\n", warn)
+	}
+	keys := make([]string, 0, len(w.AuditAnnotations))
+	for k := range w.AuditAnnotations {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(p.w, "    audit annotation %s=%s\n", k, w.AuditAnnotations[k])
+	}
+	if p.verbose > 0 && len(w.Patch) > 0 {
+		fmt.Fprintf(p.w, "    patch: %s\n", strings.TrimSpace(string(w.Patch)))
+	}
+}
+
+// webhookFindings judges the MutatingWebhookConfiguration objects for
+// validate.
+func webhookFindings(c *manifests.Cluster) []finding {
+	var out []finding
+	for _, cfg := range c.MutatingWebhookConfigurations() {
+		src := c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name).String()
+		obj := "MutatingWebhookConfiguration " + cfg.Name
+		errs := admission.ValidateConfiguration(cfg)
+		for _, e := range errs {
+			out = append(out, finding{src, obj, "error", e.Error()})
+		}
+		if len(errs) == 0 {
+			out = append(out, finding{src, obj, "info", fmt.Sprintf("valid; %d webhook(s)", len(cfg.Webhooks))})
+		}
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+const cleanupLong = `Finish what interrupted runs left under a root dir, as a kubelet does after a
+restart: the volumes the runs' journals list are reconstructed and torn down
+through the driver (NodeUnpublishVolume, NodeUnstageVolume), then their
+directories removed. Only what the journals list is touched; a root dir
+without a journal is left alone.`
+
+const cleanupExample = `  # after a run interrupted twice (its error names this command)
+  csi-kubelet-sim cleanup --root-dir /var/lib/kubelet-sim --endpoint unix:///run/csi/csi.sock`
+
+// cleanupOptions are the flags of `cleanup`.
+type cleanupOptions struct {
+	commonOptions
+	Endpoint string
+}
+
+func newCleanupCommand(s streams) *cobra.Command {
+	o := &cleanupOptions{}
+	c := &cobra.Command{
+		Use:     "cleanup --root-dir DIR --endpoint unix:///PATH [flags]",
+		Short:   "Finish an interrupted run: its volumes reconstructed and torn down through the driver",
+		Long:    cleanupLong,
+		Example: cleanupExample,
+		Args:    noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return o.run(c.Context(), s)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&o.RootDir, "root-dir", "", "the root dir of the interrupted run (required)")
+	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
+	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
+	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, "+node.SupportedReleases())
+	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one object per line)")
+	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
+	fs.DurationVar(&o.Timeout, "timeout", node.DefaultTimeout, "timeout of each kubelet operation")
+	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail")
+	_ = c.MarkFlagDirname("root-dir")
+	return c
+}
+
+// run finishes what interrupted runs left under a root dir: the
+// kubelet's reconstruction of volumes after a restart, then their
+// teardown through the driver. Only what the runs' journals list is
+// touched.
+func (co *cleanupOptions) run(ctx context.Context, s streams) error {
+	o := &co.commonOptions
+	if o.RootDir == "" {
+		return withCode(exitUsage, fmt.Errorf("cleanup: --root-dir is required"))
+	}
+	ep, err := csiclient.ParseEndpoint(co.Endpoint)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
+	}
+	if o.RootDir, err = filepath.Abs(o.RootDir); err != nil {
+		return withCode(exitUsage, err)
+	}
+	if err := checkRootDir(o.RootDir); err != nil {
+		return err
+	}
+	if o.Output != "text" && o.Output != "json" {
+		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
+	}
+	if o.release, err = newRelease(o.KubeletVersion, ""); err != nil {
+		return err
+	}
+	if o.NodeName == "" {
+		if o.NodeName, err = os.Hostname(); err != nil {
+			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
+		}
+	}
+	if err := ep.Check(); err != nil {
+		return withCode(exitEnvironment, err)
+	}
+	roots, err := journalRoots(o.RootDir)
+	if err != nil {
+		return withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+	}
+	if len(roots) == 0 {
+		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: nothing of the simulator's in %s (no journal): nothing to do\n", o.RootDir)
+		return nil
+	}
+	var firstErr error
+	for _, root := range roots {
+		if err := cleanupRoot(ctx, o, root, ep, s); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// cleanupRoot recovers one kubelet root dir.
+func cleanupRoot(ctx context.Context, o *commonOptions, root string, ep csiclient.Endpoint, s streams) error {
+	ro := *o
+	ro.RootDir = root
+	ro.cluster = manifests.New()
+	ss := newSession("cleanup", &ro, s, &csiclient.Dialer{Endpoint: ep}, false, nil)
+	ss.endpoint = string(ep)
+	ss.header()
+	out := ss.kubelet.Recover(ctx)
+	exit := ss.exitErr(out)
+	ss.summary(out, exit)
+	return exit
+}
+
+// journalRoots are the root dirs under dir that hold a journal: dir
+// itself, and the per-scenario roots of an interrupted `conformance`.
+func journalRoots(dir string) ([]string, error) {
+	var roots []string
+	for _, d := range append([]string{dir}, subdirs(dir)...) {
+		js, err := node.Journals(d)
+		if err != nil {
+			return nil, err
+		}
+		if len(js) > 0 {
+			roots = append(roots, d)
+		}
+	}
+	return roots, nil
+}
+
+func subdirs(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}

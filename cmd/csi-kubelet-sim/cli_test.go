@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// cli runs one command line as main does, on buffers.
+func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+	return out.String(), errb.String(), code
+}
+
+const (
+	testDriver    = "drv.example.com"
+	csiDriverYAML = "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: drv.example.com}\nspec: {attachRequired: false, volumeLifecycleModes: [Ephemeral]}\n"
+	inlinePodYAML = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: 9a3c3c6e-1111-4d2b-9c51-0e2f8d1a7b01}\nspec:\n  containers: [{name: app, image: x, volumeMounts: [{name: v, mountPath: /v}]}]\n  volumes: [{name: v, csi: {driver: drv.example.com}}]\n"
+	emptyDirPod   = "apiVersion: v1\nkind: Pod\nmetadata: {name: scratch, namespace: default}\nspec:\n  containers: [{name: app, image: x, volumeMounts: [{name: e, mountPath: /e}]}]\n  volumes: [{name: e, emptyDir: {}}]\n"
+	deployment    = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+	// badCSIDriver has an invalid fsGroupPolicy: the API server refuses it.
+	badCSIDriver = "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: bad.example.com}\nspec: {fsGroupPolicy: Sometimes}\n"
+)
+
+// Every command prints its description and examples on stdout for
+// --help and `help COMMAND`, and exits 0 (issue 11, item 5).
+func TestHelpOnStdout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"help", "run"}, []string{"Run the kubelet's node lifecycle", "Examples:", "--endpoint", "--junit", "-R, --recursive"}},
+		{[]string{"run", "--help"}, []string{"Run the kubelet's node lifecycle", "Examples:"}},
+		{[]string{"help", "plan"}, []string{"with no driver at all", "--node-capabilities"}},
+		{[]string{"conformance", "-h"}, []string{"Check a CSI driver against what a kubelet needs", "--focus"}},
+		{[]string{"help", "validate"}, []string{"Judge the manifests as the API server", "validate -f *.yaml checks all"}},
+		{[]string{"help", "load"}, []string{"Run a node's worth of pods", "--replicas", "Examples:"}},
+		{[]string{"help", "cleanup"}, []string{"Finish what interrupted runs left", "--root-dir"}},
+		{[]string{"help", "version"}, []string{"kubelet releases", "-o, --output"}},
+		{[]string{"help", "tokens", "verify"}, []string{"Check a token as a driver", "--jwks-url"}},
+		{[]string{"tokens", "keygen", "--help"}, []string{"Generate a service-account signing key pair", "--private-key"}},
+		{[]string{"--help"}, []string{"Exit codes:", "Available Commands:", "completion", "conformance"}},
+		{[]string{"help"}, []string{"Exit codes:", "Available Commands:"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			stdout, stderr, code := cli(t, "", tc.args...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+// cobra's completion scripts, one per shell.
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{
+		"bash":       "complete -o default -F __start_csi-kubelet-sim csi-kubelet-sim",
+		"zsh":        "#compdef csi-kubelet-sim",
+		"fish":       "complete -c csi-kubelet-sim",
+		"powershell": "Register-ArgumentCompleter",
+	} {
+		stdout, stderr, code := cli(t, "", "completion", shell)
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("completion %s: exit %d, stderr %q, stdout lacks %q", shell, code, stderr, want)
+		}
+	}
+	// Flag values complete too.
+	if stdout, _, _ := cli(t, "", "__complete", "run", "--kubelet-version", ""); !strings.HasPrefix(stdout, "1.30\n1.31\n") || !strings.Contains(stdout, "1.37\n") {
+		t.Errorf("--kubelet-version completion: %q", stdout)
+	}
+	if stdout, _, _ := cli(t, "", "__complete", "validate", "-o", ""); !strings.HasPrefix(stdout, "text\njson\n") {
+		t.Errorf("-o completion: %q", stdout)
+	}
+	// -f completes manifests.
+	stdout, _, _ := cli(t, "", "__complete", "run", "-f", "")
+	if !strings.Contains(stdout, "yaml") {
+		t.Errorf("-f completion: %q", stdout)
+	}
+}
+
+// Usage errors are one line on stderr and exit 2; nothing on stdout.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	manifest := writeTestFile(t, dir, "a.yaml", csiDriverYAML)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus"}, `csi-kubelet-sim: unknown command "bogus"; 'csi-kubelet-sim --help' lists the commands`},
+		{[]string{"rn"}, `csi-kubelet-sim: unknown command "rn" (did you mean run?); 'csi-kubelet-sim --help' lists the commands`},
+		{[]string{"run", "--bogus"}, "csi-kubelet-sim: unknown flag: --bogus"},
+		{[]string{"run", "--hold"}, "csi-kubelet-sim: flag needs an argument: --hold"},
+		{[]string{"run", "--selinux=maybe"}, `csi-kubelet-sim: invalid argument "maybe" for "--selinux" flag: want true or false`},
+		{[]string{"version", "extra"}, "csi-kubelet-sim: version: unexpected arguments [extra] (it reads no files)"},
+		{[]string{"version", "-o", "yaml"}, `csi-kubelet-sim: --output "yaml": want text or json`},
+		{[]string{"cleanup", "--root-dir", dir, manifest}, "csi-kubelet-sim: cleanup: unexpected arguments [" + manifest + "] (it reads no files)"},
+		{[]string{"tokens", "jwks", "--key", manifest, manifest}, "csi-kubelet-sim: tokens jwks: unexpected arguments [" + manifest + "] (it reads no files)"},
+		{[]string{"validate"}, "csi-kubelet-sim: validate: no input: give files with -f or as arguments"},
+		{[]string{"completion", "tcsh"}, `csi-kubelet-sim: completion: unknown shell "tcsh": want bash, zsh, fish or powershell`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			stdout, stderr, code := cli(t, "", tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want 2", code)
+			}
+			if !strings.HasPrefix(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stderr %q, want one line starting %q", stderr, tc.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q", stdout)
+			}
+		})
+	}
+	// No command at all: the usage on stderr, then the error.
+	_, stderr, code := cli(t, "")
+	if code != exitUsage || !strings.HasSuffix(stderr, "csi-kubelet-sim: a command is needed\n") || !strings.Contains(stderr, "Available Commands:") {
+		t.Errorf("no command: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	stdout, _, code := cli(t, "", "version", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+		t.Fatalf("%v: %q", err, stdout)
+	}
+	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.Module != "github.com/csi-kubelet-sim/csi-kubelet-sim" ||
+		len(v.Releases) != 8 || v.Releases[0] != "1.30" || v.Releases[7] != "1.37" || v.DefaultKube != "1.37" {
+		t.Errorf("version %+v", v)
+	}
+	text, _, _ := cli(t, "", "version")
+	if !strings.HasPrefix(text, "csi-kubelet-sim "+v.Version+" (simulates kubelet 1.30 to 1.37, default 1.37)\n") {
+		t.Errorf("text %q", text)
+	}
+	if short, _, _ := cli(t, "", "--version"); short != "csi-kubelet-sim "+v.Version+"\n" {
+		t.Errorf("--version %q", short)
+	}
+}
+
+// `validate -f *.yaml`: the shell passes the second file as an argument;
+// it is judged too (issue 11, item 1).
+func TestValidateEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	good := writeTestFile(t, dir, "a.yaml", csiDriverYAML)
+	bad := writeTestFile(t, dir, "b.yaml", badCSIDriver)
+	for _, args := range [][]string{{"validate", "-f", good, bad}, {"validate", good, bad}, {"validate", bad, "-f", good}} {
+		stdout, stderr, code := cli(t, "", args...)
+		if code != exitUsage || !strings.Contains(stdout, bad+": document 1: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
+			!strings.Contains(stdout, "CSIDriver drv.example.com: valid") {
+			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
+		}
+	}
+}
+
+// An input with nothing usable exits 2 in every command that reads
+// manifests; a CSIDriver without a Pod runs the default pod and says so
+// (issue 11, item 3).
+func TestNothingUsable(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeTestFile(t, dir, "empty.yaml", "# nothing here\n---\n")
+	other := writeTestFile(t, dir, "deploy.yaml", deployment)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--driver-name", testDriver, empty}, "nothing usable in " + empty + ": no object the kubelet reads"},
+		{[]string{"plan", "--driver-name", testDriver, "-f", other}, "nothing usable in " + other},
+		{[]string{"run", "--endpoint", "/nonexistent.sock", empty}, "nothing usable in " + empty},
+		{[]string{"validate", empty, other}, "nothing to validate in " + empty + ", " + other},
+	} {
+		_, stderr, code := cli(t, "", tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	drv := writeTestFile(t, dir, "drv.yaml", csiDriverYAML)
+	stdout, stderr, code := cli(t, "", "plan", drv)
+	if code != 0 || !strings.HasPrefix(stdout, "no Pod in the input: using the default pod default/csi-kubelet-sim") || !strings.Contains(stdout, "NodePublishVolume") {
+		t.Errorf("CSIDriver only: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// -R reads subdirectories; without it they are named in a warning.
+func TestRecursive(t *testing.T) {
+	dir := t.TempDir()
+	writeTestFile(t, dir, "drv.yaml", csiDriverYAML)
+	if err := os.Mkdir(filepath.Join(dir, "pods"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "pods"), "pod.yaml", inlinePodYAML)
+	stdout, stderr, code := cli(t, "", "plan", "-f", dir)
+	if code != 0 || !strings.Contains(stderr, "warning: "+dir+": subdirectories not read: pods (-R reads them)") || !strings.Contains(stdout, "no Pod in the input") {
+		t.Errorf("without -R: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = cli(t, "", "plan", "-R", "-f", dir)
+	if code != 0 || stderr != "" || !strings.Contains(stdout, "pod default/web") || strings.Contains(stdout, "no Pod in the input") {
+		t.Errorf("with -R: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// --selinux: detected unless given, and the header says which and why
+// (issue 11, item 4).
+func TestSELinuxHost(t *testing.T) {
+	yes, no := func() bool { return true }, func() bool { return false }
+	for _, tc := range []struct {
+		args    []string
+		detect  func() bool
+		want    bool
+		wantWhy string
+	}{
+		{nil, yes, true, "this host has SELinux (/sys/fs/selinux)"},
+		{nil, no, false, "this host has no SELinux (/sys/fs/selinux absent): no context= mount option; --selinux=true simulates an SELinux host"},
+		{[]string{"--selinux"}, no, true, "simulated (--selinux=true)"},
+		{[]string{"--selinux=true"}, no, true, "simulated (--selinux=true)"},
+		{[]string{"--selinux=false"}, yes, false, "off (--selinux=false): no context= mount option"},
+	} {
+		o := &commonOptions{}
+		fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+		o.addFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.SELinux.resolve(tc.detect); got.Enabled != tc.want || got.Why != tc.wantWhy {
+			t.Errorf("%v: %+v, want %v %q", tc.args, got, tc.want, tc.wantWhy)
+		}
+	}
+	dir := t.TempDir()
+	drv := writeTestFile(t, dir, "drv.yaml", csiDriverYAML)
+	stdout, _, _ := cli(t, "", "plan", drv, "--selinux")
+	if !strings.Contains(stdout, "\n  selinux     simulated (--selinux=true)\n") {
+		t.Errorf("header:\n%s", stdout)
+	}
+	stdout, _, _ = cli(t, "", "plan", drv, "--selinux=false", "-o", "json")
+	if !strings.Contains(stdout, `"selinux":{"enabled":false,"why":"off (--selinux=false): no context= mount option"}`) {
+		t.Errorf("JSON summary:\n%s", stdout)
+	}
+}
+
+// The conformance summary counts every call the driver received: the
+// probe's included (issue 11, item 6: 171 counted, 178 received).
+func TestConformanceCallCount(t *testing.T) {
+	d := identityDriver(testDriver, nil)
+	sock := csifake.ServeTest(t, d)
+	stdout, stderr, code := cli(t, "", "conformance", "--endpoint", sock, "--focus", "^(registration|timing)/", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var sum struct {
+		Calls int `json:"calls"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(d.Calls()); sum.Calls != got || got == 0 {
+		t.Errorf("summary says %d calls, the driver received %d", sum.Calls, got)
+	}
+}
+
+// --focus/--skip that select nothing exit 2 naming the scenarios.
+func TestConformanceSelectsNothing(t *testing.T) {
+	sock := csifake.ServeTest(t, identityDriver(testDriver, nil))
+	for _, args := range [][]string{{"--focus", "nomatch"}, {"--skip", "."}, {"--focus", "^registration/", "--skip", "registration"}} {
+		stdout, stderr, code := cli(t, "", append([]string{"conformance", "--endpoint", sock}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, "select none of the") || !strings.Contains(stderr, "registration/node-info") || stdout != "" {
+			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
+		}
+	}
+}
+
+// A driver that answers registration with an error is running: exit 1,
+// and no "is the driver running" (issue 11, item 6).
+func TestRegistrationErrorAnswer(t *testing.T) {
+	failing := identityDriver(testDriver, nil)
+	failing.Errors("GetPluginInfo", status.Error(codes.Internal, "config not loaded"))
+	sock := csifake.ServeTest(t, failing)
+	dir := t.TempDir()
+	drv := writeTestFile(t, dir, "drv.yaml", csiDriverYAML)
+	_, stderr, code := cli(t, "", "run", "--endpoint", sock, drv)
+	if code != exitFailed || !strings.Contains(stderr, "config not loaded") || !strings.Contains(stderr, "the driver answered registration with an error") ||
+		strings.Contains(stderr, "is the driver running") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// Pods with no CSI volume exercise nothing of the driver: exit 2, not OK
+// (issue 11, item 3).
+func TestRunNoCSIVolume(t *testing.T) {
+	sock := csifake.ServeTest(t, identityDriver(testDriver, nil))
+	dir := t.TempDir()
+	pod := writeTestFile(t, dir, "pod.yaml", emptyDirPod)
+	junit := filepath.Join(dir, "run.xml")
+	stdout, stderr, code := cli(t, "", "run", "--endpoint", sock, pod, "--junit", junit)
+	if code != exitUsage || !strings.Contains(stderr, "no CSI volume of the driver was mounted") || strings.Contains(stdout, "result      OK") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	doc := readJUnit(t, junit)
+	last := doc.Suite.Cases[len(doc.Suite.Cases)-1]
+	if last.Name != "result" || last.Failure == nil || !strings.Contains(last.Failure.Message, "no CSI volume") || doc.Suite.Failures != 1 {
+		t.Errorf("junit %+v", doc)
+	}
+}
+
+type junitDoc struct {
+	Suite struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name      string `xml:"name,attr"`
+			ClassName string `xml:"classname,attr"`
+			Failure   *struct {
+				Message string `xml:"message,attr"`
+				Type    string `xml:"type,attr"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func readJUnit(t *testing.T, path string) junitDoc {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc junitDoc
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	return doc
+}
+
+// One test case per operation on a volume; a retry that succeeded is a
+// pass, an operation whose last call failed is a failure carrying it.
+func TestRunJUnitCases(t *testing.T) {
+	l := func(op, vol string) csiclient.Labels {
+		return csiclient.Labels{Component: "kubelet", Operation: op, Volume: vol, Pod: "default/web"}
+	}
+	failed := status.Error(codes.Internal, "disk on fire")
+	calls := []csiclient.Call{
+		{Seq: 1, Labels: csiclient.Labels{Component: "registrar", Operation: "GetDriverName"}, Method: "GetPluginInfo"},
+		{Seq: 2, Labels: l("MountDevice", "pv-a"), Method: "NodeGetCapabilities"},
+		{Seq: 3, Labels: l("MountDevice", "pv-a"), Method: "NodeStageVolume", Err: failed, Code: codes.Internal},
+		{Seq: 4, Labels: l("MountDevice", "pv-a"), Method: "NodeStageVolume"},
+		{Seq: 5, Labels: l("SetUp", "pv-a"), Method: "NodePublishVolume", Err: failed, Code: codes.Internal},
+		{Seq: 6, Labels: l("TearDown", "pv-a"), Method: "NodeUnpublishVolume"},
+	}
+	exit := withCode(exitFailed, errors.New("SetUp failed"))
+	sink := newJUnitSink()
+	for _, c := range calls {
+		sink.Call(c)
+	}
+	doc := runJUnit(sink.operations(), node.DefaultRelease(), &node.Outcome{}, exit, time.Second)
+	var got []string
+	for _, tc := range doc.Suites[0].TestCases {
+		s := tc.Name
+		if tc.Failure != nil {
+			s += " FAIL " + tc.Failure.Message
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"GetDriverName",
+		"MountDevice pv-a (default/web)",
+		"SetUp pv-a (default/web) FAIL NodePublishVolume: rpc error: code = Internal desc = disk on fire",
+		"TearDown pv-a (default/web)",
+		"result FAIL SetUp failed",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("cases:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if doc.Tests != 5 || doc.Failures != 2 {
+		t.Errorf("tests %d failures %d", doc.Tests, doc.Failures)
+	}
+}

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// conformanceOptions are the flags of `conformance`.
+type conformanceOptions struct {
+	Endpoint         string
+	Filenames        []string
+	Recursive        bool
+	VolumeHandle     string
+	VolumeAttributes map[string]string
+	Focus, Skip      string
+	JUnit            string
+	Output           string
+	Timeout          time.Duration
+	KubeletVersion   string
+	FeatureGates     string
+	RootDir          string
+	NodeName         string
+	Verbose          int
+	Parallel         int
+	admission        admissionOptions
+
+	endpoint    csiclient.Endpoint
+	release     node.Release
+	focus, skip *regexp.Regexp
+	csiDrivers  []*storagev1.CSIDriver
+	cluster     *manifests.Cluster
+}
+
+func newConformanceOptions() *conformanceOptions {
+	return &conformanceOptions{Output: "text", Timeout: node.DefaultTimeout, KubeletVersion: node.DefaultVersion.String()}
+}
+
+func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
+	addFileFlags(fs, &o.Filenames, &o.Recursive, "the driver's CSIDriver object: a file, a directory or - (repeatable; files may also be given as arguments); without it, scenarios come from the driver's capabilities and the kubelet behaves as without a CSIDriver")
+	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "handle of a pre-provisioned volume for the PersistentVolume (default: a 1Gi volume made by CreateVolume when the driver has CREATE_DELETE_VOLUME, else "+conformance.DefaultVolumeHandle+")")
+	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
+	fs.StringVar(&o.Focus, "focus", "", "run only the scenarios whose name matches this regexp")
+	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
+	fs.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "text, or json (one object per scenario, then a summary)")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
+	fs.StringVar(&o.KubeletVersion, "kubelet-version", o.KubeletVersion, "the kubelet release to reproduce, "+node.SupportedReleases())
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet feature gates over the version's defaults, A=true,B=false")
+	fs.StringVar(&o.RootDir, "root-dir", "", "where each scenario gets its kubelet root dir (default: a fresh temp dir, removed afterwards)")
+	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
+	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v always runs one at a time)")
+	o.admission.addFlags(fs)
+	fs.CountVarP(&o.Verbose, "verbose", "v", "print each scenario's calls and notes (-vv: the kubelet's own steps too)")
+}
+
+// validate checks the flags that need no I/O.
+func (o *conformanceOptions) validate() error {
+	ep, err := csiclient.ParseEndpoint(o.Endpoint)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
+	}
+	o.endpoint = ep
+	if o.Output != "text" && o.Output != "json" {
+		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
+	}
+	if o.release, err = newRelease(o.KubeletVersion, o.FeatureGates); err != nil {
+		return err
+	}
+	if o.Parallel < 1 {
+		return withCode(exitUsage, errors.New("--parallel must be at least 1"))
+	}
+	if o.Timeout <= 0 {
+		return withCode(exitUsage, errors.New("--timeout must be positive"))
+	}
+	for _, x := range []struct {
+		flag, expr string
+		re         **regexp.Regexp
+	}{{"--focus", o.Focus, &o.focus}, {"--skip", o.Skip, &o.skip}} {
+		if x.expr == "" {
+			continue
+		}
+		re, err := regexp.Compile(x.expr)
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("%s: %w", x.flag, err))
+		}
+		*x.re = re
+	}
+	if o.RootDir != "" {
+		abs, err := filepath.Abs(o.RootDir)
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("--root-dir: %w", err))
+		}
+		o.RootDir = abs
+	}
+	return nil
+}
+
+// complete loads the CSIDriver objects and fills the defaults.
+func (o *conformanceOptions) complete(s streams) error {
+	// Refused before the driver is probed: a usage error comes first.
+	if o.RootDir != "" {
+		if err := checkRootDir(o.RootDir); err != nil {
+			return err
+		}
+	}
+	if o.NodeName == "" {
+		name, err := os.Hostname()
+		if err != nil {
+			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
+		}
+		o.NodeName = name
+	}
+	if len(o.Filenames) == 0 {
+		return nil
+	}
+	loader := &manifests.Loader{
+		Stdin:     s.In,
+		Defaults:  o.release.APIServerDefaults(),
+		Warn:      warnTo(s),
+		Recursive: o.Recursive,
+	}
+	c, err := loader.Load(o.Filenames)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	o.cluster = c
+	o.csiDrivers = c.CSIDrivers()
+	if len(o.csiDrivers) == 0 {
+		return withCode(exitUsage, fmt.Errorf("-f: no CSIDriver object in %s", strings.Join(o.Filenames, ", ")))
+	}
+	if n := len(c.Pods()) + len(c.PersistentVolumes()); n > 0 {
+		warnTo(s)(fmt.Sprintf("conformance builds its own pods and volumes: the %d Pod and PersistentVolume object(s) given are ignored", n))
+	}
+	return nil
+}
+
+// csiDriverFor picks the object whose name is the driver's: the kubelet
+// looks the CSIDriver up by the name the volume gives, which is the name
+// the driver registers.
+func (o *conformanceOptions) csiDriverFor(name string) (*storagev1.CSIDriver, error) {
+	if len(o.csiDrivers) == 0 {
+		return nil, nil
+	}
+	var names []string
+	for _, d := range o.csiDrivers {
+		if d.Name == name {
+			return d, nil
+		}
+		names = append(names, d.Name)
+	}
+	return nil, withCode(exitUsage, fmt.Errorf("no CSIDriver named %q, the name the driver registers (GetPluginInfo); given: %s", name, strings.Join(names, ", ")))
+}
+
+const conformanceLong = `Check a CSI driver against what a kubelet needs of it. From the driver's
+CSIDriver object (-f, or the arguments), or without one from the driver's own
+capabilities, it derives the scenarios that matter for that driver and runs
+each through the simulated kubelet against the live driver: every lifecycle
+mode the object allows, pod info, tokens, republish, the SELinux mount option,
+volume_mount_group, attach and publish_context, and the node-side rules the
+kubelet relies on (idempotent calls, NodeUnpublishVolume removing the target,
+InvalidArgument for missing fields, topology, timing). A failure says what the
+driver did, what the kubelet needed and the docs/kubelet.md section.
+
+--focus and --skip (regular expressions on the scenario names) that leave no
+scenario exit 2.`
+
+const conformanceExample = `  # every scenario the CSIDriver object calls for
+  csi-kubelet-sim conformance --endpoint unix:///run/csi/csi.sock -f csidriver.yaml
+
+  # only the token scenarios, verbose, with a JUnit report for CI
+  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml`
+
+func newConformanceCommand(s streams) *cobra.Command {
+	o := newConformanceOptions()
+	c := &cobra.Command{
+		Use:     "conformance --endpoint unix:///PATH [-f CSIDRIVER] [flags] [FILE...]",
+		Short:   "Check the driver against what a kubelet needs of it",
+		Long:    conformanceLong,
+		Example: conformanceExample,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Filenames = filesFrom(o.Filenames, args)
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if err := o.complete(s); err != nil {
+				return err
+			}
+			return o.run(c.Context(), s)
+		},
+	}
+	o.addFlags(c.Flags())
+	markFilenameFlag(c)
+	return c
+}
+
+func (o *conformanceOptions) run(ctx context.Context, s streams) error {
+	if err := o.endpoint.Check(); err != nil {
+		return withCode(exitEnvironment, err)
+	}
+	probeTrace := csiclient.NewTrace()
+	dialer := &csiclient.Dialer{Endpoint: o.endpoint}
+	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: probeTrace}, o.Timeout)
+	if err != nil {
+		var ue *conformance.UnreachableError
+		if errors.As(err, &ue) {
+			return withCode(exitEnvironment, err)
+		}
+		return withCode(exitFailed, err)
+	}
+	obj, err := o.csiDriverFor(info.Name)
+	if err != nil {
+		return err
+	}
+	co := &commonOptions{RootDir: o.RootDir}
+	created, err := co.prepareRootDir()
+	if err != nil {
+		return err
+	}
+	defer removeDirs(created)
+	root := co.RootDir
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+
+	host := conformance.Host{SELinux: hostHasSELinux()}
+	if err := o.checkSelection(info, obj, host); err != nil {
+		return err
+	}
+	p := &conformancePrinter{s: s, json: o.Output == "json", verbose: o.Verbose}
+	p.header(o, info, obj, root, len(created) > 0, host)
+	cfg := conformance.Config{
+		Conn:             dialer,
+		CSIDriver:        obj,
+		VolumeHandle:     o.VolumeHandle,
+		VolumeAttributes: o.VolumeAttributes,
+		Focus:            o.focus,
+		Skip:             o.skip,
+		Timeout:          o.Timeout,
+		Release:          o.release,
+		RootDir:          root,
+		NodeName:         o.NodeName,
+		Host:             host,
+		Parallel:         o.Parallel,
+		OnStart:          p.start,
+		OnResult:         p.result,
+	}
+	admit, closeAdmit, err := o.admitFunc(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAdmit()
+	cfg.Admit = admit
+	if o.Verbose > 0 && !p.json {
+		cfg.Sink = func(string) csiclient.Sink {
+			return csiclient.NewTextPrinter(s.Out, csiclient.Redactor{}, o.Verbose > 1, false)
+		}
+	}
+	rep := conformance.Run(ctx, cfg, info, probeTrace)
+	return o.finish(rep, p)
+}
+
+// finish writes the JUnit file and prints the summary, and gives the
+// run's exit code.
+func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrinter) error {
+	var junitErr error
+	if o.JUnit != "" {
+		junitErr = writeJUnit(o.JUnit, rep)
+	}
+	p.summary(rep, o.JUnit)
+	switch {
+	case junitErr != nil:
+		return withCode(exitEnvironment, fmt.Errorf("--junit: %w", junitErr))
+	case rep.Interrupted:
+		return withCode(exitInterrupted, errors.New("interrupted; the running scenario was torn down and cleaned up"))
+	case rep.Failed():
+		pass, fail, _ := rep.Counts()
+		msg := fmt.Sprintf("%d of %d scenarios failed", fail, pass+fail)
+		if v := rep.Volume; v != nil && v.Err != nil {
+			msg += "; " + v.Err.Error()
+		}
+		return withCode(exitFailed, errors.New(msg))
+	}
+	return nil
+}
+
+func writeJUnit(path string, rep *conformance.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := conformance.WriteJUnit(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// checkSelection refuses --focus/--skip that leave no scenario to run: a
+// run of nothing would pass.
+func (o *conformanceOptions) checkSelection(info *conformance.DriverInfo, obj *storagev1.CSIDriver, host conformance.Host) error {
+	if o.focus == nil && o.skip == nil {
+		return nil
+	}
+	var names []string
+	for _, sc := range conformance.Derive(info, obj, host) {
+		if (o.focus == nil || o.focus.MatchString(sc.Name)) && (o.skip == nil || !o.skip.MatchString(sc.Name)) {
+			return nil
+		}
+		names = append(names, sc.Name)
+	}
+	return withCode(exitUsage, fmt.Errorf("--focus %q --skip %q select none of the %d scenarios for this driver: %s", o.Focus, o.Skip, len(names), strings.Join(names, " ")))
+}
+
+// admitFunc is the admission of the scenarios' pods by the input's
+// MutatingWebhookConfigurations, as the API server would run it on each
+// pod conformance creates; nil when there are none.
+func (o *conformanceOptions) admitFunc(ctx context.Context) (func(*corev1.Pod) (*corev1.Pod, error), func(), error) {
+	if o.cluster == nil || len(o.cluster.MutatingWebhookConfigurations()) == 0 {
+		return nil, func() {}, o.admission.check()
+	}
+	if err := o.admission.check(); err != nil {
+		return nil, nil, err
+	}
+	defaults := o.release.APIServerDefaults()
+	for _, cfg := range o.cluster.MutatingWebhookConfigurations() {
+		if errs := admission.ValidateConfiguration(cfg); len(errs) > 0 {
+			return nil, nil, withCode(exitUsage, fmt.Errorf("MutatingWebhookConfiguration %s is invalid: %v", cfg.Name, errs.ToAggregate()))
+		}
+	}
+	a, err := admission.New(o.admission.options(o.cluster, defaults), o.cluster.MutatingWebhookConfigurations())
+	if err != nil {
+		return nil, nil, withCode(exitUsage, err)
+	}
+	return func(pod *corev1.Pod) (*corev1.Pod, error) {
+		out, _, err := a.AdmitCreate(ctx, pod)
+		if err != nil {
+			return nil, err
+		}
+		admitted, ok := out.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("admission returned a %T for a pod", out)
+		}
+		return admitted, nil
+	}, a.Close, nil
+}

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
+)
+
+// maxLoadPods bounds the pods of one load run (copies and churn), so that
+// a typo in --churn or --duration cannot exhaust the machine.
+const maxLoadPods = 20000
+
+type loadOptions struct {
+	commonOptions
+	Endpoint        string
+	Replicas        int
+	QPS             float64
+	Burst           int
+	Duration        time.Duration
+	Churn           float64
+	ChurnLifetime   time.Duration
+	Hold            time.Duration
+	SharedVolumes   bool
+	SyncFrequency   time.Duration
+	RepublishPeriod time.Duration
+	StatsPeriod     time.Duration
+	Report          string
+
+	endpoint csiclient.Endpoint
+}
+
+func (o *loadOptions) addFlags(fs *pflag.FlagSet) {
+	o.commonOptions.addFlags(fs)
+	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
+	fs.IntVar(&o.Replicas, "replicas", 0, "copies of each input pod, each with a fresh name and UID (and fresh claims, PVs and volume handles unless --shared-volumes)")
+	fs.Float64Var(&o.QPS, "qps", 0, "pods created per second (0: all at once)")
+	fs.IntVar(&o.Burst, "burst", 1, "pods created at once before --qps applies")
+	fs.DurationVar(&o.Duration, "duration", 0, "how long the pods run; with --churn, how long pods keep coming and going")
+	fs.Float64Var(&o.Churn, "churn", 0, "with --duration: further pods created per second, each deleted after --churn-lifetime")
+	fs.DurationVar(&o.ChurnLifetime, "churn-lifetime", 10*time.Second, "how long a churned pod runs")
+	fs.DurationVar(&o.Hold, "hold", 0, "how long each pod runs between mount and teardown (default: --duration)")
+	fs.BoolVar(&o.SharedVolumes, "shared-volumes", false, "copies use the input pod's claims: many pods on the same volumes")
+	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period (requiresRepublish), each pod on its own with the kubelet's jitter")
+	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the jittered sync frequency")
+	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period per pod; 0 disables NodeGetVolumeStats")
+	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
+}
+
+const loadLong = `Run a node's worth of pods against the driver with the kubelet's
+concurrency: every input pod plus --replicas copies, created at --qps/--burst
+or all at once, their volumes mounted side by side with one pending operation
+per volume, each pod syncing and reporting stats on its own period, then torn
+down (with --duration and --churn, pods keep coming and going). The report
+gives per CSI method the calls, errors by code, latency percentiles, calls per
+second and the most in flight, and the simulator's own CPU and memory; -o json
+for CI, --report FILE.html for one offline page.
+
+Manifests come from -f and from the arguments.`
+
+const loadExample = `  # 110 pods at once on one node, with an HTML report
+  csi-kubelet-sim load -f manifests/ --endpoint /run/csi/csi.sock --replicas 109 --report load.html
+
+  # 10 minutes of churn: 2 pods a second, each living 30s
+  csi-kubelet-sim load pod.yaml --endpoint /run/csi/csi.sock --duration 10m --churn 2 --churn-lifetime 30s -o json`
+
+func newLoadCommand(s streams) *cobra.Command {
+	o := &loadOptions{}
+	c := &cobra.Command{
+		Use:     "load [-f FILE]... --endpoint unix:///PATH [--replicas N] [flags] [FILE...]",
+		Short:   "A node's worth of pods with the kubelet's concurrency; latency per CSI method",
+		Long:    loadLong,
+		Example: loadExample,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Filenames = filesFrom(o.Filenames, args)
+			return runLoad(c.Context(), o, s)
+		},
+	}
+	o.addFlags(c.Flags())
+	markFilenameFlag(c)
+	return c
+}
+
+// runLoad runs a node's worth of pods against the driver with the
+// kubelet's concurrency: pods started at a rate, their volumes mounted side
+// by side with one pending operation per volume, each pod syncing and
+// reporting stats on its own period, then torn down; and reports per CSI
+// method what the driver did under that load.
+func runLoad(ctx context.Context, o *loadOptions, s streams) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	createdDirs, err := o.prepare(s, o.endpoint)
+	if err != nil {
+		return err
+	}
+	return o.run(ctx, s, createdDirs)
+}
+
+func (o *loadOptions) validate() error {
+	ep, err := csiclient.ParseEndpoint(o.Endpoint)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
+	}
+	o.endpoint = ep
+	switch {
+	case o.Replicas < 0:
+		return withCode(exitUsage, errors.New("--replicas must not be negative"))
+	case o.QPS < 0 || o.Churn < 0:
+		return withCode(exitUsage, errors.New("--qps and --churn must not be negative"))
+	case o.Burst < 1:
+		return withCode(exitUsage, errors.New("--burst must be at least 1"))
+	case o.Churn > 0 && o.Duration <= 0:
+		return withCode(exitUsage, errors.New("--churn needs --duration"))
+	case o.Duration < 0 || o.Hold < 0 || o.ChurnLifetime <= 0:
+		return withCode(exitUsage, errors.New("--duration and --hold must not be negative, --churn-lifetime must be positive"))
+	}
+	if o.Hold == 0 {
+		o.Hold = o.Duration
+	}
+	return absRootDir(&o.commonOptions)
+}
+
+func (o *loadOptions) run(ctx context.Context, s streams, createdDirs []string) error {
+	ss := newQuietSession("load", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, createdDirs, o.Verbose > 0)
+	ss.endpoint = o.Endpoint
+	page := newReportPage(ss, o.Report)
+	stats := page.stats
+	progress := loadreport.NewProgress(progressOut(s, o.Output), 0)
+	ss.trace.AddSink(progress)
+	plan := ss.plan(ctx, o.Hold, node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod})
+	plan.Parallel = true
+	plan.Schedule = func(pods []*corev1.Pod) ([]node.PodPlan, error) {
+		plans, err := o.schedule(pods)
+		progress.AddPods(len(plans))
+		return plans, err
+	}
+	plan.OnPod = func(e node.PodEvent) {
+		if e.Step == "gone" {
+			progress.PodTornDown()
+		} else {
+			progress.PodMounted()
+		}
+	}
+	ss.header()
+	out := ss.kubelet.Run(ctx, plan)
+	progress.Stop()
+	if out.Leftovers.NothingOnDisk() {
+		removeDirs(ss.rootDirs)
+	}
+	exit := ss.exitErr(out)
+	sum := stats.Summary()
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %d pods, %s", out.Pods, o.release.Describe())); err != nil && exit == nil {
+		exit = withCode(exitEnvironment, err)
+	}
+	ss.loadSummary(out, sum, exit)
+	return exit
+}
+
+// schedule is load's plan: each input pod and its copies, started at
+// --qps/--burst, then the churned pods over --duration.
+func (o *loadOptions) schedule(pods []*corev1.Pod) ([]node.PodPlan, error) {
+	churned := int(math.Floor(o.Churn * o.Duration.Seconds()))
+	total := len(pods)*(1+o.Replicas) + churned
+	if total > maxLoadPods {
+		return nil, fmt.Errorf("load: %d pods (%d input pods x %d, %d churned) is over the limit of %d per run", total, len(pods), 1+o.Replicas, churned, maxLoadPods)
+	}
+	base := append([]*corev1.Pod(nil), pods...)
+	var plans []node.PodPlan
+	for _, p := range base {
+		plans = append(plans, node.PodPlan{Pod: p})
+	}
+	for i := 1; i <= o.Replicas; i++ {
+		for _, p := range base {
+			r, err := o.replica(p, fmt.Sprintf("-r%d", i))
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, node.PodPlan{Pod: r})
+		}
+	}
+	for i := range plans {
+		plans[i].At = o.arrival(i)
+	}
+	for i := range churned {
+		r, err := o.replica(base[i%len(base)], fmt.Sprintf("-c%d", i+1))
+		if err != nil {
+			return nil, err
+		}
+		at := time.Duration(float64(i+1) / o.Churn * float64(time.Second))
+		plans = append(plans, node.PodPlan{Pod: r, At: at, Lifetime: o.ChurnLifetime})
+	}
+	return plans, nil
+}
+
+// arrival is when the i-th pod is created under --qps and --burst (a token
+// bucket that starts full, as client-go's rate limiter does).
+func (o *loadOptions) arrival(i int) time.Duration {
+	if o.QPS == 0 || i < o.Burst {
+		return 0
+	}
+	return time.Duration(float64(i-o.Burst+1) / o.QPS * float64(time.Second))
+}
+
+func (o *loadOptions) replica(p *corev1.Pod, suffix string) (*corev1.Pod, error) {
+	r, err := o.cluster.AddReplica(p, manifests.Replica{Suffix: suffix, NodeName: o.NodeName, Shared: o.SharedVolumes, AttachmentName: node.AttachmentName})
+	if err != nil {
+		return nil, err
+	}
+	r.Spec.NodeName = p.Spec.NodeName
+	return r, nil
+}
+
+// progressOut is where the live progress line goes: stderr, so that
+// stdout stays the report; none for JSON.
+func progressOut(s streams, output string) *os.File {
+	if f, ok := s.Err.(*os.File); ok && output != "json" {
+		return f
+	}
+	return nil
+}
+
+// loadSummary prints the load report: pods, the per-method table, the
+// simulator's own cost, what was left and the result.
+func (ss *session) loadSummary(out *node.Outcome, sum loadreport.Summary, exit error) {
+	calls, failed, driverTime, _ := ss.tally.counts()
+	running := out.Running.Snapshot()
+	if ss.json != nil {
+		m := ss.jsonSummary(out, &running, calls, failed, driverTime, exit)
+		m["kind"] = "load"
+		m["failed_pods"] = out.Failed
+		m["load"] = sum
+		ss.json.Object(m)
+		return
+	}
+	p := ss.text
+	p.Printf("\nload\n")
+	p.Printf("  pods        %d run, %d with a volume that failed\n", out.Pods, out.Failed)
+	ss.printRunning(&running)
+	p.Printf("  calls       %d to the driver, %d failed, %s in all\n", calls, failed, round(time.Since(ss.started)))
+	_ = sum.WriteText(ss.s.Out)
+	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
+	if exit != nil {
+		p.Printf("  result      %v\n", exit)
+	} else {
+		p.Printf("  result      OK\n")
+	}
+}
+
+// reportPage is the --report HTML page of a run: the stats and a bounded
+// record of the calls, fed by the trace as they happen.
+type reportPage struct {
+	file  string
+	stats *loadreport.Stats
+	rec   *loadreport.Recorder
+}
+
+func newReportPage(ss *session, file string) *reportPage {
+	p := &reportPage{file: file, stats: loadreport.NewStats()}
+	ss.trace.AddSink(p.stats)
+	if file != "" {
+		p.rec = loadreport.NewRecorder(loadreport.DefaultMaxRecords)
+		ss.trace.AddSink(p.rec)
+	}
+	return p
+}
+
+// write writes the page, when one was asked for.
+func (p *reportPage) write(title string) error {
+	if p.rec == nil {
+		return nil
+	}
+	f, err := os.Create(p.file)
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := loadreport.WriteHTML(f, title, p.rec.Recorded(), p.stats.Summary()); err != nil {
+		f.Close()
+		return fmt.Errorf("--report: %w", err)
+	}
+	return f.Close()
+}

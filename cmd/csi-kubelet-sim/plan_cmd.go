@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+type planOptions struct {
+	commonOptions
+	DriverName   string
+	NodeID       string
+	Capabilities []string
+	Topology     map[string]string
+	MaxVolumes   int64
+}
+
+const planLong = `Print the requests a kubelet would send a CSI driver for the pods of the
+manifests, with no driver at all: the driver's answers come from the flags
+(--driver-name, --node-capabilities, --node-id, --topology). It runs the same
+kubelet code as run, so the paths, volume_context, secrets and tokens are the
+ones run would send.
+
+Manifests come from -f and from the arguments; without a Pod the default pod
+is used, and the trace says so.`
+
+const planExample = `  # what a staging driver would get for these manifests
+  csi-kubelet-sim plan -f manifests/ --node-capabilities STAGE_UNSTAGE_VOLUME,SINGLE_NODE_MULTI_WRITER
+
+  # a driver without a CSIDriver object in the manifests, as the kubelet of 1.31
+  csi-kubelet-sim plan -f pod.yaml --driver-name my.csi.example.com --kubelet-version 1.31`
+
+func newPlanCommand(s streams) *cobra.Command {
+	o := &planOptions{}
+	c := &cobra.Command{
+		Use:     "plan [-f FILE]... [--node-capabilities CAP,...] [flags] [FILE...]",
+		Short:   "Print the requests a kubelet would send, with no driver needed",
+		Long:    planLong,
+		Example: planExample,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Filenames = filesFrom(o.Filenames, args)
+			return o.run(c.Context(), s)
+		},
+	}
+	o.addFlags(c.Flags())
+	markFilenameFlag(c)
+	return c
+}
+
+func (o *planOptions) addFlags(fs *pflag.FlagSet) {
+	o.commonOptions.addFlags(fs)
+	fs.StringVar(&o.DriverName, "driver-name", "", "the name the driver reports (default: the CSIDriver in the manifests, else the first CSI volume's driver)")
+	fs.StringVar(&o.NodeID, "node-id", "", "the node ID the driver reports in NodeGetInfo (default: the node name)")
+	fs.StringSliceVar(&o.Capabilities, "node-capabilities", []string{"STAGE_UNSTAGE_VOLUME"}, "node capabilities the driver reports")
+	fs.StringToStringVar(&o.Topology, "topology", nil, "accessible topology segments the driver reports, key=value,...")
+	fs.Int64Var(&o.MaxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node the driver reports")
+}
+
+// run prints the requests a kubelet would send, answering for the
+// driver from the flags. It runs the same kubelet code as `run`.
+func (o *planOptions) run(ctx context.Context, s streams) error {
+	caps, err := csiclient.ParseCapabilities(o.Capabilities)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--node-capabilities: %w", err))
+	}
+	if o.RootDir != "" {
+		if o.RootDir, err = filepath.Abs(o.RootDir); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
+	if err := o.complete(s, warnTo(s)); err != nil {
+		return err
+	}
+	if o.DriverName == "" {
+		o.DriverName = o.guessDriver()
+	}
+	if o.DriverName == "" {
+		return withCode(exitUsage, fmt.Errorf("plan: --driver-name is needed when the manifests name no CSI driver"))
+	}
+	if err := manifests.ValidateDriverName(o.DriverName, field.NewPath("--driver-name")); err != nil {
+		return withCode(exitUsage, err)
+	}
+	if o.NodeID == "" {
+		o.NodeID = o.NodeName
+	}
+	createdDirs, err := o.prepareRootDir()
+	if err != nil {
+		return err
+	}
+	conn := &csiclient.Planned{
+		DriverName: o.DriverName, VendorVersion: "planned", NodeID: o.NodeID,
+		MaxVolumesPerNode: o.MaxVolumes, Topology: o.Topology, Capabilities: caps,
+	}
+	ss := newSession("plan", &o.commonOptions, s, conn, true, createdDirs)
+	out := ss.lifecycle(ctx, ss.plan(ctx, 0, node.RunningSchedule{}))
+	exit := ss.exitErr(out)
+	ss.summary(out, exit)
+	return exit
+}
+
+// guessDriver picks the driver the manifests are about.
+func (o *planOptions) guessDriver() string {
+	if ds := o.cluster.CSIDrivers(); len(ds) == 1 {
+		return ds[0].Name
+	}
+	for _, p := range o.cluster.Pods() {
+		for _, v := range p.Spec.Volumes {
+			if v.CSI != nil {
+				return strings.TrimSpace(v.CSI.Driver)
+			}
+			if v.PersistentVolumeClaim != nil {
+				if pvc, ok := o.cluster.PersistentVolumeClaim(p.Namespace, v.PersistentVolumeClaim.ClaimName); ok {
+					if pv, ok := o.cluster.PersistentVolume(pvc.Spec.VolumeName); ok && pv.Spec.CSI != nil {
+						return pv.Spec.CSI.Driver
+					}
+				}
+			}
+		}
+	}
+	return ""
+}

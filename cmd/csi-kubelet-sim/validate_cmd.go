@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/spf13/cobra"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// finding is one result of validate.
+type finding struct {
+	Source   string `json:"source"`
+	Object   string `json:"object"`
+	Severity string `json:"severity"` // error (the API server refuses), warning, mismatch (the live driver disagrees), info
+	Message  string `json:"message"`
+}
+
+type validateOptions struct {
+	Filenames      []string
+	Recursive      bool
+	KubeletVersion string
+	FeatureGates   string
+	Output         string
+	Endpoint       string
+	Timeout        time.Duration
+}
+
+const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
+defaulted and validated (field paths and messages as the API server gives
+them, and its warnings), the driver names of PersistentVolumes and inline
+volumes, and whether an inline volume's driver allows Ephemeral. With
+--endpoint, the CSIDriver objects are also compared with the live driver.
+
+Every file is judged: -f, and the arguments (so validate -f *.yaml checks all
+the shell finds). An input with nothing to judge exits 2.`
+
+const validateExample = `  # every manifest of a directory tree
+  csi-kubelet-sim validate -R -f deploy/
+
+  # the objects, and the driver they are for
+  csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
+
+func newValidateCommand(s streams) *cobra.Command {
+	o := &validateOptions{}
+	c := &cobra.Command{
+		Use:     "validate [-f FILE]... [--endpoint unix:///PATH] [flags] [FILE...]",
+		Short:   "Judge CSIDriver objects and CSI volumes as the API server would, and against the live driver",
+		Long:    validateLong,
+		Example: validateExample,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Filenames = filesFrom(o.Filenames, args)
+			return o.run(c.Context(), s)
+		},
+	}
+	fs := c.Flags()
+	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
+	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the release whose API server validates, "+node.SupportedReleases())
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "feature gates over the version's defaults, A=true,B=false")
+	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one finding per line)")
+	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "also compare the objects with the driver on this socket")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each call to the driver")
+	markFilenameFlag(c)
+	return c
+}
+
+// run judges CSIDriver objects as the API server would (defaults,
+// validation, warnings), the driver names of PVs and inline volumes, and,
+// with --endpoint, the objects against the live driver.
+func (o *validateOptions) run(ctx context.Context, s streams) error {
+	if len(o.Filenames) == 0 {
+		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments"))
+	}
+	if o.Output != "text" && o.Output != "json" {
+		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
+	}
+	v, err := node.ParseVersion(o.KubeletVersion)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
+	}
+	gates, err := node.NewFeatureGates(v, o.FeatureGates)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
+	}
+	defaults := gates.APIServerDefaults()
+	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
+	c, err := loader.Load(o.Filenames)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	findings := append(objectFindings(c, defaults), webhookFindings(c)...)
+	if len(findings) == 0 {
+		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
+	}
+	var liveErr error
+	if o.Endpoint != "" {
+		live, err := liveFindings(ctx, c, o)
+		liveErr = err
+		findings = append(findings, live...)
+	}
+	// What the objects are worth is printed even when the driver cannot be
+	// reached; invalid objects then decide the exit code, else the driver.
+	printFindings(s.Out, o.Output, findings)
+	exit := validateExit(findings)
+	if liveErr != nil {
+		if ee := (*exitError)(nil); errors.As(exit, &ee) && ee.code == exitUsage {
+			fmt.Fprintf(s.Err, "warning: not compared with the driver: %v\n", liveErr)
+			return exit
+		}
+		return liveErr
+	}
+	return exit
+}
+
+func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding {
+	var out []finding
+	for _, d := range c.CSIDrivers() {
+		src := c.SourceOf("CSIDriver", "", d.Name).String()
+		obj := "CSIDriver " + d.Name
+		errs := manifests.CSIDriverErrors(d, defaults)
+		for _, e := range errs {
+			out = append(out, finding{src, obj, "error", e})
+		}
+		for _, w := range manifests.CSIDriverWarnings(d, defaults) {
+			out = append(out, finding{src, obj, "warning", w})
+		}
+		if len(errs) == 0 {
+			out = append(out, finding{src, obj, "info", "valid; after defaulting: " + csiDriverSummary(d)})
+		}
+	}
+	known := func(name string) bool { _, ok := c.CSIDriver(name); return ok }
+	for _, pv := range c.PersistentVolumes() {
+		if pv.Spec.CSI == nil {
+			continue
+		}
+		src := c.SourceOf("PersistentVolume", "", pv.Name).String()
+		obj := "PersistentVolume " + pv.Name
+		for _, e := range manifests.DriverNameErrors(pv.Spec.CSI.Driver, field.NewPath("spec", "csi", "driver")) {
+			out = append(out, finding{src, obj, "error", e})
+		}
+		if !known(pv.Spec.CSI.Driver) {
+			out = append(out, finding{src, obj, "warning", fmt.Sprintf("no CSIDriver named %q: the kubelet treats the driver as having none (attach required, no pod info, persistent volumes only)", pv.Spec.CSI.Driver)})
+		}
+	}
+	for _, p := range c.Pods() {
+		src := c.SourceOf("Pod", p.Namespace, p.Name).String()
+		for i, vol := range p.Spec.Volumes {
+			if vol.CSI == nil {
+				continue
+			}
+			obj := "Pod " + p.Namespace + "/" + p.Name
+			path := field.NewPath("spec", "volumes").Index(i).Child("csi", "driver")
+			for _, e := range manifests.DriverNameErrors(vol.CSI.Driver, path) {
+				out = append(out, finding{src, obj, "error", e})
+			}
+			if !known(vol.CSI.Driver) {
+				out = append(out, finding{src, obj, "error", fmt.Sprintf("%s: no CSIDriver named %q: the kubelet refuses inline volumes of a driver without one: volume mode \"Ephemeral\" not supported by driver %s (no CSIDriver object)", path, vol.CSI.Driver, vol.CSI.Driver)})
+			} else if d, _ := c.CSIDriver(vol.CSI.Driver); !slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral) {
+				out = append(out, finding{src, obj, "error", fmt.Sprintf("%s: volume mode \"Ephemeral\" not supported by driver %s (only supports %q)", path, d.Name, d.Spec.VolumeLifecycleModes)})
+			}
+		}
+	}
+	return out
+}
+
+func csiDriverSummary(d *storagev1.CSIDriver) string {
+	s := d.Spec
+	return fmt.Sprintf("attachRequired=%t podInfoOnMount=%t volumeLifecycleModes=%v fsGroupPolicy=%s requiresRepublish=%t seLinuxMount=%t storageCapacity=%t tokenRequests=%d",
+		*s.AttachRequired, *s.PodInfoOnMount, s.VolumeLifecycleModes, *s.FSGroupPolicy, *s.RequiresRepublish, *s.SELinuxMount, *s.StorageCapacity, len(s.TokenRequests))
+}
+
+// liveFindings compares the CSIDriver objects with what the driver says
+// of itself.
+func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions) ([]finding, error) {
+	ep, err := csiclient.ParseEndpoint(o.Endpoint)
+	if err != nil {
+		return nil, withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
+	}
+	if err := ep.Check(); err != nil {
+		return nil, withCode(exitEnvironment, err)
+	}
+	conn := &csiclient.Dialer{Endpoint: ep}
+	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.Timeout) }
+	cctx, cancel := call()
+	info, err := csi.NewIdentityClient(conn).GetPluginInfo(cctx, &csi.GetPluginInfoRequest{})
+	cancel()
+	if err != nil {
+		return nil, withCode(exitEnvironment, fmt.Errorf("GetPluginInfo: %w", err))
+	}
+	name := info.GetName()
+	src := "driver " + string(ep)
+	var out []finding
+	d, ok := c.CSIDriver(name)
+	if !ok {
+		out = append(out, finding{src, "driver " + name, "mismatch", fmt.Sprintf("the driver registers as %q but no CSIDriver has that name: the kubelet treats it as having none (attach required, no pod info, persistent volumes only)", name)})
+		return out, nil
+	}
+	cctx, cancel = call()
+	nodeCaps, err := csi.NewNodeClient(conn).NodeGetCapabilities(cctx, &csi.NodeGetCapabilitiesRequest{})
+	cancel()
+	if err != nil {
+		return nil, withCode(exitFailed, fmt.Errorf("NodeGetCapabilities: %w", err))
+	}
+	publish := controllerPublishes(ctx, conn, o)
+	obj := "CSIDriver " + name
+	switch {
+	case *d.Spec.AttachRequired && !publish:
+		out = append(out, finding{src, obj, "warning", "attachRequired is true but the driver has no ControllerPublishVolume: every pod waits for a VolumeAttachment that only the external-attacher marks attached; attachRequired: false skips attach"})
+	case !*d.Spec.AttachRequired && publish:
+		out = append(out, finding{src, obj, "mismatch", "attachRequired is false but the driver has PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume is never called and NodeStage/NodePublish get no publish_context"})
+	}
+	for _, cp := range nodeCaps.GetCapabilities() {
+		if cp.GetRpc().GetType() == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP && *d.Spec.FSGroupPolicy != storagev1.FileFSGroupPolicy {
+			out = append(out, finding{src, obj, "info", fmt.Sprintf("the driver has VOLUME_MOUNT_GROUP: the kubelet sends volume_mount_group whenever the pod has an fsGroup, whatever fsGroupPolicy (%s) says", *d.Spec.FSGroupPolicy)})
+		}
+	}
+	out = append(out, finding{src, obj, "info", fmt.Sprintf("the driver registers as %q (vendor version %s): this CSIDriver applies to it", name, info.GetVendorVersion())})
+	return out, nil
+}
+
+// controllerPublishes tells whether the driver has a controller service
+// with PUBLISH_UNPUBLISH_VOLUME.
+func controllerPublishes(ctx context.Context, conn *csiclient.Dialer, o *validateOptions) bool {
+	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	pc, err := csi.NewIdentityClient(conn).GetPluginCapabilities(cctx, &csi.GetPluginCapabilitiesRequest{})
+	if err != nil {
+		return false
+	}
+	hasController := false
+	for _, c := range pc.GetCapabilities() {
+		if c.GetService().GetType() == csi.PluginCapability_Service_CONTROLLER_SERVICE {
+			hasController = true
+		}
+	}
+	if !hasController {
+		return false
+	}
+	cc, err := csi.NewControllerClient(conn).ControllerGetCapabilities(cctx, &csi.ControllerGetCapabilitiesRequest{})
+	if err != nil {
+		return false
+	}
+	for _, c := range cc.GetCapabilities() {
+		if c.GetRpc().GetType() == csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME {
+			return true
+		}
+	}
+	return false
+}
+
+func printFindings(w io.Writer, output string, fs []finding) {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		for _, f := range fs {
+			_ = enc.Encode(f)
+		}
+		return
+	}
+	for _, f := range fs {
+		fmt.Fprintf(w, "%-8s %s: %s: %s\n", strings.ToUpper(f.Severity), f.Source, f.Object, f.Message)
+	}
+}
+
+func validateExit(fs []finding) error {
+	var errs, mismatches int
+	for _, f := range fs {
+		switch f.Severity {
+		case "error":
+			errs++
+		case "mismatch":
+			mismatches++
+		}
+	}
+	switch {
+	case errs > 0:
+		return withCode(exitUsage, fmt.Errorf("%d invalid field(s)", errs))
+	case mismatches > 0:
+		return withCode(exitFailed, fmt.Errorf("%d mismatch(es) with the live driver", mismatches))
+	}
+	return nil
+}

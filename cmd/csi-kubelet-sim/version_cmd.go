@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// version is set at build time with -ldflags "-X main.version=..." (the
+// Makefile gives `git describe`); without it the module version of the
+// build info is used.
+var version = "dev"
+
+// versionInfo is what `version -o json` prints.
+type versionInfo struct {
+	Version     string   `json:"version"`
+	Module      string   `json:"module"`
+	Revision    string   `json:"vcs_revision,omitempty"`
+	Time        string   `json:"vcs_time,omitempty"`
+	Modified    bool     `json:"vcs_modified,omitempty"`
+	GoVersion   string   `json:"go_version"`
+	Platform    string   `json:"platform"`
+	Releases    []string `json:"kubelet_releases"`
+	DefaultKube string   `json:"kubelet_default"`
+}
+
+// readVersionInfo reads the build info the Go toolchain stamps into the
+// binary: the main module's version, the VCS revision and time (for
+// builds inside a git checkout), and the Go version.
+func readVersionInfo() versionInfo {
+	v := versionInfo{
+		Version:     version,
+		Module:      "github.com/csi-kubelet-sim/csi-kubelet-sim",
+		GoVersion:   runtime.Version(),
+		Platform:    runtime.GOOS + "/" + runtime.GOARCH,
+		DefaultKube: node.DefaultVersion.String(),
+	}
+	for m := node.MinMinor; m <= node.MaxMinor; m++ {
+		v.Releases = append(v.Releases, fmt.Sprintf("1.%d", m))
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	v.Module = bi.Main.Path
+	if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.time":
+			v.Time = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+// buildVersion is the one-word version for --version.
+func buildVersion() string { return readVersionInfo().Version }
+
+const versionExample = `  csi-kubelet-sim version
+  csi-kubelet-sim version -o json | jq -r .kubelet_releases[]`
+
+func newVersionCommand(s streams) *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, its build and the kubelet releases it simulates",
+		Long: `Print the simulator's version, the commit and Go version it was built from,
+and the kubelet releases --kubelet-version accepts.`,
+		Example: versionExample,
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return printVersion(s, output, readVersionInfo())
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return c
+}
+
+func printVersion(s streams, output string, v versionInfo) error {
+	switch output {
+	case "json":
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(s.Out, "%s\n", b)
+		return err
+	case "text":
+	default:
+		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", output))
+	}
+	fmt.Fprintf(s.Out, "csi-kubelet-sim %s (simulates kubelet %s, default %s)\n", v.Version, node.SupportedReleases(), v.DefaultKube)
+	if v.Revision != "" {
+		dirty := ""
+		if v.Modified {
+			dirty = ", modified"
+		}
+		fmt.Fprintf(s.Out, "  commit  %s (%s%s)\n", v.Revision, v.Time, dirty)
+	}
+	fmt.Fprintf(s.Out, "  built   %s %s, module %s\n", v.GoVersion, v.Platform, v.Module)
+	return nil
+}

@@ -1,0 +1,186 @@
+package conformance
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
+)
+
+// runEnv is what the scenarios of one run share.
+type runEnv struct {
+	cfg    Config
+	info   *DriverInfo
+	volume *Volume
+	// pool hands the volumes to the scenarios that mount one.
+	pool   *volumePool
+	tokens *node.TokenSource
+	// traces of the probe and of every scenario run so far, for the timing
+	// check.
+	mu     sync.Mutex
+	traces []namedTrace
+}
+
+type namedTrace struct {
+	scenario string
+	trace    *csiclient.Trace
+}
+
+// DefaultParallel bounds the scenarios that run at once: enough to overlap
+// the driver's latency (against the reference driver on 2 cores, 8 took
+// 15% less wall time than 4), few enough not to load a node's driver more
+// than a kubelet starting a handful of pods would.
+const DefaultParallel = 8
+
+// Run runs the scenarios Derive gives for the driver (those --focus and
+// --skip select), and the volume set-up around them. Independent scenarios
+// run side by side, up to cfg.Parallel at once: each has its own root dir,
+// kubelet and trace, and the kubelet's call rules hold within each.
+// Scenarios that mount a PersistentVolume each take one from the run's
+// volumes: when the driver can CreateVolume, further volumes are made as
+// needed (at most one per running scenario); otherwise they take turns on
+// the one volume. A scenario that looks at the whole run (the timing
+// check) runs after all others. With a Sink (the live trace of -v) the
+// scenarios run one at a time, so that their calls do not interleave.
+// Results and OnStart/OnResult keep the scenarios' order. probe is the
+// trace of Probe, counted by the timing check. A scenario's failure never
+// stops the others; an interrupted ctx starts no further scenario, and the
+// running ones are torn down and cleaned up.
+func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Trace) *Report {
+	start := time.Now()
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = node.DefaultTimeout
+	}
+	if cfg.Release.Gates == nil {
+		cfg.Release = node.DefaultRelease()
+	}
+	rep := &Report{Driver: info, CSIDriver: cfg.CSIDriver, Started: start}
+	var selected []Scenario
+	for _, sc := range Derive(info, cfg.CSIDriver, cfg.Host) {
+		if (cfg.Focus != nil && !cfg.Focus.MatchString(sc.Name)) || (cfg.Skip != nil && cfg.Skip.MatchString(sc.Name)) {
+			rep.NotSelected++
+			continue
+		}
+		selected = append(selected, sc)
+	}
+	// One token source for the run, the one `run` uses: claims follow the
+	// release and its gates. Its API server signs with an ECDSA P-256 key
+	// (ES256, which kube-apiserver's --service-account-signing-key-file
+	// takes as well as RSA): making one takes microseconds, where the
+	// RSA-2048 key `run` generates takes 50-400 ms, and every scenario
+	// mounting a volume with tokenRequests waited for it.
+	key, err := tokens.GenerateKey("es256")
+	if err != nil {
+		key = nil // the token source makes an RSA key instead
+	}
+	env := &runEnv{cfg: cfg, info: info, tokens: node.NewTokenSource(cfg.Release, manifests.New(), node.TokenOptions{NodeName: cfg.NodeName, Key: key})}
+	if probe != nil {
+		env.traces = append(env.traces, namedTrace{"probe", probe})
+	}
+	parallel := cfg.Parallel
+	switch {
+	case cfg.Sink != nil:
+		parallel = 1
+	case parallel <= 0:
+		parallel = DefaultParallel
+	}
+	if slices.ContainsFunc(selected, func(s Scenario) bool { return s.UsesPV && s.Skip == "" }) {
+		env.volume = env.prepareVolume(ctx)
+		rep.Volume = env.volume
+		env.pool = newVolumePool(env.volume, parallel, env.volume.Created && env.volume.Err == nil)
+	}
+	rep.Results = env.runAll(ctx, selected, parallel)
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+	}
+	env.deleteVolumes(context.WithoutCancel(ctx))
+	for _, nt := range env.allTraces() {
+		for _, c := range nt.trace.Calls() {
+			rep.Calls++
+			rep.CallTime += c.Duration
+		}
+	}
+	rep.Duration = time.Since(start)
+	return rep
+}
+
+// runAll runs the scenarios, at most parallel at once, those AfterOthers
+// once all the others have ended, and reports them in their order.
+func (env *runEnv) runAll(ctx context.Context, selected []Scenario, parallel int) []Result {
+	results := make([]Result, len(selected))
+	done := make([]chan struct{}, len(selected))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	go func() {
+		slots := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		launch := func(i int) {
+			slots <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				results[i] = env.runOne(ctx, selected[i], i+1)
+				close(done[i])
+			}()
+		}
+		for i, sc := range selected {
+			if !sc.AfterOthers {
+				launch(i)
+			}
+		}
+		wg.Wait()
+		for i, sc := range selected {
+			if sc.AfterOthers {
+				launch(i)
+			}
+		}
+	}()
+	for i, sc := range selected {
+		<-done[i]
+		if env.cfg.OnStart != nil && sc.Skip == "" && results[i].Message != interruptedBefore {
+			env.cfg.OnStart(sc)
+		}
+		if env.cfg.OnResult != nil {
+			env.cfg.OnResult(results[i])
+		}
+	}
+	return results
+}
+
+const interruptedBefore = "interrupted before it ran"
+
+// runOne runs a scenario with a volume of the run when it needs one.
+func (env *runEnv) runOne(ctx context.Context, sc Scenario, index int) Result {
+	if ctx.Err() != nil && sc.Skip == "" {
+		return Result{Name: sc.Name, Status: Skip, Message: interruptedBefore, KubeletSpecific: sc.KubeletSpecific}
+	}
+	var vol *Volume
+	if sc.UsesPV && sc.Skip == "" && env.pool != nil {
+		v, err := env.pool.take(ctx, env.createVolume)
+		if err != nil {
+			return Result{Name: sc.Name, Status: Skip, Message: interruptedBefore, KubeletSpecific: sc.KubeletSpecific}
+		}
+		defer env.pool.put(v)
+		vol = v
+	}
+	return env.runScenario(ctx, sc, index, vol)
+}
+
+func (env *runEnv) addTrace(name string, t *csiclient.Trace) {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	env.traces = append(env.traces, namedTrace{name, t})
+}
+
+func (env *runEnv) allTraces() []namedTrace {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	return slices.Clone(env.traces)
+}

@@ -1,0 +1,32 @@
+package node
+
+import (
+	"errors"
+	"testing"
+)
+
+// A driver's mount that the simulator unmounted is reported (not Clean)
+// but leaves nothing on disk, so no journal is kept for `cleanup`; a kept
+// volume, a driver's file or an error keep it.
+func TestLeftoversNothingOnDisk(t *testing.T) {
+	cases := []struct {
+		name               string
+		l                  Leftovers
+		clean, nothingLeft bool
+	}{
+		{"nothing", Leftovers{}, true, true},
+		{"kubelet paths only", Leftovers{KubeletPaths: []string{"/r/plugins/kubernetes.io/csi/d"}}, true, true},
+		{"driver mount unmounted", Leftovers{Mounts: []string{"/r/pods/u/volumes/kubernetes.io~csi/v/mount"}}, false, true},
+		{"kept volume", Leftovers{Left: []Leftover{{Path: "/r/pods/u/volumes/kubernetes.io~csi/v", What: "volume", Owner: OwnerSimulator}}}, false, false},
+		{"driver file", Leftovers{Left: []Leftover{{Path: "/r/x", What: "file", Owner: OwnerDriver}}}, false, false},
+		{"error", Leftovers{Errors: []error{errors.New("remove /r/x: busy")}}, false, false},
+	}
+	for _, tc := range cases {
+		if got := tc.l.Clean(); got != tc.clean {
+			t.Errorf("%s: Clean() = %v, want %v", tc.name, got, tc.clean)
+		}
+		if got := tc.l.NothingOnDisk(); got != tc.nothingLeft {
+			t.Errorf("%s: NothingOnDisk() = %v, want %v", tc.name, got, tc.nothingLeft)
+		}
+	}
+}

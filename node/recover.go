@@ -1,0 +1,196 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// Recover finishes what earlier runs left under the root dir, as a
+// restarted kubelet does (reconstructVolume in the volume manager's
+// reconstruction): it registers the driver, rebuilds the volumes from what
+// is on disk (pod volume dirs and their vol_data.json, device mount paths,
+// block volume paths), takes only those its own journals list, marks them
+// uncertain, and tears each down through the driver: NodeUnpublishVolume,
+// NodeUnstageVolume, the block unmap steps. The journals go when
+// everything they list is gone.
+func (k *Kubelet) Recover(ctx context.Context) *Outcome {
+	out := &Outcome{}
+	journals, err := Journals(k.paths.Root)
+	if err == nil && len(journals) == 0 {
+		out.Leftovers = &Leftovers{}
+		return out
+	}
+	for _, j := range journals {
+		jc, err := readJournal(j)
+		if err != nil {
+			out.MountErr = err
+			return out
+		}
+		k.fs.adopt(jc)
+	}
+	reg, err := k.Register(ctx)
+	out.Registration, out.RegErr = reg, err
+	if err != nil {
+		return out
+	}
+	pods := k.reconstruct(csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "Reconstruct"}))
+	for _, pod := range pods {
+		out.Pods++
+		out.TeardownErrs = append(out.TeardownErrs, k.UnmountPod(ctx, pod, false)...)
+	}
+	out.TeardownErrs = append(out.TeardownErrs, k.unmountDevices(ctx, k.state.allDevices())...)
+	out.Leftovers = k.Cleanup(ctx, false)
+	if out.Leftovers.NothingOnDisk() && len(out.TeardownErrs) == 0 {
+		for _, j := range journals {
+			_ = os.Remove(j)
+		}
+		_ = os.Remove(filepath.Join(k.paths.Root, journalDir))
+		k.removeEmptyCreated()
+	}
+	return out
+}
+
+// reconstruct records every volume of the journals found on disk in the
+// actual state, uncertain, and returns the pods that hold them.
+func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
+	byUID := map[string]*corev1.Pod{}
+	podOf := func(uid string) *corev1.Pod {
+		if p, ok := byUID[uid]; ok {
+			return p
+		}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "(reconstructed)", UID: types.UID(uid)}}
+		byUID[uid] = p
+		k.state.markPodDirs(uid)
+		return p
+	}
+	var order []string
+	add := func(uid string, v *volumeSpec) {
+		if err := validReconstructed(uid, v); err != nil {
+			k.trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
+			return
+		}
+		if _, ok := byUID[uid]; !ok {
+			order = append(order, uid)
+		}
+		pod := podOf(uid)
+		k.state.recordMount(pod, v.uniqueName(uid), v, uncertain(errors.New("reconstructed")))
+		k.state.notePodVolume(uid, v.uniqueName(uid))
+		k.trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
+		k.recordReconstructedDevice(v)
+	}
+	for _, f := range k.ownedMatches(filepath.Join(k.paths.Root, "pods", "*", "volumes", escapeQualifiedName(pluginName), "*", volDataFileName)) {
+		uid := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(f)))))
+		if v := k.fsVolumeFromData(filepath.Dir(f)); v != nil {
+			add(uid, v)
+		}
+	}
+	for _, p := range k.ownedMatches(filepath.Join(k.paths.VolumeDevicesDir(), "publish", "*", "*")) {
+		uid, spec := filepath.Base(p), filepath.Base(filepath.Dir(p))
+		if v := k.blockVolumeFromData(spec); v != nil {
+			add(uid, v)
+		}
+	}
+	for _, f := range k.ownedMatches(filepath.Join(k.paths.PluginDir(), "*", "*", volDataFileName)) {
+		if data, err := loadVolumeData(filepath.Dir(f)); err == nil {
+			v := &volumeSpec{SpecName: data["volumeHandle"], Driver: data["driverName"], Handle: data["volumeHandle"],
+				Mode: storagev1.VolumeLifecyclePersistent, PV: &corev1.PersistentVolume{}}
+			if err := manifests.ValidateDriverName(v.Driver, field.NewPath("driverName")); err != nil {
+				k.trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
+				continue
+			}
+			k.recordReconstructedDevice(v)
+		}
+	}
+	for _, f := range k.ownedMatches(filepath.Join(k.paths.VolumeDevicesDir(), "*", "data", volDataFileName)) {
+		if v := k.blockVolumeFromData(filepath.Base(filepath.Dir(filepath.Dir(f)))); v != nil {
+			k.recordReconstructedDevice(v)
+		}
+	}
+	pods := make([]*corev1.Pod, 0, len(order))
+	for _, uid := range order {
+		pods = append(pods, byUID[uid])
+	}
+	return pods
+}
+
+// ownedMatches are the paths matching pattern that a journal lists and
+// that still exist.
+func (k *Kubelet) ownedMatches(pattern string) []string {
+	paths, _ := filepath.Glob(pattern)
+	var out []string
+	for _, p := range paths {
+		if k.fs.isOwned(p) || k.fs.isMountPath(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (k *Kubelet) fsVolumeFromData(dir string) *volumeSpec {
+	data, err := loadVolumeData(dir)
+	if err != nil {
+		return nil
+	}
+	v := &volumeSpec{PodVolume: data["specVolID"], SpecName: data["specVolID"], Driver: data["driverName"],
+		Handle: data["volumeHandle"], Mode: storagev1.VolumeLifecycleMode(data["volumeLifecycleMode"])}
+	if v.Mode == "" || v.Mode == storagev1.VolumeLifecyclePersistent {
+		v.Mode = storagev1.VolumeLifecyclePersistent
+		v.PV = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: v.SpecName}}
+	}
+	return v
+}
+
+func (k *Kubelet) blockVolumeFromData(specName string) *volumeSpec {
+	data, err := loadVolumeData(k.paths.BlockDataDir(specName))
+	if err != nil {
+		return nil
+	}
+	return &volumeSpec{PodVolume: specName, SpecName: specName, Driver: data["driverName"], Handle: data["volumeHandle"],
+		Mode: storagev1.VolumeLifecyclePersistent, Block: true,
+		PV: &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: specName}}}
+}
+
+// recordReconstructedDevice records the device of a persistent volume as
+// uncertain when something of it is on disk: a staged filesystem volume's
+// vol_data.json, or a block volume's data dir.
+func (k *Kubelet) recordReconstructedDevice(v *volumeSpec) {
+	if !v.persistent() {
+		return
+	}
+	unique := v.uniqueName("")
+	if _, ok := k.state.device(unique); ok {
+		return
+	}
+	if v.Block {
+		if _, err := os.Stat(k.paths.BlockDataDir(v.SpecName)); err != nil {
+			return
+		}
+	} else if _, err := loadVolumeData(filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle))); err != nil {
+		return
+	}
+	k.state.recordDevice(unique, v, uncertain(errors.New("reconstructed")))
+}
+
+// validReconstructed checks what was read back from disk before any path is
+// built from it: a vol_data.json edited by hand must not lead out of the
+// root dir.
+func validReconstructed(uid string, v *volumeSpec) error {
+	if err := manifests.ValidatePodUID(uid, field.NewPath("pod uid")); err != nil {
+		return err
+	}
+	if err := manifests.ValidateDriverName(v.Driver, field.NewPath("driverName")); err != nil {
+		return err
+	}
+	return manifests.ValidateSpecName(v.SpecName, field.NewPath("specVolID"))
+}

@@ -1,0 +1,88 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// Release is the one object every release-dependent decision is asked of:
+// the kubelet's minor version with its named rules (version.go), the
+// feature gates with the user's overrides (features.go), the API server's
+// defaults of the same cluster, and the claims its token issuer writes.
+// Commands build it once from --kubelet-version and --feature-gates and
+// hand it to every kubelet, conformance scenario and token source.
+type Release struct {
+	Version
+	Gates *FeatureGates
+}
+
+// SupportedReleases says which releases the simulator reproduces, for
+// flags, usage text and `version`.
+func SupportedReleases() string { return fmt.Sprintf("1.%d to 1.%d", MinMinor, MaxMinor) }
+
+// NewRelease parses a --kubelet-version ("1.36", "v1.36.3"; "" is the
+// newest) and --feature-gates ("A=true,B=false") pair.
+func NewRelease(version, gates string) (Release, error) {
+	v := DefaultVersion
+	if version != "" {
+		var err error
+		if v, err = ParseVersion(version); err != nil {
+			return Release{}, err
+		}
+	}
+	g, err := NewFeatureGates(v, gates)
+	if err != nil {
+		return Release{}, err
+	}
+	return Release{Version: v, Gates: g}, nil
+}
+
+// DefaultRelease is the newest release with its default gates.
+func DefaultRelease() Release {
+	r, _ := NewRelease("", "")
+	return r
+}
+
+// valid tells whether r was built (a zero Release has no gates).
+func (r Release) valid() bool { return r.Minor != 0 && r.Gates != nil }
+
+// Enabled tells whether a gate is on in this release.
+func (r Release) Enabled(g Gate) bool { return r.Gates.Enabled(g) }
+
+// APIServerDefaults are the API server's CSIDriver defaults and dropped
+// fields: a cluster runs its API server with the kubelet's gates.
+func (r Release) APIServerDefaults() manifests.Defaults { return r.Gates.APIServerDefaults() }
+
+// TokenClaims are the optional claims the API server of this release puts
+// in service-account tokens (ServiceAccountTokenJTI,
+// ServiceAccountTokenPodNodeInfo; pkg/serviceaccount/claims.go).
+type TokenClaims struct {
+	JTI         bool
+	PodNodeInfo bool
+}
+
+// TokenClaims returns the claims the release's token issuer writes.
+func (r Release) TokenClaims() TokenClaims {
+	return TokenClaims{JTI: r.Enabled(ServiceAccountTokenJTI), PodNodeInfo: r.Enabled(ServiceAccountTokenPodNodeInfo)}
+}
+
+// Describe is the release with the gates that differ from its defaults,
+// as the trace's header shows it.
+func (r Release) Describe() string {
+	def, _ := NewFeatureGates(r.Version, "")
+	s := "kubelet " + r.Version.String()
+	changed := ""
+	for _, g := range r.Gates.names() {
+		if r.Gates.Enabled(g) != def.Enabled(g) {
+			if changed != "" {
+				changed += ","
+			}
+			changed += fmt.Sprintf("%s=%t", g, r.Gates.Enabled(g))
+		}
+	}
+	if changed != "" {
+		s += " (feature gates " + changed + ")"
+	}
+	return s
+}

@@ -1,0 +1,335 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// Plan is a command's schedule for the kubelet: which pods come, when,
+// for how long, and how the kubelet works on them. `run` and `plan` give
+// every pod at once, one after the other; `load` gives many, at a rate,
+// with the reconciler's parallelism; `cleanup` gives none and recovers
+// what an earlier run left.
+type Plan struct {
+	// Pods are the pods to run; none: the cluster's pods, or the default
+	// pod when the cluster has none.
+	Pods []PodPlan
+	// DefaultPod makes the default pod when the cluster has no pod.
+	DefaultPod *manifests.DefaultPod
+	// AdmitDefaultPod runs the API server's admission on the default pod
+	// when one is made (the input's pods went through it when loaded).
+	AdmitDefaultPod func(pod *corev1.Pod) error
+	// Schedule turns the cluster's pods (the default pod included) into
+	// the plan's pods, once the driver has registered: `load` adds copies
+	// and arrival times. Nil: every pod at once.
+	Schedule func(pods []*corev1.Pod) ([]PodPlan, error)
+	// Hold is how long each pod runs between mount and teardown when its
+	// PodPlan says nothing: 0 not at all, < 0 until ctx ends.
+	Hold time.Duration
+	// Running is when the kubelet touches a running pod's volumes.
+	Running RunningSchedule
+	// Parallel: pods start as their time comes and run side by side, and a
+	// pod's volumes are mounted and torn down side by side (the volume
+	// manager's reconciler); otherwise one after the other, in order.
+	Parallel bool
+	// Teardown is the context of the teardown after ctx ended (the first
+	// Ctrl-C); cancelling it (a second Ctrl-C) abandons the teardown.
+	// Nil: the teardown cannot be abandoned.
+	Teardown context.Context
+	// KeepResults keeps every pod's result in the outcome; `load` with
+	// churn keeps only the counts, so memory stays flat.
+	KeepResults bool
+	// OnPod is told when a pod is mounted and when it is gone.
+	OnPod func(PodEvent)
+}
+
+// PodPlan is one pod of a plan: when it is created (after the run's start)
+// and how long it runs (0: Plan.Hold).
+type PodPlan struct {
+	Pod      *corev1.Pod
+	At       time.Duration
+	Lifetime time.Duration
+}
+
+// PodEvent is a pod reaching a step.
+type PodEvent struct {
+	Pod    *corev1.Pod
+	Step   string // "mounted", "failed", "gone"
+	Result *PodResult
+}
+
+// Outcome is what a run of the kubelet did, for the command's summary and
+// exit code.
+type Outcome struct {
+	Registration *Registration
+	RegErr       error
+	Results      []*PodResult
+	// Pods counts the pods run, Failed those with a volume that failed.
+	Pods, Failed int
+	// MountErr: a pod's volumes could not even be resolved (bad input).
+	MountErr     error
+	Running      RunningReport
+	TeardownErrs []error
+	Leftovers    *Leftovers
+	// Interrupted: ctx ended before the plan did (Ctrl-C); the teardown
+	// still ran. Abandoned: the teardown was cancelled too.
+	Interrupted, Abandoned bool
+}
+
+// FirstVolumeError is the first volume that failed to mount.
+func (o *Outcome) FirstVolumeError() error {
+	for _, r := range o.Results {
+		for _, v := range r.Volumes {
+			if v.Err != nil {
+				return v.Err
+			}
+		}
+	}
+	return nil
+}
+
+// EarlierRunError is a root dir that holds the journal of a run that did
+// not finish its teardown.
+type EarlierRunError struct {
+	Root     string
+	Journals []string
+}
+
+func (e *EarlierRunError) Error() string {
+	return fmt.Sprintf("root dir %s holds volumes of an earlier run that did not finish (%d journal(s) in %s/%s); finish it with `csi-kubelet-sim cleanup --root-dir %s --endpoint <the driver's socket>` before running here again", e.Root, len(e.Journals), e.Root, journalDir, e.Root)
+}
+
+// CheckRoot refuses a root dir that holds an earlier run's volumes: a
+// kubelet that restarts reconstructs them first, and so must the user,
+// through the driver, with `cleanup`.
+func CheckRoot(root string) error {
+	js, err := Journals(root)
+	if err != nil {
+		return err
+	}
+	if len(js) > 0 {
+		return &EarlierRunError{Root: root, Journals: js}
+	}
+	return nil
+}
+
+// SetCommand names the command in the journal.
+func (k *Kubelet) SetCommand(cmd string) { k.fs.command = cmd }
+
+// Run is a kubelet's life on the node for the plan: register the driver,
+// mount the pods' volumes, run the pods, tear them down (in reverse order
+// without Parallel) and clean up. Everything after ctx ends is done with
+// plan.Teardown.
+func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
+	out := &Outcome{}
+	reg, err := k.Register(ctx)
+	out.Registration, out.RegErr = reg, err
+	var mounted []*corev1.Pod
+	if err == nil {
+		k.warnNameMismatch(ctx, reg.DriverName)
+		pods, err := k.podPlans(plan, reg.DriverName)
+		if err != nil {
+			out.MountErr = err
+		} else if plan.Parallel {
+			k.runParallel(ctx, plan, pods, out)
+		} else {
+			mounted = k.runInOrder(ctx, plan, pods, out)
+		}
+	}
+	out.Interrupted = ctx.Err() != nil
+	tctx := plan.Teardown
+	if tctx == nil {
+		tctx = context.WithoutCancel(ctx)
+	}
+	for i := len(mounted) - 1; i >= 0; i-- {
+		out.TeardownErrs = append(out.TeardownErrs, k.UnmountPod(tctx, mounted[i], false)...)
+	}
+	out.Abandoned = tctx.Err() != nil
+	out.Leftovers = k.Cleanup(context.WithoutCancel(tctx), false)
+	return out
+}
+
+// podPlans are the plan's pods, or the cluster's, or the default pod.
+func (k *Kubelet) podPlans(plan Plan, driver string) ([]PodPlan, error) {
+	if len(plan.Pods) > 0 {
+		return plan.Pods, nil
+	}
+	if len(k.cluster.Pods()) == 0 && plan.DefaultPod != nil {
+		dp := *plan.DefaultPod
+		dp.Driver = driver
+		dp.NodeName = k.cfg.NodeName
+		dp.AttachmentName = AttachmentName
+		pod, err := k.cluster.AddDefaultPod(dp)
+		if err != nil {
+			return nil, err
+		}
+		if plan.AdmitDefaultPod != nil {
+			if err := plan.AdmitDefaultPod(pod); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if plan.Schedule != nil {
+		return plan.Schedule(k.cluster.Pods())
+	}
+	var out []PodPlan
+	for _, p := range k.cluster.Pods() {
+		out = append(out, PodPlan{Pod: p})
+	}
+	return out, nil
+}
+
+// runInOrder mounts every pod in order, runs them together, and returns
+// the pods to tear down.
+func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out *Outcome) []*corev1.Pod {
+	var mounted []*corev1.Pod
+	for _, pp := range pods {
+		if ctx.Err() != nil {
+			break
+		}
+		k.placePod(pp.Pod)
+		res, err := k.MountPod(ctx, pp.Pod, false)
+		if err != nil {
+			out.MountErr = err
+			break
+		}
+		mounted = append(mounted, pp.Pod)
+		k.count(out, res, plan)
+	}
+	if out.MountErr != nil || out.Failed > 0 || ctx.Err() != nil {
+		return mounted
+	}
+	var wg sync.WaitGroup
+	for _, pp := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+		}()
+	}
+	wg.Wait()
+	return mounted
+}
+
+// runParallel starts each pod when its time comes, runs it for its
+// lifetime and tears it down, all pods side by side, as a node's kubelet
+// does with its pod workers and its volume manager.
+func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, out *Outcome) {
+	tctx := plan.Teardown
+	if tctx == nil {
+		tctx = context.WithoutCancel(ctx)
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, pp := range pods {
+		if !sleepUntil(ctx, start.Add(pp.At)) {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k.placePod(pp.Pod)
+			res, err := k.MountPod(ctx, pp.Pod, true)
+			mu.Lock()
+			if err != nil && out.MountErr == nil {
+				out.MountErr = err
+			}
+			if res != nil {
+				k.count(out, res, plan)
+			}
+			mu.Unlock()
+			if err == nil && !res.Failed() {
+				k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+			}
+			errs := k.UnmountPod(tctx, pp.Pod, true)
+			mu.Lock()
+			out.TeardownErrs = append(out.TeardownErrs, errs...)
+			mu.Unlock()
+			if plan.OnPod != nil {
+				plan.OnPod(PodEvent{Pod: pp.Pod, Step: "gone"})
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// count adds a mounted pod to the outcome.
+func (k *Kubelet) count(out *Outcome, res *PodResult, plan Plan) {
+	out.Pods++
+	step := "mounted"
+	if res.Failed() {
+		out.Failed++
+		step = "failed"
+	}
+	if plan.KeepResults || !plan.Parallel || res.Failed() && out.Failed <= maxKeptFailures {
+		out.Results = append(out.Results, res)
+	}
+	if plan.OnPod != nil {
+		plan.OnPod(PodEvent{Pod: res.Pod, Step: step, Result: res})
+	}
+}
+
+// maxKeptFailures bounds the failed pods a long `load` keeps for its
+// summary.
+const maxKeptFailures = 20
+
+// placePod binds a pod without a node to this node, as the scheduler would.
+func (k *Kubelet) placePod(pod *corev1.Pod) {
+	if pod.Spec.NodeName == "" {
+		pod.Spec.NodeName = k.cfg.NodeName
+	}
+}
+
+func lifetime(pp PodPlan, plan Plan) time.Duration {
+	if pp.Lifetime != 0 {
+		return pp.Lifetime
+	}
+	return plan.Hold
+}
+
+// sleepUntil waits until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// warnNameMismatch says what a name mismatch does: the kubelet looks the
+// CSIDriver object and the driver up by the name each volume gives, and
+// knows the driver only by the name it registered.
+func (k *Kubelet) warnNameMismatch(ctx context.Context, registered string) {
+	lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
+	if _, ok := k.cluster.CSIDriver(registered); ok {
+		return
+	}
+	for _, d := range k.cluster.CSIDrivers() {
+		if d.Name != registered {
+			k.trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, registered))
+		}
+	}
+}
+
+// IsInTheWay tells whether err is a path of someone else's that the run
+// needed.
+func IsInTheWay(err error) bool {
+	var e *InTheWayError
+	return errors.As(err, &e)
+}

@@ -1,0 +1,181 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// parallelManifests: pods app-0..app-9 share pv-shared (one volume, one
+// device), pods own-0..own-(n-1) have a PV each.
+func parallelManifests(own int) string {
+	ds := []string{noAttachDriver,
+		pvDoc("pv-shared", "vol-shared", "shared", "accessModes: [ReadWriteMany]"), pvcDoc("shared", "pv-shared")}
+	for i := range 10 {
+		ds = append(ds, podDoc(fmt.Sprintf("app-%d", i), fmt.Sprintf("uid-app-%d", i), claimVol("data", "shared")))
+	}
+	for i := range own {
+		pv, claim := fmt.Sprintf("pv-own-%d", i), fmt.Sprintf("own-%d", i)
+		ds = append(ds, pvDoc(pv, "vol-"+claim, claim), pvcDoc(claim, pv),
+			podDoc("own-"+fmt.Sprint(i), "uid-own-"+fmt.Sprint(i), claimVol("data", claim)))
+	}
+	return docs(ds...)
+}
+
+// Run with Parallel: the reconciler's way. Every pod is mounted and torn
+// down; a device shared by ten pods that run at the same time is staged
+// once and unstaged once, after its last pod; nothing is left.
+func TestRunParallel(t *testing.T) {
+	drv := newFakeDriver(capStage)
+	e := newUnregisteredEnv(t, parallelManifests(20), drv)
+	out := e.k.Run(context.Background(), Plan{Parallel: true, Hold: 500 * time.Millisecond})
+	if out.RegErr != nil || out.MountErr != nil || out.Failed != 0 || len(out.TeardownErrs) != 0 {
+		t.Fatalf("outcome: reg %v, mount %v, failed %d, teardown %v", out.RegErr, out.MountErr, out.Failed, out.TeardownErrs)
+	}
+	if out.Pods != 30 {
+		t.Errorf("pods = %d, want 30", out.Pods)
+	}
+	count := func(method, handle string) int {
+		n := 0
+		for _, c := range only(drv.Calls(), method) {
+			id := ""
+			switch r := c.Request.(type) {
+			case *csi.NodeStageVolumeRequest:
+				id = r.VolumeId
+			case *csi.NodeUnstageVolumeRequest:
+				id = r.VolumeId
+			}
+			if handle == "" || id == handle {
+				n++
+			}
+		}
+		return n
+	}
+	for _, w := range []struct {
+		method, handle string
+		want           int
+	}{
+		{"NodeStageVolume", "vol-shared", 1}, {"NodeUnstageVolume", "vol-shared", 1},
+		{"NodeStageVolume", "", 21}, {"NodeUnstageVolume", "", 21},
+		{"NodePublishVolume", "", 30}, {"NodeUnpublishVolume", "", 30},
+	} {
+		if got := count(w.method, w.handle); got != w.want {
+			t.Errorf("%s %s: %d calls, want %d", w.method, w.handle, got, w.want)
+		}
+	}
+	if !out.Leftovers.Clean() {
+		t.Errorf("leftovers: %+v", out.Leftovers)
+	}
+	if entries, _ := os.ReadDir(e.root); len(entries) != 0 {
+		t.Errorf("root dir not empty: %v", entries)
+	}
+}
+
+// The operation executor's keys (nestedpendingoperations): an empty pod
+// name is the whole volume.
+func TestOperationKeysConflict(t *testing.T) {
+	for _, tc := range []struct {
+		a, b operationKey
+		want bool
+	}{
+		{operationKey{"v1", ""}, operationKey{"v1", ""}, true},
+		{operationKey{"v1", ""}, operationKey{"v1", "p1"}, true},
+		{operationKey{"v1", "p1"}, operationKey{"v1", "p1"}, true},
+		{operationKey{"v1", "p1"}, operationKey{"v1", "p2"}, false},
+		{operationKey{"v1", ""}, operationKey{"v2", ""}, false},
+	} {
+		if got := tc.a.conflicts(tc.b); got != tc.want {
+			t.Errorf("%v vs %v: %t, want %t", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// A second operation on a volume waits for the first; one on another
+// volume runs at once.
+func TestOperationsOnePerVolume(t *testing.T) {
+	var ops operations
+	var inFlight, most atomic.Int32
+	op := func() error {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(30 * time.Millisecond)
+		inFlight.Add(-1)
+		return nil
+	}
+	done := make(chan struct{}, 3)
+	for _, key := range []operationKey{{"v1", ""}, {"v1", "p1"}} {
+		go func() { _ = ops.run(context.Background(), key, op); done <- struct{}{} }()
+	}
+	<-done
+	<-done
+	if most.Load() != 1 {
+		t.Errorf("conflicting operations ran side by side (%d at once)", most.Load())
+	}
+	most.Store(0)
+	for _, key := range []operationKey{{"v1", "p1"}, {"v1", "p2"}} {
+		go func() { _ = ops.run(context.Background(), key, op); done <- struct{}{} }()
+	}
+	<-done
+	<-done
+	if most.Load() != 2 {
+		t.Errorf("different pods' operations on a volume did not run side by side (%d at once)", most.Load())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	release := make(chan struct{})
+	go func() {
+		_ = ops.run(context.Background(), operationKey{"v9", ""}, func() error { <-release; return nil })
+	}()
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	if err := ops.run(ctx, operationKey{"v9", ""}, op); err == nil {
+		t.Errorf("a waiting operation ignored its cancelled context")
+	}
+	close(release)
+}
+
+// After a kill -9 the journal stays; a new run refuses the root dir, and
+// Recover reconstructs the volume from disk and tears it down through the
+// driver: NodeUnpublish then NodeUnstage, and the journal goes.
+func TestRecoverAfterCrash(t *testing.T) {
+	drv := newFakeDriver(capStage)
+	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
+	e.mountOK("app-1") // and the process dies: no teardown
+	if err := CheckRoot(e.root); err == nil {
+		t.Fatalf("CheckRoot accepted a root dir with an unfinished run")
+	}
+	drv.ClearCalls()
+	k := New(Config{RootDir: e.root, NodeName: testNode}, e.cluster, drv, e.trace)
+	out := k.Recover(context.Background())
+	if out.RegErr != nil || len(out.TeardownErrs) != 0 {
+		t.Fatalf("recover: reg %v, teardown %v", out.RegErr, out.TeardownErrs)
+	}
+	want := []string{"NodeUnpublishVolume", "NodeUnstageVolume"}
+	var got []string
+	for _, c := range drv.Calls() {
+		if c.Method == "NodeUnpublishVolume" || c.Method == "NodeUnstageVolume" {
+			got = append(got, c.Method)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("recover calls %v, want %v", got, want)
+	}
+	if !out.Leftovers.Clean() {
+		t.Errorf("leftovers after recover: %+v", out.Leftovers)
+	}
+	if js, _ := Journals(e.root); len(js) != 0 {
+		t.Errorf("journals left: %v", js)
+	}
+	if err := CheckRoot(e.root); err != nil {
+		t.Errorf("CheckRoot after recover: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(e.root, "pods")); len(entries) != 0 {
+		t.Errorf("pod dirs left: %v", entries)
+	}
+}

@@ -1,0 +1,138 @@
+package node
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// RunningSchedule is when the kubelet touches a running pod's volumes.
+type RunningSchedule struct {
+	// SyncFrequency is the pod worker's resync period (--sync-frequency).
+	SyncFrequency time.Duration
+	// RepublishPeriod replaces the jittered sync with a fixed period.
+	RepublishPeriod time.Duration
+	// StatsPeriod is --volume-stats-agg-period; 0: no stats calls.
+	StatsPeriod time.Duration
+}
+
+// nextSync is the pod worker's requeue after a successful sync:
+// wait.Jitter(syncFrequency, 0.5), or the fixed RepublishPeriod.
+func (s RunningSchedule) nextSync() time.Duration {
+	if s.RepublishPeriod > 0 {
+		return s.RepublishPeriod
+	}
+	return s.SyncFrequency + time.Duration(rand.Float64()*0.5*float64(s.SyncFrequency))
+}
+
+// firstStats: the kubelet starts a pod's stats calculator at the next
+// tick of its fs resource analyzer (every period), and the calculator's
+// first round runs at once; so the first call comes at a random time within
+// one period of the pod's start.
+func (s RunningSchedule) firstStats() time.Duration {
+	return time.Duration(rand.Float64() * float64(s.StatsPeriod))
+}
+
+// nextStats is wait.JitterUntil(period, 1.0): between 1x and 2x.
+func (s RunningSchedule) nextStats() time.Duration {
+	return s.StatsPeriod + time.Duration(rand.Float64()*float64(s.StatsPeriod))
+}
+
+// RunningReport counts what the kubelet did to running pods, for the
+// summary. It is safe for concurrent use; failures beyond the first few
+// are only counted, so that a long hold keeps constant memory.
+type RunningReport struct {
+	mu              sync.Mutex
+	Republish       bool // a driver of the pods requires republish
+	Syncs           int
+	RepublishFailed int
+	Stats           int
+	StatsFailed     int
+	// FirstSync is when the first pod sync was due, for the user who
+	// wonders why none came.
+	FirstSync time.Duration
+	Errs      []error
+}
+
+const maxRunningErrs = 20
+
+func (r *RunningReport) add(f func(r *RunningReport), errs []error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r)
+	for _, e := range errs {
+		if len(r.Errs) < maxRunningErrs {
+			r.Errs = append(r.Errs, e)
+		}
+	}
+}
+
+// Snapshot returns a copy of the counts.
+func (r *RunningReport) Snapshot() RunningReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RunningReport{Republish: r.Republish, Syncs: r.Syncs, RepublishFailed: r.RepublishFailed,
+		Stats: r.Stats, StatsFailed: r.StatsFailed, FirstSync: r.FirstSync, Errs: append([]error(nil), r.Errs...)}
+}
+
+// RunPod keeps one pod running for d (until ctx ends when d < 0), as its
+// pod worker and stats calculator do: each sync republishes the volumes of
+// drivers with requiresRepublish, on the pod's own jittered period, and
+// each stats round calls NodeGetVolumeStats per volume on its own.
+func (k *Kubelet) RunPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
+	if d == 0 {
+		return
+	}
+	var end <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		end = t.C
+	}
+	republish := k.RequiresRepublish(pod)
+	syncT := stoppedTimer()
+	defer syncT.Stop()
+	if republish && (s.RepublishPeriod > 0 || s.SyncFrequency > 0) {
+		first := s.nextSync()
+		rep.add(func(r *RunningReport) {
+			r.Republish = true
+			if r.FirstSync == 0 || first < r.FirstSync {
+				r.FirstSync = first
+			}
+		}, nil)
+		syncT.Reset(first)
+	}
+	statsT := stoppedTimer()
+	defer statsT.Stop()
+	if s.StatsPeriod > 0 {
+		statsT.Reset(s.firstStats())
+	}
+	syncs, stats := 0, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-end:
+			return
+		case <-syncT.C:
+			syncs++
+			errs := k.Republish(ctx, pod, syncs)
+			rep.add(func(r *RunningReport) { r.Syncs++; r.RepublishFailed += len(errs) }, errs)
+			syncT.Reset(s.nextSync())
+		case <-statsT.C:
+			stats++
+			errs := k.VolumeStats(ctx, pod, stats)
+			rep.add(func(r *RunningReport) { r.Stats++; r.StatsFailed += len(errs) }, errs)
+			statsT.Reset(s.nextStats())
+		}
+	}
+}
+
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}

@@ -1,0 +1,79 @@
+package node
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// The claims of the tokens the driver gets follow the release: jti with
+// ServiceAccountTokenJTI, the node (kubernetes.io.node) with
+// ServiceAccountTokenPodNodeInfo (docs/kubelet.md §4.5), whatever command
+// builds the kubelet.
+func TestTokenSourceClaimsByRelease(t *testing.T) {
+	tests := []struct {
+		minor    int
+		gates    string
+		wantJTI  bool
+		wantNode bool
+	}{
+		{30, "", true, true},
+		{30, "ServiceAccountTokenJTI=false", false, true},
+		{31, "ServiceAccountTokenPodNodeInfo=false", true, false},
+		{31, "ServiceAccountTokenJTI=false,ServiceAccountTokenPodNodeInfo=false", false, false},
+		{32, "", true, true},
+		{37, "", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {
+			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver(),
+				withGates(t, tc.minor, tc.gates))
+			src := NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode})
+			e.k.SetTokenIssuer(src)
+			e.mountOK("app-1")
+			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
+			var toks map[string]struct{ Token string }
+			if err := json.Unmarshal([]byte(raw), &toks); err != nil {
+				t.Fatalf("tokens %q: %v", raw, err)
+			}
+			claims := jwtClaims(t, toks["vault"].Token)
+			if _, ok := claims["jti"]; ok != tc.wantJTI {
+				t.Errorf("jti present %t, want %t: %v", ok, tc.wantJTI, claims)
+			}
+			k8s, _ := claims["kubernetes.io"].(map[string]any)
+			node, ok := k8s["node"].(map[string]any)
+			if ok != tc.wantNode || (ok && node["name"] != testNode) {
+				t.Errorf("kubernetes.io.node %v, want present %t (name %s)", k8s["node"], tc.wantNode, testNode)
+			}
+			if pod, _ := k8s["pod"].(map[string]any); pod["name"] != "app-1" || pod["uid"] != "pod-uid-1" {
+				t.Errorf("kubernetes.io.pod %v, want app-1 pod-uid-1", k8s["pod"])
+			}
+			if iss, err := src.Issuer(); err != nil || iss == nil {
+				t.Errorf("Issuer: %v, %v", iss, err)
+			}
+		})
+	}
+}
+
+// jwtClaims decodes a JWT's payload without checking the signature (the
+// tokens package's tests do that).
+func jwtClaims(t *testing.T, jwt string) map[string]any {
+	t.Helper()
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %q", jwt)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
