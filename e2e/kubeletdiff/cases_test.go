@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
 )
 
 // Case is one pod on one node: manifests given to both sides, the driver's
@@ -27,7 +31,13 @@ type Case struct {
 	// RegularFileBlockTarget: the driver publishes a block volume as an
 	// empty regular file instead of a loop device bind-mounted on the target.
 	RegularFileBlockTarget bool
-	PhaseTimeout           time.Duration // how long a kubelet phase may take (0: 20s)
+	// Faults: calls the driver fails (recorder.Fault).
+	Faults []recorder.Fault
+	// SimFails: the simulator reports a failed operation (exit 1, the
+	// error on stderr) where the kubelet only records an event and goes
+	// on; the error must contain this.
+	SimFails     string
+	PhaseTimeout time.Duration // how long a kubelet phase may take (0: 20s)
 	// InUseExpansionRace: the kubelet code may expand the volume a second
 	// time while in use (see the expand cases); that expansion is dropped
 	// before the comparison.
@@ -38,6 +48,8 @@ type Case struct {
 	// timeout, the simulator exits 1 with it. The error after the volume's
 	// name must be the same on both sides; then the streams are compared.
 	TeardownStuck string
+	// StuckMaxMinor: the last release whose teardown gets stuck so (0: all).
+	StuckMaxMinor int
 
 	// Outlier, when it returns a reason for a release, marks a case where
 	// the kubelet code as this harness runs it is known to differ from a
@@ -71,6 +83,14 @@ func (c Case) files(t *testing.T, dir string) []string {
 
 func (c Case) gates(int) string { return c.Gates }
 
+// stuck is TeardownStuck for a release.
+func (c Case) stuck(minor int) string {
+	if c.StuckMaxMinor != 0 && minor > c.StuckMaxMinor {
+		return ""
+	}
+	return c.TeardownStuck
+}
+
 func (c Case) fsOutlier(minor int) string {
 	if c.FSOutlier == nil {
 		return ""
@@ -93,7 +113,10 @@ func cases(t *testing.T) []Case {
 	}
 	var out []Case
 	for _, e := range entries {
-		if e.IsDir() {
+		// The webhook sample's CSI volume exists only once a mutating
+		// webhook has added it, before the kubelet: the kubelet code has
+		// no admission step to compare (e2e/webhook_test.go covers it).
+		if e.IsDir() && e.Name() != "webhook" {
 			// The reference driver's capabilities (make demo runs the samples against it).
 			out = append(out, Case{Name: "sample-" + e.Name(), Sample: e.Name(), Caps: []string{"STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"}})
 		}
@@ -170,6 +193,16 @@ func grown(pv string) string { return strings.Replace(pv, "storage: 1Gi", "stora
 
 func smaller(pvc string) string {
 	return pvc + "status:\n  phase: Bound\n  accessModes: [ReadWriteOnce]\n  capacity:\n    storage: 1Gi\n"
+}
+
+// allocated adds the resizer's status.allocatedResources (2Gi) to a claim
+// made by smaller, and the resize status if not empty.
+func allocated(pvc, resizeStatus string) string {
+	s := pvc + "  allocatedResources:\n    storage: 2Gi\n"
+	if resizeStatus != "" {
+		s += "  allocatedResourceStatuses:\n    storage: " + resizeStatus + "\n"
+	}
+	return s
 }
 
 // claimVolume and inlineVolume are the pod's volume "vol".
@@ -301,6 +334,14 @@ func table() []Case {
 			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce", rwoExt4, "", seLinux, false)},
 		{Name: "selinux-rwo-gate-off", Caps: stage, Gates: "SELinuxMount=false", SELinuxLevel: "s0:c1,c2",
 			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce", rwoExt4, "", seLinux, false)},
+		// The release's own gates: SELinuxMount is on by default from 1.37
+		// (GA), so only then does a ReadWriteOnce volume get context=.
+		{Name: "selinux-rwo-default-gates", Caps: stage, SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce", rwoExt4, "", seLinux, false)},
+		// Two access modes: with SELinuxMount, 1.30 and 1.31 still wanted
+		// exactly one (util.VolumeSupportsSELinuxMount), from 1.32 any.
+		{Name: "selinux-two-access-modes-gate-on", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
+			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOnce, ReadOnlyMany", rwoExt4, "", seLinux, false)},
 		{Name: "selinux-rwx-gate-on-nostage", Caps: none, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
 			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteMany", "", "", seLinux, false)},
 		{Name: "selinux-recursive-policy", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
@@ -370,6 +411,17 @@ func table() []Case {
 			csiDriver("attachRequired: true\nrequiresRepublish: true\n"+tokenRequests+"serviceAccountTokenInSecrets: true\n"),
 			pv("ReadWriteOnce", rwoExt4, ""), pvc("ReadWriteOnce", ""), attachment("device: /dev/sdz\n"),
 			pod(claimVolume(false), fsGroup, ""))},
+		// A republish that fails with a final error after the driver
+		// emptied the target: up to 1.35 the kubelet removes the target and
+		// its vol_data.json (removeMountDir), from 1.36 it keeps them, the
+		// pod still using the mount (csi_mounter.go SetUpAt, #121271).
+		// Without vol_data.json there is no unmounter (csiPlugin.NewUnmounter):
+		// up to 1.35 the volume is never unpublished.
+		{Name: "republish-fails-final", Caps: stage, Republish: true, PhaseTimeout: 5 * time.Second,
+			TeardownStuck: "UnmountVolume.NewUnmounter failed", StuckMaxMinor: 35,
+			Faults:   []recorder.Fault{{Method: "NodePublishVolume", From: 2, To: 2, Code: codes.InvalidArgument}},
+			SimFails: `MountVolume.SetUp failed for volume "pv-vol" : rpc error: code = InvalidArgument`,
+			YAML:     pvCase(noAttach+"requiresRepublish: true\n", "ReadWriteOnce", "", "", "", false)},
 		{Name: "republish-not-required", Caps: stage, Republish: true, YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
 		// A block volume's remount is the whole map operation again.
 		{Name: "republish-block", Caps: stage, Republish: true, YAML: blockCase(noAttach+"podInfoOnMount: true\nrequiresRepublish: true\n", "ReadWriteOnce", "")},
@@ -381,9 +433,19 @@ func table() []Case {
 			grown(pv("ReadWriteOnce", "", "volumeMode: Block\n")), smaller(pvc("ReadWriteOnce", "volumeMode: Block\n")), blockPod(claimVolume(false)))},
 		{Name: "expand-block-nostage", Caps: caps("EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
 			grown(pv("ReadWriteOnce", "", "volumeMode: Block\n")), smaller(pvc("ReadWriteOnce", "volumeMode: Block\n")), blockPod(claimVolume(false)))},
+		// A claim whose resizer recorded allocatedResources but no resize
+		// status: 1.30 (RecoverVolumeExpansionFailure off) takes the legacy
+		// path and expands to the PV's size; from 1.31 the claim's status
+		// alone selects the new path, which waits for NodeResizePending
+		// (checkForRecoveryFromExpansion, operation_generator.go).
+		{Name: "expand-claim-allocated-no-resize-status", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
+			grown(pv("ReadWriteOnce", rwoExt4, "")), allocated(smaller(pvc("ReadWriteOnce", "")), ""), pod(claimVolume(false), "", ""))},
+		// The same claim with NodeResizePending: every release expands.
+		{Name: "expand-claim-node-resize-pending", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
+			grown(pv("ReadWriteOnce", rwoExt4, "")), allocated(smaller(pvc("ReadWriteOnce", "")), "NodeResizePending"), pod(claimVolume(false), "", ""))},
 		{Name: "stats", Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"), Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", rwoExt4, "", "", false)},
 		{Name: "stats-without-capability", Caps: stage, Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
-		// 1.32-1.36 with the alpha gate: a VOLUME_CONDITION query before each
+		// Up to 1.36, with the alpha gate: a VOLUME_CONDITION query before each
 		// NodeGetVolumeStats (the capability is gone from the CSI spec 1.37 uses).
 		{Name: "stats-volume-condition-gate", MaxMinor: 36, Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS", "VOLUME_CONDITION"), Stats: true,
 			Gates: "CSIVolumeHealth=true", YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
@@ -412,7 +474,7 @@ func table() []Case {
 			Outlier: func(int) string {
 				return "the harness labels with the kubelet's fake SELinux translator (pkg/volume/util NewFakeSELinuxLabelTranslator), " +
 					"which copies the pod's role and type into the file label; on a node, label.InitLabels keeps the policy's " +
-					"object_r:container_file_t and takes only user and level from the pod (KUBELET.md 6.1)"
+					"object_r:container_file_t and takes only user and level from the pod (docs/kubelet.md §6.1)"
 			}},
 	}
 }

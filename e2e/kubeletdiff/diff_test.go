@@ -3,6 +3,7 @@ package kubeletdiff
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,6 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
-	"k8s.io/component-base/version"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
 )
@@ -81,7 +81,7 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	}
 	in.republish, in.stats = c.Republish, c.Stats
 	in.phaseTimeout = c.PhaseTimeout
-	cfg := recorder.Config{DriverName: in.driverName, VendorVersion: "0.0.1", NodeID: nodeName, NodeCapabilities: c.Caps, BlockDir: images}
+	cfg := recorder.Config{DriverName: in.driverName, VendorVersion: "0.0.1", NodeID: nodeName, NodeCapabilities: c.Caps, BlockDir: images, Faults: c.Faults}
 	if c.RegularFileBlockTarget {
 		cfg.BlockDir = ""
 	}
@@ -139,7 +139,8 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		statsPeriod = "3s"
 	}
 	args := []string{"run", "--endpoint", "unix://" + socket, "--root-dir", root, "--node-name", nodeName,
-		"--kubelet-version", fmt.Sprintf("1.%d", minor), "--volume-stats-agg-period", statsPeriod, "-o", "json"}
+		"--kubelet-version", fmt.Sprintf("1.%d", minor), "--volume-stats-agg-period", statsPeriod, "-o", "json",
+		"--selinux"} // the kubelet code runs with SELinux on, whatever this host has
 	for _, f := range files {
 		args = append(args, "-f", f)
 	}
@@ -161,6 +162,11 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	}
 	args = append(args, c.SimArgs...)
 	stdout, stderr, code := runSimulator(t, bin, args)
+	// A teardown stuck as the kubelet's keeps the volume as it is for
+	// `csi-kubelet-sim cleanup` (the simulator removes nothing it cannot
+	// undo through the driver): the harness releases it, as it does what
+	// the kubelet code left.
+	simLeft, _ := releaseHost(root)
 	driverLeftS := recS.Stop()
 	simCalls := recS.Calls()
 
@@ -180,12 +186,22 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	sameRequests := strings.Join(normalizeAll(withoutFS(kubeletCalls)), "\n") == strings.Join(normalizeAll(withoutFS(simCalls)), "\n")
 
 	var problems []string
-	if c.TeardownStuck != "" {
-		if p := checkStuck(c.TeardownStuck, kerr, kubeletKlog, code, stderr); p != "" {
+	stuck := c.stuck(minor)
+	simFailed := code == 1
+	if stuck != "" {
+		if p := checkStuck(stuck, kerr, kubeletKlog, code, simMessages(stdout, stderr)); p != "" {
 			problems = append(problems, p)
 		} else {
-			t.Logf("both sides stuck in teardown as a kubelet is: %s", stuckError(c.TeardownStuck, stderr))
+			t.Logf("both sides stuck in teardown as a kubelet is: %s", stuckError(stuck, simMessages(stdout, stderr)))
 			kerr, code = nil, 0
+		}
+	}
+	if c.SimFails != "" {
+		if simFailed && strings.Contains(stderr, c.SimFails) {
+			t.Logf("the simulator reported the failure, as expected: %s", strings.TrimSpace(stderr))
+			code = 0
+		} else {
+			problems = append(problems, fmt.Sprintf("csi-kubelet-sim should exit 1 with %q; it exited %d\nstderr:\n%s", c.SimFails, code, stderr))
 		}
 	}
 	// A teardown that completes leaves nothing; one that got stuck leaves
@@ -195,9 +211,10 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		ok   bool
 		left []string
 	}{
-		{"the kubelet code", kerr == nil && c.TeardownStuck == "", kubeletLeft},
-		{"the kubelet code's driver", kerr == nil && c.TeardownStuck == "", driverLeftK},
-		{"csi-kubelet-sim's driver", code == 0 && c.TeardownStuck == "", driverLeftS},
+		{"the kubelet code", kerr == nil && stuck == "", kubeletLeft},
+		{"the kubelet code's driver", kerr == nil && stuck == "", driverLeftK},
+		{"csi-kubelet-sim", code == 0 && stuck == "", simLeft},
+		{"csi-kubelet-sim's driver", code == 0 && stuck == "", driverLeftS},
 	} {
 		if len(l.left) == 0 {
 			continue
@@ -268,10 +285,28 @@ func stuckError(prefix, log string) string {
 			continue
 		}
 		if _, e, ok := strings.Cut(rest, " : "); ok {
+			// A structured klog line ("message" err="...") ends the
+			// message at the quote.
+			e, _, _ = strings.Cut(e, `" err="`)
 			return strings.TrimSpace(e)
 		}
 	}
 	return ""
+}
+
+// simMessages is what the simulator said went wrong: its stderr (the
+// first failure), then the text of every warning in its JSON trace, one per
+// line (a run can fail more than once: a republish, then the teardown).
+func simMessages(stdout, stderr string) string {
+	var b strings.Builder
+	b.WriteString(stderr)
+	for _, line := range strings.Split(stdout, "\n") {
+		var ev struct{ Level, Text string }
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Level == "warning" && ev.Text != "" {
+			b.WriteString("\n" + ev.Text)
+		}
+	}
+	return b.String()
 }
 
 func runSimulator(t *testing.T, bin string, args []string) (stdout, stderr string, code int) {
@@ -318,14 +353,15 @@ func setGates(t *testing.T, gates string) {
 // kubernetesRelease is the Kubernetes release whose code this test binary
 // is built with (go.mod, or the -modfile the Makefile picks), so that the
 // simulator is asked to reproduce the same kubelet. A test binary carries no
-// module versions, so the minor comes from the code itself (component-base's
-// DefaultKubeBinaryVersion, the release's own "1.X"); KUBE_VERSION, which
+// module versions, so the minor comes from the code itself (codeMinorVersion
+// in release_*_test.go: component-base's DefaultKubeBinaryVersion, the
+// release's own "1.X", from 1.31 on); KUBE_VERSION, which
 // the Makefile sets with the -modfile it picks, names the patch release and
 // is checked against it.
 func kubernetesRelease(t *testing.T) (string, int) {
 	var major, minor int
-	if _, err := fmt.Sscanf(version.DefaultKubeBinaryVersion, "%d.%d", &major, &minor); err != nil || major != 1 {
-		t.Fatalf("component-base DefaultKubeBinaryVersion %q", version.DefaultKubeBinaryVersion)
+	if _, err := fmt.Sscanf(codeMinorVersion(), "%d.%d", &major, &minor); err != nil || major != 1 {
+		t.Fatalf("the code's Kubernetes release %q", codeMinorVersion())
 	}
 	release := fmt.Sprintf("v1.%d", minor)
 	if want := os.Getenv("KUBE_VERSION"); want != "" {

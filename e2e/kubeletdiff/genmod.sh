@@ -3,15 +3,15 @@
 # Kubernetes release. k8s.io/kubernetes points its staging modules (k8s.io/api,
 # k8s.io/client-go, ...) at ./staging/src with `replace` directives that do not
 # apply to a module that depends on it, and requires them at v0.0.0; here each
-# one is pinned to the staging tag of the same release (v1.37.1 -> v0.37.1),
+# one is pinned to the staging tag of the same release (v1.37.2 -> v0.37.2),
 # read from that release's own go.mod, then `go mod tidy` fills in the rest.
 #
-#   ./genmod.sh v1.37.1    writes go.mod / go.sum        (the default release)
+#   ./genmod.sh v1.37.2    writes go.mod / go.sum        (the default release)
 #   ./genmod.sh v1.36.3    writes go.v1.36.3.mod / .sum  (go test -modfile=go.v1.36.3.mod)
 #
 # DEFAULT below is the release go.mod holds; the Makefile's KUBE_VERSION picks the file.
 set -eu
-DEFAULT=v1.37.1
+DEFAULT=v1.37.2
 V=${1:?usage: genmod.sh v1.X.Y}
 case $V in v1.[0-9]*.[0-9]*) ;; *) echo "genmod.sh: want a release like v1.37.1, got $V" >&2; exit 2 ;; esac
 cd "$(dirname "$0")"

@@ -13,15 +13,12 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -34,7 +31,6 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/volumemanager/reconciler"
 	"k8s.io/kubernetes/pkg/volume"
 	kubeletcsi "k8s.io/kubernetes/pkg/volume/csi"
-	"k8s.io/kubernetes/pkg/volume/csimigration"
 	volumetest "k8s.io/kubernetes/pkg/volume/testing"
 	"k8s.io/kubernetes/pkg/volume/util"
 	"k8s.io/kubernetes/pkg/volume/util/operationexecutor"
@@ -108,7 +104,9 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 	attachments.Informer()
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop with ctx: cancel first,
+	// also when an early error returns before the cancel below is deferred.
+	defer func() { cancel(); factory.Shutdown() }()
 
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return err
@@ -143,25 +141,23 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 		k.client, k.mgr, k.events, volumepathhandler.NewBlockVolumePathHandler()))
 	translator := csitrans.New()
 	k.pods = &podSource{pods: map[types.UID]*corev1.Pod{}, removed: map[types.UID]bool{}}
-	k.dswp = populator.NewDesiredStateOfWorldPopulator(k.client, loopPeriod, k.pods, k.pods,
-		k.dsw, k.asw, csimigration.NewPluginManager(translator), translator, k.mgr)
+	k.dswp = newPopulator(k.client, k.pods, k.dsw, k.asw, newPluginManager(translator), translator, k.mgr)
 	rc := reconciler.NewReconciler(k.client, true /* controllerAttachDetachEnabled */, loopPeriod,
 		10*time.Minute /* waitForAttachTimeout */, nodeName, k.dsw, k.asw, k.dswp.HasAddedPods, oe,
-		host.GetMounter(), host.GetHostUtil(), k.mgr, filepath.Join(root, "pods"))
+		hostMounter(host), host.GetHostUtil(), k.mgr, filepath.Join(root, "pods"))
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	wg.Add(3)
-	go func() { defer wg.Done(); k.dswp.Run(ctx, allSourcesReady{}) }()
-	go func() { defer wg.Done(); rc.Run(ctx, ctx.Done()) }()
+	go func() { defer wg.Done(); runPopulator(ctx, k.dswp) }()
+	go func() { defer wg.Done(); runReconciler(ctx, rc) }()
 	go func() { defer wg.Done(); k.reportVolumesInUse(ctx) }()
 	defer k.logEvents()
 
 	pod := in.pod
 	k.podName = util.GetUniquePodName(pod)
-	mounts, devices, _ := util.GetPodVolumeNames(pod, false)
-	k.expected = sets.List(mounts.Union(devices))
+	k.expected = podVolumeNames(pod)
 
 	// The pod arrives: the kubelet makes its directories (makePodDataDirs),
 	// and SyncPod waits for its volumes (WaitForAttachAndMount, which first
@@ -181,7 +177,7 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 	}
 
 	// One more pod sync: the volumes of drivers with requiresRepublish are
-	// published again (KUBELET.md 5).
+	// published again (docs/kubelet.md §5).
 	if in.republish {
 		before := rec.Count("NodePublishVolume")
 		k.dswp.ReprocessPod(k.podName)
@@ -219,7 +215,7 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 // RegisterPlugin of the CSI registration handler, with the versions the
 // registrar advertises and no client timeout.
 func register(ctx context.Context, socket string) (string, error) {
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := dialDriver(socket)
 	if err != nil {
 		return "", err
 	}
@@ -247,10 +243,16 @@ func register(ctx context.Context, socket string) (string, error) {
 
 func deregister(ctx context.Context, name, socket string) {
 	switch h := any(kubeletcsi.PluginHandler).(type) {
-	case registrationHandlerWithContext:
+	case interface {
+		DeRegisterPlugin(ctx context.Context, pluginName, endpoint string)
+	}:
 		h.DeRegisterPlugin(ctx, name, socket)
-	case registrationHandler:
+	case interface {
+		DeRegisterPlugin(pluginName, endpoint string)
+	}:
 		h.DeRegisterPlugin(name, socket)
+	case interface{ DeRegisterPlugin(pluginName string) }: // up to 1.32
+		h.DeRegisterPlugin(name)
 	}
 }
 
@@ -259,26 +261,19 @@ func deregister(ctx context.Context, name, socket string) {
 type registrationHandlerWithContext interface {
 	ValidatePlugin(ctx context.Context, pluginName, endpoint string, versions []string) error
 	RegisterPlugin(ctx context.Context, pluginName, endpoint string, versions []string, pluginClientTimeout *time.Duration) error
-	DeRegisterPlugin(ctx context.Context, pluginName, endpoint string)
 }
 
 type registrationHandler interface {
 	ValidatePlugin(pluginName, endpoint string, versions []string) error
 	RegisterPlugin(pluginName, endpoint string, versions []string, pluginClientTimeout *time.Duration) error
-	DeRegisterPlugin(pluginName, endpoint string)
 }
 
 // waitMounted is WaitForAttachAndMount's condition: every volume the pod's
 // containers use is in the desired state and mounted in the actual one.
 func (k *kubeletRun) waitMounted() error {
 	return k.until(func() bool {
-		names := k.dsw.GetVolumeNamesForPod(k.podName)
 		for _, outer := range k.expected {
-			v, ok := names[outer]
-			if !ok {
-				return false
-			}
-			if _, ok := k.asw.GetMountedVolumeForPod(k.podName, v); !ok {
+			if _, ok := k.mountedVolume(outer); !ok {
 				return false
 			}
 		}
@@ -304,13 +299,8 @@ func (k *kubeletRun) allUnmounted() bool {
 // that supports metrics (ListBlockVolumesForPod). The kubelet goes through
 // a map; here it is the pod's order (the cases have one volume).
 func (k *kubeletRun) statsRound() {
-	names := k.dsw.GetVolumeNamesForPod(k.podName)
 	for _, v := range k.in.pod.Spec.Volumes {
-		uv, ok := names[v.Name]
-		if !ok {
-			continue
-		}
-		mv, ok := k.asw.GetMountedVolumeForPod(k.podName, uv)
+		mv, ok := k.mountedVolume(v.Name)
 		if !ok {
 			continue
 		}

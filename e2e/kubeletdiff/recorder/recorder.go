@@ -48,6 +48,29 @@ type Config struct {
 	// to a loop device that is bind-mounted on the publish target (needs
 	// root). Empty: a block volume is published as an empty regular file.
 	BlockDir string
+	// Faults make the driver fail calls instead of answering success.
+	Faults []Fault
+}
+
+// Fault fails calls of one method: from the From-th call on (counting from
+// 1), To of them (0: all later ones), with Code. A failed NodePublishVolume
+// of a filesystem volume first empties the target, as a driver that
+// unmounted it before failing would leave it.
+type Fault struct {
+	Method string // short name, NodePublishVolume
+	From   int
+	To     int
+	Code   codes.Code
+}
+
+// fails tells whether the n-th call of method fails, and with which code.
+func (c Config) fails(method string, n int) (codes.Code, bool) {
+	for _, f := range c.Faults {
+		if f.Method == method && n >= f.From && (f.To == 0 || n <= f.To) {
+			return f.Code, true
+		}
+	}
+	return codes.OK, false
 }
 
 // Call is one recorded request.
@@ -142,13 +165,21 @@ func (r *Recorder) Count(short string) int {
 	return n
 }
 
-func (r *Recorder) record(c Call) {
+// record appends c and returns how many calls of its method there are now.
+func (r *Recorder) record(c Call) int {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.calls = append(r.calls, c)
 	if r.out != nil {
 		fmt.Fprintln(r.out, c.Line())
 	}
-	r.mu.Unlock()
+	n := 0
+	for _, o := range r.calls {
+		if o.Method == c.Method {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *Recorder) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -167,13 +198,19 @@ func (r *Recorder) intercept(ctx context.Context, req any, info *grpc.UnaryServe
 	// NodeUnpublishVolume: what it did to the target since the publish,
 	// i.e. the fsGroup walk).
 	c.FS = observe(req)
-	r.record(c)
+	n := r.record(c)
+	if code, ok := r.cfg.fails(c.Short(), n); ok {
+		if q, isPublish := req.(*csi.NodePublishVolumeRequest); isPublish && q.GetVolumeCapability().GetBlock() == nil {
+			_ = os.RemoveAll(filepath.Join(q.GetTargetPath(), "data"))
+		}
+		return nil, status.Errorf(code, "recorder: injected failure of %s call %d", c.Short(), n)
+	}
 	return handler(ctx, req)
 }
 
 func (r *Recorder) unknown(_ any, stream grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(stream)
-	r.record(Call{Method: method, Request: map[string]any{"_unknown_method": true}})
+	_ = r.record(Call{Method: method, Request: map[string]any{"_unknown_method": true}})
 	return status.Errorf(codes.Unimplemented, "recorder: %s is not implemented", method)
 }
 
