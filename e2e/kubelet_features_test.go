@@ -834,6 +834,26 @@ func TestVersionRepublishFailure(t *testing.T) {
 					tc.version, sawGone, !tc.kept, ftTreeOrErr(volDir))
 			}
 			r := sim.wait(t, 30*time.Second)
+			if !tc.kept {
+				// The run names `cleanup`; it must then finish the job the
+				// kubelet could not: unpublish from the journal's copy of
+				// vol_data.json, then unstage, and leave nothing.
+				before := len(ftParseMockLog(t, mock.Log))
+				cr := runSim(t, "cleanup", "--root-dir", root, "--endpoint", "unix://"+mock.Sock, "--node-name", simNode, "-o", "json")
+				if cr.Code != 0 {
+					t.Errorf("cleanup: exit %d, want 0\n%s", cr.Code, cr)
+				}
+				after := ftNodeVolumeCalls(ftParseMockLog(t, mock.Log)[before:])
+				if got := mockMethodsFT(after); strings.Join(got, ",") != "NodeUnpublishVolume,NodeUnstageVolume" {
+					t.Errorf("cleanup's volume calls %v, want NodeUnpublishVolume, NodeUnstageVolume\n%s", got, cr)
+				}
+				for _, c := range after {
+					if c.Method == "NodeUnpublishVolume" && !strings.Contains(c.Raw, targetPath(root, ftUID1, "pv-a")) {
+						t.Errorf("cleanup unpublished another path: %s", c.Raw)
+					}
+				}
+				assertNothingLeft(t, root, work)
+			}
 			cs := ftStopMock(t, mock)
 			if r.Code != 1 {
 				t.Errorf("exit %d, want 1 (the driver failed a call)\n%s", r.Code, r)
@@ -845,8 +865,9 @@ func TestVersionRepublishFailure(t *testing.T) {
 				// it, so the kubelet can build no unmounter and never
 				// unpublishes (csiPlugin.NewUnmounter; docs/kubelet.md
 				// §1.7): the simulator is stuck as the kubelet is, keeps
-				// the volume as it is and says so.
-				ftCheckN(t, cs, "NodeUnpublishVolume", 0)
+				// the volume as it is and says so (the one unpublish is
+				// cleanup's, above).
+				ftCheckN(t, cs, "NodeUnpublishVolume", 1)
 				if !strings.Contains(r.Stdout, "UnmountVolume.NewUnmounter failed") {
 					t.Errorf("the trace does not say the teardown could build no unmounter:\n%s", r.Stdout)
 				}

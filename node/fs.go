@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -17,18 +18,20 @@ import (
 // the run's journal (journal.go), so that whatever way a run ends, it can be
 // undone, and so that nothing else is ever removed or unmounted.
 type fileSystem struct {
-	mu          sync.Mutex
-	dirMu       sync.Mutex // held by mkdirAll
-	root        string
-	command     string
-	created     []string
-	owned       map[string]bool
-	mountPaths  map[string]bool
-	kept        []string // volumes left in place after a failed teardown
-	journal     *journal
-	journalErr  error
-	keptJournal string
-	mounter     mount.Interface
+	mu         sync.Mutex
+	dirMu      sync.Mutex // held by mkdirAll
+	root       string
+	command    string
+	created    []string
+	owned      map[string]bool
+	mountPaths map[string]bool
+	// journalVolData: the vol_data.json copies of adopted journals (cleanup)
+	journalVolData map[string]map[string]string
+	kept           []string // volumes left in place after a failed teardown
+	journal        *journal
+	journalErr     error
+	keptJournal    string
+	mounter        mount.Interface
 }
 
 func newFileSystem(root string) *fileSystem {
@@ -36,7 +39,8 @@ func newFileSystem(root string) *fileSystem {
 	// which need none of its settings: mount.New("") would fork and exec
 	// `umount` at once to probe a behaviour of Unmount (mount-utils'
 	// detectSafeNotMountedBehavior), a cost every run paid for nothing.
-	return &fileSystem{root: root, owned: map[string]bool{}, mountPaths: map[string]bool{}, mounter: &mount.Mounter{}}
+	return &fileSystem{root: root, owned: map[string]bool{}, mountPaths: map[string]bool{},
+		journalVolData: map[string]map[string]string{}, mounter: &mount.Mounter{}}
 }
 
 // InTheWayError is a path the simulator needs to create that already
@@ -116,6 +120,34 @@ func (f *fileSystem) adopt(jc *journalContents) {
 			f.mountPaths[p] = true
 		}
 	}
+	for dir, data := range jc.volData {
+		if data != nil && f.insideRoot(dir) {
+			f.journalVolData[dir] = data
+		}
+	}
+}
+
+// forgetVolumeData records that the volume in dir is done with (torn
+// down, or its first SetUp failed): `cleanup` has nothing of it to rebuild.
+func (f *fileSystem) forgetVolumeData(dir string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(journalRecord{Kind: recordVolData, Path: dir})
+}
+
+// journaledVolumeData returns the copies of vol_data.json that adopted
+// journals hold, by directory, in a stable order.
+func (f *fileSystem) journaledVolumeData() ([]string, map[string]map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dirs := make([]string, 0, len(f.journalVolData))
+	out := make(map[string]map[string]string, len(f.journalVolData))
+	for d, data := range f.journalVolData {
+		dirs = append(dirs, d)
+		out[d] = data
+	}
+	sort.Strings(dirs)
+	return dirs, out
 }
 
 // insideRoot tells whether p is a clean path strictly below the root dir.
@@ -196,6 +228,9 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 		return errors.New(pluginLog("failed to save volume data file %s: %v", p, &InTheWayError{Path: p}))
 	}
 	f.remember(p)
+	f.mu.Lock()
+	f.record(journalRecord{Kind: recordVolData, Path: dir, Data: data})
+	f.mu.Unlock()
 	file, err := os.Create(p)
 	if err != nil {
 		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))

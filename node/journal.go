@@ -25,15 +25,20 @@ const (
 	recordDir   = "dir"   // a directory the simulator created
 	recordFile  = "file"  // a file or symlink the simulator created
 	recordMount = "mount" // a path that is or was a mount point (handed to the driver, or bind-mounted by the kubelet)
+	// a copy of a vol_data.json the simulator wrote, with its directory:
+	// `cleanup` rebuilds a volume from it when a failed operation took the
+	// file itself away (see reconstructFromJournal).
+	recordVolData = "voldata"
 )
 
 // journalRecord is one line of a journal.
 type journalRecord struct {
-	Kind    string    `json:"k"`
-	Path    string    `json:"p,omitempty"`
-	PID     int       `json:"pid,omitempty"`
-	Started time.Time `json:"started,omitzero"`
-	Command string    `json:"cmd,omitempty"`
+	Kind    string            `json:"k"`
+	Path    string            `json:"p,omitempty"`
+	PID     int               `json:"pid,omitempty"`
+	Started time.Time         `json:"started,omitzero"`
+	Command string            `json:"cmd,omitempty"`
+	Data    map[string]string `json:"data,omitempty"`
 }
 
 // journal appends records to one file. Lines are written unbuffered: a
@@ -99,6 +104,7 @@ type journalContents struct {
 	owned      map[string]string // path -> recordDir or recordFile
 	order      []string          // owned paths, oldest first
 	mountPaths map[string]bool
+	volData    map[string]map[string]string // dir -> the vol_data.json last written there
 }
 
 // readJournal reads a journal; a torn last line (the process was killed
@@ -109,7 +115,7 @@ func readJournal(p string) (*journalContents, error) {
 		return nil, err
 	}
 	defer f.Close()
-	jc := &journalContents{owned: map[string]string{}, mountPaths: map[string]bool{}}
+	jc := &journalContents{owned: map[string]string{}, mountPaths: map[string]bool{}, volData: map[string]map[string]string{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -131,6 +137,8 @@ func readJournal(p string) (*journalContents, error) {
 			jc.owned[r.Path] = r.Kind
 		case recordMount:
 			jc.mountPaths[r.Path] = true
+		case recordVolData:
+			jc.volData[r.Path] = r.Data
 		}
 	}
 	return jc, sc.Err()

@@ -51,3 +51,32 @@ func TestAdoptMadeRootDir(t *testing.T) {
 		t.Errorf("adopted the root dir's parent %s", parent)
 	}
 }
+
+// The journal keeps a copy of each pod volume's vol_data.json until the
+// volume is done with; `cleanup` gets only the copies still open.
+func TestJournalVolumeDataCopies(t *testing.T) {
+	root := t.TempDir()
+	f := newFileSystem(root)
+	open := filepath.Join(root, "pods", "u1", "volumes", "kubernetes.io~csi", "pv-a")
+	done := filepath.Join(root, "pods", "u2", "volumes", "kubernetes.io~csi", "pv-b")
+	for _, d := range []string{open, done} {
+		if err := f.mkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.saveVolumeData(d, map[string]string{"specVolID": filepath.Base(d)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.forgetVolumeData(done)
+	f.journal.close()
+	jc, err := readJournal(f.journal.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newFileSystem(root)
+	g.adopt(jc)
+	dirs, copies := g.journaledVolumeData()
+	if len(dirs) != 1 || dirs[0] != open || copies[open]["specVolID"] != "pv-a" {
+		t.Errorf("journaled vol_data.json copies %v %v, want only %s", dirs, copies, open)
+	}
+}

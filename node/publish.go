@@ -57,6 +57,7 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	}
 	if err := k.saveTargetVolumeData(ctx, v, parentDir, seLinuxMount, args.SELinuxLabel); err != nil {
 		k.removeMountDir(ctx, target)
+		k.fs.forgetVolumeData(parentDir)
 		return err
 	}
 	err = k.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
@@ -73,6 +74,12 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 		// uses the existing mount (#121271).
 		if kindOf(err) == Final && !(args.IsRemount && k.release.KeepsTargetOnFailedRemount()) {
 			k.removeMountDir(ctx, target)
+			// A failed remount up to 1.35 took vol_data.json from a
+			// volume that stays mounted: the journal keeps its copy, so
+			// that `cleanup` can still unpublish it (recover.go).
+			if !args.IsRemount {
+				k.fs.forgetVolumeData(parentDir)
+			}
 		}
 		return err
 	}
@@ -278,5 +285,6 @@ func (k *Kubelet) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 	if err := k.removeMountDir(ctx, target); err != nil {
 		return errors.New(pluginLog("Unmounter.TearDownAt failed to clean mount dir [%s]: %v", target, err))
 	}
+	k.fs.forgetVolumeData(filepath.Dir(target))
 	return nil
 }

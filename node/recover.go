@@ -89,6 +89,7 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 		k.trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
 		k.recordReconstructedDevice(v)
 	}
+	k.restoreJournaledVolumeData(ctx)
 	for _, f := range k.ownedMatches(filepath.Join(k.paths.Root, "pods", "*", "volumes", escapeQualifiedName(pluginName), "*", volDataFileName)) {
 		uid := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(f)))))
 		if v := k.fsVolumeFromData(filepath.Dir(f)); v != nil {
@@ -142,6 +143,43 @@ func (k *Kubelet) fsVolumeFromData(dir string) *volumeSpec {
 	if err != nil {
 		return nil
 	}
+	return volumeFromData(data)
+}
+
+// restoreJournaledVolumeData writes back the vol_data.json of a pod volume
+// that a failed republish took away while the volume stayed published (up
+// to 1.35, docs/kubelet.md §1.7), from the copy the run's journal holds.
+// A real kubelet can build no unmounter for such a volume and never
+// unpublishes it; `cleanup` is there to finish what the run left, so it
+// rebuilds the volume and unpublishes it through the driver.
+func (k *Kubelet) restoreJournaledVolumeData(ctx context.Context) {
+	dirs, copies := k.fs.journaledVolumeData()
+	pattern := filepath.Join(k.paths.Root, "pods", "*", "volumes", escapeQualifiedName(pluginName), "*")
+	for _, dir := range dirs {
+		if ok, _ := filepath.Match(pattern, dir); !ok {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, volDataFileName)); !os.IsNotExist(err) {
+			continue
+		}
+		uid, v := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir)))), volumeFromData(copies[dir])
+		if err := validReconstructed(uid, v); err != nil || v.SpecName != filepath.Base(dir) {
+			continue
+		}
+		if err := k.fs.mkdirAll(dir, 0o750); err != nil {
+			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+			continue
+		}
+		if err := k.fs.saveVolumeData(dir, copies[dir]); err != nil {
+			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+			continue
+		}
+		k.trace.Note(ctx, false, "restored "+filepath.Join(dir, volDataFileName)+" from the journal: a failed republish removed it while the volume stayed published, and a real kubelet would never unpublish it (docs/kubelet.md §1.7)")
+	}
+}
+
+// volumeFromData is the volume a pod volume dir's vol_data.json describes.
+func volumeFromData(data map[string]string) *volumeSpec {
 	v := &volumeSpec{PodVolume: data["specVolID"], SpecName: data["specVolID"], Driver: data["driverName"],
 		Handle: data["volumeHandle"], Mode: storagev1.VolumeLifecycleMode(data["volumeLifecycleMode"])}
 	if v.Mode == "" || v.Mode == storagev1.VolumeLifecyclePersistent {
