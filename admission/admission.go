@@ -9,11 +9,9 @@ package admission
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,18 +22,16 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
 )
 
 // UserInfo is the user the API server puts in the AdmissionReview.
-type UserInfo struct {
-	Name   string
-	UID    string
-	Groups []string
-}
+type UserInfo = remote.UserInfo
 
 // DefaultUser is the user of a kubeadm cluster's admin.conf, which is what
 // `kubectl apply` runs as on most test clusters.
-var DefaultUser = UserInfo{Name: "kubernetes-admin", Groups: []string{"kubeadm:cluster-admins", "system:authenticated"}}
+var DefaultUser = remote.DefaultUser
 
 // Options say how the webhooks are reached and who asks.
 type Options struct {
@@ -123,7 +119,7 @@ func withNameLabel(ns *corev1.Namespace) *corev1.Namespace {
 // second round for the webhooks with reinvocationPolicy IfNeeded. It
 // returns the object as it would be stored (obj itself is not changed).
 func (a *Admitter) AdmitCreate(ctx context.Context, obj runtime.Object) (runtime.Object, *Report, error) {
-	gvk, gvr, namespaced, err := resourceFor(obj)
+	gvk, gvr, namespaced, err := remote.ResourceFor(obj)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -204,29 +200,4 @@ func (s serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*u
 }
 
 // ParseService parses "ns/name[:port]=host:port".
-func ParseService(s string) (key, addr string, err error) {
-	key, addr, ok := strings.Cut(s, "=")
-	if !ok || addr == "" {
-		return "", "", fmt.Errorf("%q: want namespace/name[:port]=host:port", s)
-	}
-	ns, name, ok := strings.Cut(key, "/")
-	if !ok || ns == "" || name == "" {
-		return "", "", fmt.Errorf("%q: want namespace/name[:port]=host:port", s)
-	}
-	if _, _, err := splitHostPort(addr); err != nil {
-		return "", "", fmt.Errorf("%q: %w", s, err)
-	}
-	return key, addr, nil
-}
-
-func splitHostPort(addr string) (string, int, error) {
-	i := strings.LastIndex(addr, ":")
-	if i < 0 {
-		return "", 0, errors.New("address without a port")
-	}
-	p, err := strconv.Atoi(addr[i+1:])
-	if err != nil || p <= 0 || p > 65535 {
-		return "", 0, fmt.Errorf("bad port %q", addr[i+1:])
-	}
-	return addr[:i], p, nil
-}
+func ParseService(s string) (key, addr string, err error) { return remote.ParseService(s) }

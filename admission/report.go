@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -24,40 +23,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
 )
 
 // Report is what admission did to one object.
-type Report struct {
-	Kind      string          `json:"objectKind"`
-	Namespace string          `json:"namespace,omitempty"`
-	Name      string          `json:"name"`
-	Webhooks  []WebhookReport `json:"webhooks"`
-	// Changes is every change the webhooks made to the object.
-	Changes []string `json:"changes,omitempty"`
-}
+type Report = remote.Report
 
 // WebhookReport is one webhook in one round.
-type WebhookReport struct {
-	Configuration string `json:"configuration"`
-	Webhook       string `json:"webhook"`
-	// Round is 0, or 1 when the webhook is reinvoked
-	// (reinvocationPolicy IfNeeded after a later webhook changed the object).
-	Round   int    `json:"round"`
-	Called  bool   `json:"called"`
-	Skipped string `json:"skipped,omitempty"` // why it was not called
-	// Latency of the HTTP call(s).
-	Latency time.Duration `json:"latencyNs,omitempty"`
-	URL     string        `json:"url,omitempty"`
-	Allowed bool          `json:"allowed,omitempty"`
-	// Error is why the call failed (refused, unreachable, bad answer).
-	Error            string            `json:"error,omitempty"`
-	FailedOpen       bool              `json:"failedOpen,omitempty"` // failurePolicy Ignore let the request on
-	Mutated          bool              `json:"mutated,omitempty"`
-	Patch            json.RawMessage   `json:"patch,omitempty"`
-	Changes          []string          `json:"changes,omitempty"`
-	Warnings         []string          `json:"warnings,omitempty"`
-	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
-}
+type WebhookReport = remote.WebhookReport
 
 // hook is one webhook in the order the API server calls them: the
 // configurations sorted by name (configuration manager's sort), then the
@@ -273,35 +247,18 @@ func errSuffix(err *apierrors.StatusError) string {
 }
 
 // ErrorKind sorts admission failures.
-type ErrorKind string
+type ErrorKind = remote.ErrorKind
 
+// The kinds of admission failures.
 const (
-	// Denied: a webhook answered allowed: false.
-	Denied ErrorKind = "denied"
-	// CallFailed: a webhook with failurePolicy Fail could not be called or
-	// gave an answer the API server rejects.
-	CallFailed ErrorKind = "call failed"
-	// PatchFailed: a webhook's patch does not apply to the object.
-	PatchFailed ErrorKind = "patch failed"
-	// Failed: anything else the API server refuses the object for.
-	Failed ErrorKind = "failed"
+	Denied      = remote.Denied
+	CallFailed  = remote.CallFailed
+	PatchFailed = remote.PatchFailed
+	Failed      = remote.Failed
 )
 
 // Error is the API server refusing the object in admission.
-type Error struct {
-	Kind          ErrorKind
-	Webhook       string
-	Configuration string
-	Code          int32  // the HTTP status code the API server answers
-	Message       string // the API server's message
-}
-
-func (e *Error) Error() string {
-	if e.Webhook == "" {
-		return fmt.Sprintf("admission %s: %s", e.Kind, e.Message)
-	}
-	return fmt.Sprintf("admission webhook %q %s: %s", e.Webhook, e.Kind, e.Message)
-}
+type Error = remote.Error
 
 // classify turns the plugin's error into an *Error naming the webhook.
 func (a *Admitter) classify(err error, r *Report) error {
