@@ -9,6 +9,7 @@ VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BLD := -ldflags "-X main.version=$(VERSION)"
 
 SIM     := $(BIN)/csi-kubelet-sim
+ADMIT   := $(BIN)/csi-kubelet-sim-admission
 REFDRV  := $(BIN)/csi-refdriver
 SANITY  := $(BIN)/csi-sanity
 MOCK    := $(BIN)/csi-mock-driver
@@ -20,6 +21,7 @@ all: build
 
 build:
 	$(GO) build $(GOFLAGS_BLD) -o $(SIM) ./cmd/csi-kubelet-sim
+	$(GO) build -o $(ADMIT) ./cmd/csi-kubelet-sim-admission
 	$(GO) build -o $(REFDRV) ./fixtures/refdriver/cmd/csi-refdriver
 	$(GO) build -o $(WEBHOOK) ./fixtures/webhook/cmd/csi-demo-webhook
 
@@ -57,7 +59,7 @@ race:
 # tests of the built binary against both drivers (real bind mounts: root).
 test: build tools vet race chromium
 	CSI_SANITY=$(SANITY) CSI_MOCK_DRIVER=$(MOCK) CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
-		$(GO) test -count=1 ./...
+		CSI_KUBELET_SIM_ADMISSION=$(ADMIT) $(GO) test -count=1 ./...
 
 bench: build tools
 	CSI_SANITY=$(SANITY) CSI_MOCK_DRIVER=$(MOCK) CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
@@ -152,7 +154,9 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) ./$$pkg || exit 1; \
 	done
 
-# Install the simulator into $(DESTDIR)$(PREFIX)/bin (default /usr/local/bin).
+# Install the simulator and its admission helper (which runs the API
+# server's webhook code when an input has MutatingWebhookConfigurations)
+# into $(DESTDIR)$(PREFIX)/bin (default /usr/local/bin).
 # It is built first when ./bin has none (`make build && sudo make install`
 # builds as the user, installs as root).
 PREFIX ?= /usr/local
@@ -160,5 +164,7 @@ PREFIX ?= /usr/local
 .PHONY: install
 install:
 	@[ -x $(SIM) ] || $(GO) build $(GOFLAGS_BLD) -o $(SIM) ./cmd/csi-kubelet-sim
+	@[ -x $(ADMIT) ] || $(GO) build -o $(ADMIT) ./cmd/csi-kubelet-sim-admission
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(SIM) $(DESTDIR)$(PREFIX)/bin/csi-kubelet-sim
+	install -m 0755 $(ADMIT) $(DESTDIR)$(PREFIX)/bin/csi-kubelet-sim-admission

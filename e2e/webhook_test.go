@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,5 +226,56 @@ func TestWebhookConformance(t *testing.T) {
 	sc, ok := c.scenarios["lifecycle/ephemeral"]
 	if !ok || sc.Status != "fail" || !strings.Contains(sc.Message, "no pods on Fridays") {
 		t.Errorf("lifecycle/ephemeral = %+v, want a failure naming the webhook's refusal\n%s", sc, c.sim)
+	}
+}
+
+// TestWebhookHelperMissing: the API server's webhook code lives in the
+// helper csi-kubelet-sim-admission beside the simulator. A simulator
+// installed without it still runs inputs without webhooks; one with
+// webhooks exits 3 (the environment) with one line that says what to do.
+func TestWebhookHelperMissing(t *testing.T) {
+	work := workDir(t)
+	lone := filepath.Join(work, "bin", "csi-kubelet-sim")
+	if err := os.MkdirAll(filepath.Dir(lone), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(simBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(manifest string) simResult {
+		cmd := exec.Command(lone, "plan", "-f", manifest, "--root-dir", filepath.Join(work, "root"), "--node-name", simNode,
+			"--webhook-service", "webhooks/volume-injector=127.0.0.1:1")
+		cmd.Env = []string{"PATH=" + filepath.Join(work, "bin")}
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		r := simResult{Args: cmd.Args[1:], Stdout: out.String(), Stderr: errb.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.Code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := run(sample(t, "staged")); r.Code != 0 {
+		t.Errorf("no webhooks, no helper: exit %d, want 0\n%s", r.Code, r)
+	}
+	manifest := filepath.Join(work, "pod.yaml")
+	if err := os.WriteFile(manifest, []byte(webhookManifests(nil, "Fail", "/inject")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(manifest)
+	wantCode(t, r, 3)
+	oneLineError(t, r, "csi-kubelet-sim-admission")
+	if !strings.Contains(r.Stderr, "make install") {
+		t.Errorf("the error does not say how to get the helper:\n%s", r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(work, "root")); !os.IsNotExist(err) {
+		t.Errorf("the refused run left its root dir (%v)", err)
 	}
 }

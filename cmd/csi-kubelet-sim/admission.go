@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
@@ -30,7 +30,7 @@ type admissionOptions struct {
 
 func (o *admissionOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.WebhookServices, "webhook-service", nil, "where a webhook's clientConfig.service listens: namespace/name[:port]=host:port (repeatable)")
-	fs.StringVar(&o.As, "as", "", "the user in the webhooks' AdmissionReview (default "+admission.DefaultUser.Name+", kubeadm's admin)")
+	fs.StringVar(&o.As, "as", "", "the user in the webhooks' AdmissionReview (default "+remote.DefaultUser.Name+", kubeadm's admin)")
 	fs.StringArrayVar(&o.AsGroups, "as-group", nil, "a group of that user (repeatable; default with --as: system:authenticated)")
 	fs.BoolVar(&o.WebhookDryRun, "webhook-dry-run", false, "send the AdmissionReviews with dryRun: true, as kubectl --dry-run=server")
 }
@@ -55,25 +55,17 @@ func (o *admissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 	if len(configs) == 0 {
 		return nil
 	}
-	if verbose < 3 {
-		// The plugin logs each failed call to klog; the report says it.
-		klog.SetOutput(io.Discard)
-		klog.LogToStderr(false)
-	}
-	for _, cfg := range configs {
-		if errs := admission.ValidateConfiguration(cfg); len(errs) > 0 {
-			return withCode(exitUsage, fmt.Errorf("%s: MutatingWebhookConfiguration %s is invalid: %v", c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name), cfg.Name, errs.ToAggregate()))
-		}
-	}
-	a, err := admission.New(o.options(c, defaults), configs)
+	a, err := o.start(ctx, c, configs, defaults, verbose, s, func(cfg *admissionregistrationv1.MutatingWebhookConfiguration) string {
+		return c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name).String() + ": "
+	})
 	if err != nil {
-		return withCode(exitUsage, err)
+		return err
 	}
 	defer a.Close()
 	p := &admissionPrinter{w: s.Out, json: output == "json", verbose: verbose}
 	for _, obj := range objects {
 		ro, ok := obj.(runtime.Object)
-		if !ok || admission.KindOf(ro) == "" {
+		if !ok || remote.KindOf(ro) == "" {
 			continue
 		}
 		out, report, err := a.AdmitCreate(ctx, ro)
@@ -93,19 +85,64 @@ func (o *admissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 	return nil
 }
 
-func (o *admissionOptions) options(c *manifests.Cluster, defaults manifests.Defaults) admission.Options {
-	opts := admission.Options{
+// start runs the admission helper, has it judge the configurations (an
+// invalid one is exit 2, named with where prefix gives) and builds the
+// webhook plugin over them.
+func (o *admissionOptions) start(ctx context.Context, c *manifests.Cluster, configs []*admissionregistrationv1.MutatingWebhookConfiguration,
+	defaults manifests.Defaults, verbose int, s streams, where func(*admissionregistrationv1.MutatingWebhookConfiguration) string) (*remote.Helper, error) {
+	a, err := openHelper(s, verbose)
+	if err != nil {
+		return nil, err
+	}
+	invalid, err := a.Validate(ctx, configs)
+	if err != nil {
+		a.Close()
+		return nil, withCode(exitEnvironment, err)
+	}
+	for i, errs := range invalid {
+		if len(errs) > 0 {
+			a.Close()
+			return nil, withCode(exitUsage, fmt.Errorf("%sMutatingWebhookConfiguration %s is invalid: %s", where(configs[i]), configs[i].Name, aggregate(errs)))
+		}
+	}
+	if err := a.Start(ctx, o.options(c), defaults, configs); err != nil {
+		a.Close()
+		return nil, withCode(exitUsage, err)
+	}
+	return a, nil
+}
+
+// aggregate joins errors as apimachinery's aggregate error does: one
+// alone, or several in brackets.
+func aggregate(errs []string) string {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return "[" + strings.Join(errs, ", ") + "]"
+}
+
+// openHelper starts the admission helper; not finding it is exit 3.
+func openHelper(s streams, verbose int) (*remote.Helper, error) {
+	a, err := remote.Open(s.Err, verbose)
+	if err != nil {
+		return nil, withCode(exitEnvironment, err)
+	}
+	return a, nil
+}
+
+func (o *admissionOptions) options(c *manifests.Cluster) remote.Options {
+	opts := remote.Options{
 		Services:   map[string]string{},
 		DryRun:     o.WebhookDryRun,
 		Namespaces: c.Namespaces(),
-		Default:    func(obj runtime.Object) { _ = defaults.Apply(obj) },
+		User:       remote.DefaultUser,
 	}
 	for _, s := range o.WebhookServices {
-		k, addr, _ := admission.ParseService(s) // checked in complete
+		k, addr, _ := remote.ParseService(s) // checked in complete
 		opts.Services[k] = addr
 	}
 	if o.As != "" {
-		opts.User = admission.UserInfo{Name: o.As, Groups: o.AsGroups}
+		opts.User = remote.UserInfo{Name: o.As, Groups: o.AsGroups}
 		if len(o.AsGroups) == 0 {
 			opts.User.Groups = []string{"system:authenticated"}
 		}
@@ -116,7 +153,7 @@ func (o *admissionOptions) options(c *manifests.Cluster, defaults manifests.Defa
 // check validates the flags.
 func (o *admissionOptions) check() error {
 	for _, s := range o.WebhookServices {
-		if _, _, err := admission.ParseService(s); err != nil {
+		if _, _, err := remote.ParseService(s); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--webhook-service %w", err))
 		}
 	}
@@ -126,7 +163,7 @@ func (o *admissionOptions) check() error {
 	return nil
 }
 
-func objName(r *admission.Report) string {
+func objName(r *remote.Report) string {
 	if r.Namespace == "" {
 		return r.Name
 	}
@@ -139,7 +176,7 @@ type admissionPrinter struct {
 	verbose int
 }
 
-func (p *admissionPrinter) print(r *admission.Report, err error) {
+func (p *admissionPrinter) print(r *remote.Report, err error) {
 	if p.json {
 		m := map[string]any{"kind": "admission", "object": r.Kind + " " + objName(r), "webhooks": r.Webhooks, "changes": r.Changes}
 		if err != nil {
@@ -164,7 +201,7 @@ func (p *admissionPrinter) print(r *admission.Report, err error) {
 	}
 }
 
-func (p *admissionPrinter) printWebhook(w admission.WebhookReport) {
+func (p *admissionPrinter) printWebhook(w remote.WebhookReport) {
 	name := fmt.Sprintf("%s (%s)", w.Webhook, w.Configuration)
 	if w.Round > 0 {
 		name += " reinvoked"
@@ -203,19 +240,31 @@ func (p *admissionPrinter) printWebhook(w admission.WebhookReport) {
 }
 
 // webhookFindings judges the MutatingWebhookConfiguration objects for
-// validate.
-func webhookFindings(c *manifests.Cluster) []finding {
+// validate, in the admission helper.
+func webhookFindings(ctx context.Context, c *manifests.Cluster, s streams) ([]finding, error) {
+	configs := c.MutatingWebhookConfigurations()
+	if len(configs) == 0 {
+		return nil, nil
+	}
+	a, err := openHelper(s, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	invalid, err := a.Validate(ctx, configs)
+	if err != nil {
+		return nil, withCode(exitEnvironment, err)
+	}
 	var out []finding
-	for _, cfg := range c.MutatingWebhookConfigurations() {
+	for i, cfg := range configs {
 		src := c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name).String()
 		obj := "MutatingWebhookConfiguration " + cfg.Name
-		errs := admission.ValidateConfiguration(cfg)
-		for _, e := range errs {
-			out = append(out, finding{src, obj, "error", e.Error()})
+		for _, e := range invalid[i] {
+			out = append(out, finding{src, obj, "error", e})
 		}
-		if len(errs) == 0 {
+		if len(invalid[i]) == 0 {
 			out = append(out, finding{src, obj, "info", fmt.Sprintf("valid; %d webhook(s)", len(cfg.Webhooks))})
 		}
 	}
-	return out
+	return out, nil
 }

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -262,7 +262,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		OnStart:          p.start,
 		OnResult:         p.result,
 	}
-	admit, closeAdmit, err := o.admitFunc(ctx)
+	admit, closeAdmit, err := o.admitFunc(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -332,22 +332,17 @@ func (o *conformanceOptions) checkSelection(info *conformance.DriverInfo, obj *s
 // admitFunc is the admission of the scenarios' pods by the input's
 // MutatingWebhookConfigurations, as the API server would run it on each
 // pod conformance creates; nil when there are none.
-func (o *conformanceOptions) admitFunc(ctx context.Context) (func(*corev1.Pod) (*corev1.Pod, error), func(), error) {
+func (o *conformanceOptions) admitFunc(ctx context.Context, s streams) (func(*corev1.Pod) (*corev1.Pod, error), func(), error) {
 	if o.cluster == nil || len(o.cluster.MutatingWebhookConfigurations()) == 0 {
 		return nil, func() {}, o.admission.check()
 	}
 	if err := o.admission.check(); err != nil {
 		return nil, nil, err
 	}
-	defaults := o.release.APIServerDefaults()
-	for _, cfg := range o.cluster.MutatingWebhookConfigurations() {
-		if errs := admission.ValidateConfiguration(cfg); len(errs) > 0 {
-			return nil, nil, withCode(exitUsage, fmt.Errorf("MutatingWebhookConfiguration %s is invalid: %v", cfg.Name, errs.ToAggregate()))
-		}
-	}
-	a, err := admission.New(o.admission.options(o.cluster, defaults), o.cluster.MutatingWebhookConfigurations())
+	a, err := o.admission.start(ctx, o.cluster, o.cluster.MutatingWebhookConfigurations(), o.release.APIServerDefaults(), 0, s,
+		func(*admissionregistrationv1.MutatingWebhookConfiguration) string { return "" })
 	if err != nil {
-		return nil, nil, withCode(exitUsage, err)
+		return nil, nil, err
 	}
 	return func(pod *corev1.Pod) (*corev1.Pod, error) {
 		out, _, err := a.AdmitCreate(ctx, pod)

@@ -101,7 +101,11 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	findings := append(objectFindings(c, defaults), webhookFindings(c)...)
+	webhooks, err := webhookFindings(ctx, c, s)
+	if err != nil {
+		return err
+	}
+	findings := append(objectFindings(c, defaults), webhooks...)
 	if len(findings) == 0 {
 		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
 	}
