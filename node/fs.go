@@ -110,18 +110,18 @@ func (f *fileSystem) adopt(jc *journalContents) {
 	defer f.mu.Unlock()
 	for _, p := range jc.order {
 		madeRoot := p == filepath.Clean(f.root) && jc.owned[p] == recordDir
-		if (madeRoot || f.insideRoot(p)) && !f.owned[p] {
+		if (madeRoot || f.insideParents(p)) && !f.owned[p] {
 			f.owned[p] = true
 			f.created = append(f.created, p)
 		}
 	}
 	for p := range jc.mountPaths {
-		if f.insideRoot(p) {
+		if f.insideParents(p) {
 			f.mountPaths[p] = true
 		}
 	}
 	for dir, data := range jc.volData {
-		if data != nil && f.insideRoot(dir) {
+		if data != nil && f.insideParents(dir) {
 			f.journalVolData[dir] = data
 		}
 	}
@@ -148,6 +148,14 @@ func (f *fileSystem) journaledVolumeData() ([]string, map[string]map[string]stri
 	}
 	sort.Strings(dirs)
 	return dirs, out
+}
+
+// insideParents tells whether p is strictly below the root dir through
+// plain directories only: since the journal was written, a directory on the
+// way may have been replaced by a symlink to somewhere else, and nothing
+// is removed or unmounted through one.
+func (f *fileSystem) insideParents(p string) bool {
+	return f.insideRoot(p) && f.noSymlinkBelowRoot(filepath.Dir(p)) == nil
 }
 
 // insideRoot tells whether p is a clean path strictly below the root dir.
@@ -217,6 +225,35 @@ func (f *fileSystem) mkdirAllWithPathCheck(p string, perm os.FileMode) error {
 		return err
 	}
 	return f.mkdirAll(p, perm)
+}
+
+// noSymlinkBelowRoot tells whether every existing component of p below
+// the root dir is a plain directory: a path rebuilt from a journal (which
+// anyone with access to the root dir could have prepared) must not lead
+// the simulator to write through a symlink to somewhere else.
+func (f *fileSystem) noSymlinkBelowRoot(p string) error {
+	if p == filepath.Clean(f.root) {
+		return nil
+	}
+	if !f.insideRoot(p) {
+		return fmt.Errorf("%s is not inside the root dir %s", p, f.root)
+	}
+	rel, _ := filepath.Rel(filepath.Clean(f.root), p)
+	cur := filepath.Clean(f.root)
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory (%s)", cur, fi.Mode().Type())
+		}
+	}
+	return nil
 }
 
 // saveVolumeData is saveVolumeData in csi_util.go: os.Create and a JSON

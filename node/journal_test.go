@@ -80,3 +80,47 @@ func TestJournalVolumeDataCopies(t *testing.T) {
 		t.Errorf("journaled vol_data.json copies %v %v, want only %s", dirs, copies, open)
 	}
 }
+
+// A journal's path is never followed through a symlink: a pod dir
+// replaced by a link to elsewhere stops the restore of vol_data.json.
+func TestNoSymlinkBelowRoot(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	f := newFileSystem(root)
+	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(root, "pods", "u1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.noSymlinkBelowRoot(filepath.Join(root, "pods", "u1", "volumes", "x")); err == nil {
+		t.Error("a path through a symlink was accepted")
+	}
+	if err := f.noSymlinkBelowRoot(filepath.Join(root, "pods", "u2", "volumes", "x")); err != nil {
+		t.Errorf("a path not yet made was refused: %v", err)
+	}
+	if err := f.noSymlinkBelowRoot(elsewhere); err == nil {
+		t.Error("a path outside the root dir was accepted")
+	}
+}
+
+// cleanup takes nothing of a journal through a directory that has become a
+// symlink since: what lies behind it is someone else's.
+func TestAdoptNotThroughSymlink(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(root, "pods", "u1")); err != nil {
+		t.Fatal(err)
+	}
+	through := filepath.Join(root, "pods", "u1", "volumes")
+	direct := filepath.Join(root, "pods", "u2")
+	f := newFileSystem(root)
+	f.adopt(&journalContents{order: []string{through, direct}, mountPaths: map[string]bool{through + "/mount": true}})
+	if f.isOwned(through) || f.isMountPath(through+"/mount") {
+		t.Errorf("adopted a path through a symlink")
+	}
+	if !f.isOwned(direct) {
+		t.Errorf("did not adopt %s", direct)
+	}
+}

@@ -166,6 +166,10 @@ func (k *Kubelet) restoreJournaledVolumeData(ctx context.Context) {
 		if err := validReconstructed(uid, v); err != nil || v.SpecName != filepath.Base(dir) {
 			continue
 		}
+		if err := k.fs.noSymlinkBelowRoot(dir); err != nil {
+			k.trace.Warn(ctx, "not restoring "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+			continue
+		}
 		if err := k.fs.mkdirAll(dir, 0o750); err != nil {
 			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
 			continue
