@@ -198,6 +198,3 @@ func (s serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*u
 	}
 	return &url.URL{Scheme: "https", Host: addr}, nil
 }
-
-// ParseService parses "ns/name[:port]=host:port".
-func ParseService(s string) (key, addr string, err error) { return remote.ParseService(s) }

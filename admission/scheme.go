@@ -13,9 +13,6 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
 )
 
-// KindOf names an object's kind ("" if it is not one admission handles).
-func KindOf(obj runtime.Object) string { return remote.KindOf(obj) }
-
 func metaOf(obj runtime.Object) (metav1.Object, error) { return meta.Accessor(obj) }
 
 // newScheme is the plugin's view of the types. The API server converts

@@ -53,6 +53,13 @@ func HelperPath() (string, error) {
 	return "", &HelperNotFoundError{Looked: looked}
 }
 
+// HelperError: the helper process failed (it died, or its answer could not
+// be read): the environment's fault, not the input's.
+type HelperError struct{ Err error }
+
+func (e *HelperError) Error() string { return "admission helper: " + e.Err.Error() }
+func (e *HelperError) Unwrap() error { return e.Err }
+
 // Helper is a running helper process. Its calls are one at a time.
 type Helper struct {
 	mu   sync.Mutex
@@ -123,7 +130,7 @@ func (h *Helper) call(ctx context.Context, req *Request) (*Response, error) {
 	select {
 	case a := <-done:
 		if a.err != nil {
-			h.dead = fmt.Errorf("admission helper: %w", a.err)
+			h.dead = &HelperError{Err: a.err}
 			return nil, h.dead
 		}
 		if a.resp.Err != "" {

@@ -101,14 +101,14 @@ func ParseService(s string) (key, addr string, err error) {
 	if !ok || ns == "" || name == "" {
 		return "", "", fmt.Errorf("%q: want namespace/name[:port]=host:port", s)
 	}
-	if _, _, err := SplitHostPort(addr); err != nil {
+	if _, _, err := splitHostPort(addr); err != nil {
 		return "", "", fmt.Errorf("%q: %w", s, err)
 	}
 	return key, addr, nil
 }
 
-// SplitHostPort splits "host:port", the port in 1..65535.
-func SplitHostPort(addr string) (string, int, error) {
+// splitHostPort splits "host:port", the port in 1..65535.
+func splitHostPort(addr string) (string, int, error) {
 	i := strings.LastIndex(addr, ":")
 	if i < 0 {
 		return "", 0, errors.New("address without a port")

@@ -73,7 +73,7 @@ func (o *admissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 			p.print(report, err)
 		}
 		if err != nil {
-			return withCode(exitUsage, err)
+			return admissionError(err)
 		}
 		if err := manifests.Validate(out, defaults); err != nil {
 			return withCode(exitUsage, fmt.Errorf("%s %s after admission: %w", report.Kind, objName(report), err))
@@ -97,7 +97,7 @@ func (o *admissionOptions) start(ctx context.Context, c *manifests.Cluster, conf
 	invalid, err := a.Validate(ctx, configs)
 	if err != nil {
 		a.Close()
-		return nil, withCode(exitEnvironment, err)
+		return nil, admissionError(err)
 	}
 	for i, errs := range invalid {
 		if len(errs) > 0 {
@@ -107,9 +107,23 @@ func (o *admissionOptions) start(ctx context.Context, c *manifests.Cluster, conf
 	}
 	if err := a.Start(ctx, o.options(c), defaults, configs); err != nil {
 		a.Close()
-		return nil, withCode(exitUsage, err)
+		return nil, admissionError(err)
 	}
 	return a, nil
+}
+
+// admissionError gives an admission failure its exit code: the API
+// server refusing an object, or an input it cannot take, is the input's
+// (2); a helper that died is the environment's (3); Ctrl-C is 130.
+func admissionError(err error) error {
+	var he *remote.HelperError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return withCode(exitInterrupted, fmt.Errorf("interrupted during admission: %w", err))
+	case errors.As(err, &he):
+		return withCode(exitEnvironment, err)
+	}
+	return withCode(exitUsage, err)
 }
 
 // aggregate joins errors as apimachinery's aggregate error does: one
@@ -135,7 +149,6 @@ func (o *admissionOptions) options(c *manifests.Cluster) remote.Options {
 		Services:   map[string]string{},
 		DryRun:     o.WebhookDryRun,
 		Namespaces: c.Namespaces(),
-		User:       remote.DefaultUser,
 	}
 	for _, s := range o.WebhookServices {
 		k, addr, _ := remote.ParseService(s) // checked in complete
@@ -253,7 +266,7 @@ func webhookFindings(ctx context.Context, c *manifests.Cluster, s streams) ([]fi
 	defer a.Close()
 	invalid, err := a.Validate(ctx, configs)
 	if err != nil {
-		return nil, withCode(exitEnvironment, err)
+		return nil, admissionError(err)
 	}
 	var out []finding
 	for i, cfg := range configs {

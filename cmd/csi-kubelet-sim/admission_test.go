@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,5 +70,58 @@ func TestAdmissionFlags(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: %s (exit %d), want exit 2 with %q", tc.args, stderr, code, tc.want)
 		}
+	}
+}
+
+// TestAdmissionHelperDies: a helper that dies without answering is the
+// environment's failure (exit 3, naming the helper), not bad input: at its
+// first request, or after judging and loading the configuration, in the
+// middle of admitting the objects.
+func TestAdmissionHelperDies(t *testing.T) {
+	const config = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: injector
+webhooks:
+  - name: injector.example.com
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    clientConfig:
+      url: https://127.0.0.1:8443/inject
+    rules:
+      - operations: [CREATE]
+        apiGroups: [""]
+        apiVersions: [v1]
+        resources: [pods]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: app
+  uid: 9a3c3c6e-1111-4d2b-9c51-0e2f8d1a7b01
+spec:
+  containers: [{name: c, image: busybox}]
+  volumes:
+    - name: v
+      csi: {driver: ref.csi.kubelet-sim.io}
+`
+	for _, tc := range []struct{ name, script string }{
+		{"at once", "exit 1"},
+		{"while admitting", `read l; echo '{"invalid":[[]]}'; read l; echo '{}'; exit 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "csi-kubelet-sim-admission")
+			if err := os.WriteFile(script, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("CSI_KUBELET_SIM_ADMISSION", script)
+			_, stderr, code := cli(t, config, "plan", "-f", "-", "--node-name", "n")
+			if code != exitEnvironment {
+				t.Fatalf("exit %d, want %d\n%s", code, exitEnvironment, stderr)
+			}
+			if !strings.Contains(stderr, "admission helper") {
+				t.Errorf("the error does not name the admission helper: %s", stderr)
+			}
+		})
 	}
 }
