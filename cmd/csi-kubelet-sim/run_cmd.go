@@ -25,6 +25,7 @@ type runOptions struct {
 	ServeOIDC       string
 	Report          string
 	JUnit           string
+	sidecars        sidecarOptions
 
 	endpoint csiclient.Endpoint
 	hold     time.Duration // <0: until interrupted
@@ -80,6 +81,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ServeOIDC, "serve-oidc", "", "serve the issuer's OIDC discovery and JWKS on this loopback address (e.g. 127.0.0.1:0) during the run")
 	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
+	o.sidecars.addFlags(fs)
 	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
@@ -110,7 +112,13 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	if o.JUnit != "" {
 		ss.trace.AddSink(junit)
 	}
-	out := ss.lifecycle(ctx, ss.plan(ctx, o.hold, o.runningSchedule()))
+	if err := o.sidecars.attach(ss, o.endpoint); err != nil {
+		removeDirs(createdDirs)
+		return err
+	}
+	plan := ss.plan(ctx, o.hold, o.runningSchedule())
+	plan.Controller = o.sidecars.controller
+	out := ss.lifecycle(ctx, plan)
 	exit := ss.exitErr(out)
 	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %d pods, %s", out.Pods, o.release.Describe())); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
