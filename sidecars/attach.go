@@ -73,13 +73,17 @@ func (c *Controllers) attach(ctx context.Context, pv *corev1.PersistentVolume) e
 // written down before the call (an intent `cleanup` undoes) and after.
 func (c *Controllers) publish(ctx context.Context, a *attachment) error {
 	pv := a.pv
+	// What stops the attacher before the call is the VolumeAttachment's
+	// attachError too (saveAttachError), which the kubelet reports.
 	secrets, err := c.pvSecrets(pv.Spec.CSI.ControllerPublishSecretRef)
 	if err != nil {
-		return fmt.Errorf("external-attacher: PV %s: %w", pv.Name, err)
+		a.va.Status.AttachError = &storagev1.VolumeError{Time: metav1.Now(), Message: err.Error()}
+		return nil
 	}
 	mode, err := csiAccessMode(pv.Spec.AccessModes, c.caps.has(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER))
 	if err != nil {
-		return fmt.Errorf("external-attacher: PV %s: %w", pv.Name, err)
+		a.va.Status.AttachError = &storagev1.VolumeError{Time: metav1.Now(), Message: err.Error()}
+		return nil
 	}
 	block := pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock
 	readOnly := pv.Spec.CSI.ReadOnly && c.caps.has(csi.ControllerServiceCapability_RPC_PUBLISH_READONLY)

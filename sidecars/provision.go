@@ -365,7 +365,7 @@ func csiAccessMode(modes []corev1.PersistentVolumeAccessMode, snmw bool) (csi.Vo
 	}
 	switch {
 	case m[corev1.ReadWriteOncePod] && len(m) > 1:
-		return 0, fmt.Errorf("Kubernetes does not support use of ReadWriteOncePod with other access modes on the same PersistentVolume")
+		return 0, fmt.Errorf("%s does not support use of ReadWriteOncePod with other access modes on the same PersistentVolume", "Kubernetes") // the sidecars' words
 	case m[corev1.ReadWriteOncePod] && snmw:
 		return csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER, nil
 	case m[corev1.ReadWriteOncePod]:
