@@ -398,3 +398,49 @@ func TestProvisionKilledThenCleanup(t *testing.T) {
 		t.Errorf("still mounted: %v", ms)
 	}
 }
+
+// TestLoadProvisionsPerReplica: `load` copies a claim left to the
+// provisioner for every replica, provisions each on its own and deletes
+// them all; the report counts the calls.
+func TestLoadProvisionsPerReplica(t *testing.T) {
+	work := workDir(t)
+	drv := startRefDriver(t, work, "--stage-unstage", "--controller-publish")
+	mf := writeFile(t, work, "m.yaml", classManifests(refDriverName, "", "1Gi"))
+	root := filepath.Join(work, "root")
+	r := runSim(t, "load", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode, "--replicas", "2", "-o", "json")
+	wantCode(t, r, 0)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	var sum struct {
+		Load struct {
+			Methods []struct {
+				Method string `json:"method"`
+				Calls  int    `json:"calls"`
+			} `json:"methods"`
+		} `json:"load"`
+		Provisioned []map[string]string `json:"provisioned"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, m := range sum.Load.Methods {
+		counts[m.Method] = m.Calls
+	}
+	for _, m := range []string{"CreateVolume", "ControllerPublishVolume", "ControllerUnpublishVolume", "DeleteVolume"} {
+		if counts[m] != 3 {
+			t.Errorf("%s: %d calls in the report, want 3 (one per pod's claim)", m, counts[m])
+		}
+	}
+	if len(sum.Provisioned) != 3 {
+		t.Errorf("provisioned %v, want 3 volumes", sum.Provisioned)
+	}
+	for _, v := range sum.Provisioned {
+		if v["state"] != "deleted" {
+			t.Errorf("volume %v not deleted", v)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(work, "refdata")); len(entries) != 0 {
+		t.Errorf("volumes left on the driver: %v", entries)
+	}
+	assertNothingLeft(t, root, work)
+}
