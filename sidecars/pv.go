@@ -174,7 +174,7 @@ func withClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, pvName 
 // these ProvisioningInBackground).
 func uncertain(err error) bool {
 	switch status.Code(err) {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.Aborted:
 		return true
 	}
 	return false
