@@ -347,3 +347,42 @@ func TestFinishLeavesWhatIsInUseOrRefused(t *testing.T) {
 }
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: "ns1"} }
+
+// A CreateVolume that timed out may have made the volume: Finish asks
+// again by the same name and deletes what it gets; a refused one made
+// nothing and is not asked again.
+func TestUnfinishedCreateVolumeSettled(t *testing.T) {
+	for _, tc := range []struct {
+		code      codes.Code
+		wantCalls string
+	}{
+		{codes.DeadlineExceeded, "CreateVolume,CreateVolume,DeleteVolume"},
+		{codes.OutOfRange, "CreateVolume"},
+	} {
+		t.Run(tc.code.String(), func(t *testing.T) {
+			c := load(t, class(""), claimRWO, podDoc)
+			d := fakeDriver()
+			ctl, root := newControllers(t, c, d, nil)
+			pod, _ := c.Pod("ns1", "p")
+			d.FailNext("CreateVolume", tc.code, 1)
+			if err := ctl.Prepare(context.Background(), testRegistration(), []*corev1.Pod{pod}); err == nil || IsInputError(err) {
+				t.Fatalf("Prepare: %v, want the driver's error", err)
+			}
+			if errs := ctl.Finish(context.Background(), nil); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			var got []string
+			for _, call := range d.Calls() {
+				if strings.HasSuffix(call.Method, "Volume") {
+					got = append(got, call.Method)
+				}
+			}
+			if strings.Join(got, ",") != tc.wantCalls {
+				t.Errorf("calls %v, want %s", got, tc.wantCalls)
+			}
+			if rs, _ := Records(root); len(rs) > 0 {
+				t.Errorf("records left: %v", rs)
+			}
+		})
+	}
+}

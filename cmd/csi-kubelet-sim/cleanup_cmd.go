@@ -17,8 +17,10 @@ import (
 const cleanupLong = `Finish what interrupted runs left under a root dir, as a kubelet does after a
 restart: the volumes the runs' journals list are reconstructed and torn down
 through the driver (NodeUnpublishVolume, NodeUnstageVolume), then their
-directories removed. Only what the journals list is touched; a root dir
-without a journal is left alone.`
+directories removed; then the volumes the runs' provisioner and attacher
+recorded are unpublished (ControllerUnpublishVolume) and deleted
+(DeleteVolume). Only what the journals and records list is touched; a root
+dir without either is left alone.`
 
 const cleanupExample = `  # after a run interrupted twice (its error names this command)
   csi-kubelet-sim cleanup --root-dir /var/lib/kubelet-sim --endpoint unix:///run/csi/csi.sock`

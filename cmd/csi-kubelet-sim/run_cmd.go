@@ -41,7 +41,12 @@ NodeUnstageVolume and the kubelet's clean-up. Nothing is left behind.
 Manifests come from -f and from the arguments (files, directories, - for
 stdin). Without a Pod, a default pod with one volume per lifecycle mode the
 CSIDriver allows is used, and the trace says so. An input with nothing the
-kubelet reads, or pods with no CSI volume of the driver, exits 2.`
+kubelet reads, or pods with no CSI volume of the driver, exits 2.
+
+A claim with a StorageClass of the driver and no PV is provisioned first, as
+the external-provisioner and external-attacher do (CreateVolume, the PV,
+ControllerPublishVolume), and detached and deleted after the pods
+(docs/kubelet.md §22, §23).`
 
 const runExample = `  # your pod and its driver's objects, against your driver
   csi-kubelet-sim run -f manifests/ --endpoint unix:///run/csi/csi.sock
@@ -51,6 +56,9 @@ const runExample = `  # your pod and its driver's objects, against your driver
 
   # keep the pod running 5 minutes with a republish every 10s
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --hold 5m --republish-period 10s
+
+  # a StorageClass and a claim, no PV: the volume is created, attached, and deleted afterwards
+  csi-kubelet-sim run -f fixtures/samples/provision --endpoint /run/csi/csi.sock -v
 
   # the kubelet of 1.33 on an SELinux node
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --kubelet-version 1.33 --selinux`
