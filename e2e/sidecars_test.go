@@ -444,3 +444,32 @@ func TestLoadProvisionsPerReplica(t *testing.T) {
 	}
 	assertNothingLeft(t, root, work)
 }
+
+// TestRefusedDeleteVolume: a DeleteVolume the driver refuses is exit 1
+// naming the handle left and the cleanup that deletes it; that cleanup
+// does (docs/kubelet.md §22.4).
+func TestRefusedDeleteVolume(t *testing.T) {
+	work := workDir(t)
+	drv := startRefDriver(t, work, "--stage-unstage", "--fault", "DeleteVolume=FailedPrecondition:1")
+	mf := writeFile(t, work, "m.yaml", classManifests(refDriverName, "", "1Gi"))
+	root := filepath.Join(work, "root")
+	r := runSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode)
+	wantCode(t, r, 1)
+	oneLineError(t, r, "DeleteVolume "+claimPV, "FailedPrecondition", "left on the driver: handle "+claimPV,
+		"csi-kubelet-sim cleanup --root-dir "+root)
+	if _, err := os.Stat(filepath.Join(work, "refdata", claimPV)); err != nil {
+		t.Fatalf("the volume should still be on the driver: %v", err)
+	}
+	// A new run on the root dir is refused until cleanup has run.
+	r = runSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode)
+	wantCode(t, r, 3)
+	oneLineError(t, r, "csi-kubelet-sim cleanup --root-dir "+root)
+	r = runSim(t, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv.Sock, "--node-name", simNode)
+	wantCode(t, r, 0)
+	if _, err := os.Stat(filepath.Join(work, "refdata", claimPV)); !os.IsNotExist(err) {
+		t.Errorf("cleanup left the volume on the driver (stat: %v)", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, ".csi-kubelet-sim", "*")); len(left) > 0 {
+		t.Errorf("cleanup left records: %v", left)
+	}
+}
