@@ -473,3 +473,41 @@ func TestRefusedDeleteVolume(t *testing.T) {
 		t.Errorf("cleanup left records: %v", left)
 	}
 }
+
+// TestControllerEndpoint: with --controller-endpoint the sidecars' calls
+// go to the controller's socket, the kubelet's to the node's. Two
+// reference drivers share one data dir, as a controller and a node plugin
+// share their storage.
+func TestControllerEndpoint(t *testing.T) {
+	work := workDir(t)
+	data := filepath.Join(work, "refdata")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string) *driverProc {
+		sock := filepath.Join(work, name+".sock")
+		return startDriver(t, refBin(t), sock, filepath.Join(work, name+".log"),
+			"--endpoint", "unix://"+sock, "--data-dir", data, "--node-id", "ref-node-id", "--stage-unstage", "--controller-publish", "-v", "2")
+	}
+	nodeDrv, ctrlDrv := start("node"), start("controller")
+	mf := writeFile(t, work, "m.yaml", classManifests(refDriverName, "", "1Gi"))
+	root := filepath.Join(work, "root")
+	r := runSim(t, "run", "-f", mf, "--endpoint", "unix://"+nodeDrv.Sock, "--controller-endpoint", "unix://"+ctrlDrv.Sock,
+		"--root-dir", root, "--node-name", simNode)
+	wantCode(t, r, 0)
+	nodeDrv.Stop()
+	ctrlDrv.Stop()
+	nodeLog, ctrlLog := readFile(nodeDrv.Log), readFile(ctrlDrv.Log)
+	for _, m := range []string{"CreateVolume", "ControllerPublishVolume", "ControllerUnpublishVolume", "DeleteVolume"} {
+		if !strings.Contains(ctrlLog, "/csi.v1.Controller/"+m) {
+			t.Errorf("%s did not reach the controller socket", m)
+		}
+		if strings.Contains(nodeLog, "/csi.v1.Controller/"+m) {
+			t.Errorf("%s reached the node socket", m)
+		}
+	}
+	if !strings.Contains(nodeLog, "/csi.v1.Node/NodeStageVolume") || strings.Contains(ctrlLog, "/csi.v1.Node/NodeStageVolume") {
+		t.Errorf("NodeStageVolume should reach the node socket only")
+	}
+	assertNothingLeft(t, root, work)
+}
