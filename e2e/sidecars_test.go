@@ -262,15 +262,16 @@ allowedTopologies:
 	assertNothingLeft(t, root, work)
 }
 
-// TestProvisionMockDriver: the Kubernetes mock driver gets CreateVolume,
+// TestProvisionMockDriver: the Kubernetes mock driver, with topology and a
+// WaitForFirstConsumer class, gets CreateVolume with the node's topology,
 // ControllerPublishVolume (whose publish_context["device"] its
 // NodeStageVolume needs), and DeleteVolume at the end, as its own log
 // shows.
 func TestProvisionMockDriver(t *testing.T) {
 	work := workDir(t)
-	mock := startMock(t, work)
+	mock := startMock(t, work, "--enable-topology")
 	root := filepath.Join(work, "root")
-	mf := writeFile(t, work, "m.yaml", classManifests(mockDriver, "", "1Gi"))
+	mf := writeFile(t, work, "m.yaml", classManifests(mockDriver, "volumeBindingMode: WaitForFirstConsumer\n", "1Gi"))
 	r := runSim(t, "run", "-f", mf, "--endpoint", "unix://"+mock.Sock, "--root-dir", root, "--node-name", simNode, "-o", "json")
 	got := mockCalls(t, mock)
 	wantCode(t, r, 0)
@@ -281,13 +282,21 @@ func TestProvisionMockDriver(t *testing.T) {
 		}
 		byMethod[c.Method] = c.Request
 	}
+	topo := []any{map[string]any{"segments": map[string]any{"io.kubernetes.storage.mock/node": "some-mock-node"}}}
 	wantCreate := map[string]any{"name": claimPV, "capacity_range": map[string]any{"required_bytes": float64(1 << 30)},
-		"volume_capabilities": []any{map[string]any{"AccessType": map[string]any{"Mount": map[string]any{}}, "access_mode": map[string]any{"mode": float64(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)}}}}
+		"volume_capabilities":        []any{map[string]any{"AccessType": map[string]any{"Mount": map[string]any{}}, "access_mode": map[string]any{"mode": float64(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)}}},
+		"accessibility_requirements": map[string]any{"requisite": topo, "preferred": topo}}
 	if ok, diff := jsonEqual(byMethod["CreateVolume"], wantCreate); !ok {
 		t.Errorf("CreateVolume at the mock:\n%s", diff)
 	}
-	// The mock's first volume of its own is "4" (it starts with 1-3).
-	handle := callOf(t, calls(parseTrace(t, r)), "CreateVolume").Response["volume"].(map[string]any)["volume_id"].(string)
+	lines := parseTrace(t, r)
+	handle := callOf(t, calls(lines), "CreateVolume").Response["volume"].(map[string]any)["volume_id"].(string)
+	// The PV's node affinity is the volume's accessible topology.
+	wantAffinity := map[string]any{"required": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+		map[string]any{"key": "io.kubernetes.storage.mock/node", "operator": "In", "values": []any{"some-mock-node"}}}}}}}
+	if ok, diff := jsonEqual(provisionedPV(t, lines)["spec"].(map[string]any)["nodeAffinity"], wantAffinity); !ok {
+		t.Errorf("PV nodeAffinity:\n%s", diff)
+	}
 	if pub := byMethod["ControllerPublishVolume"]; pub["volume_id"] != handle || pub["node_id"] != mockNodeID {
 		t.Errorf("ControllerPublishVolume at the mock: %v, want volume %s on node %s", pub, handle, mockNodeID)
 	}
