@@ -187,6 +187,10 @@ func (c *Controllers) Finish(ctx context.Context, inUse func(driver, handle stri
 // release detaches a volume and deletes it when its reclaim policy says
 // so.
 func (c *Controllers) release(ctx context.Context, v *Volume, inUse func(driver, handle string) bool) error {
+	if v.Deleted {
+		// Deleted already: a volume the provisioner could not use.
+		return nil
+	}
 	if inUse != nil && inUse(c.driver, v.Handle) {
 		v.Left = true
 		return fmt.Errorf("volume %s of claim %s is still in use on the node after the teardown: not detached, not deleted; left on the driver: handle %s%s", v.PV.Name, v.Claim, v.Handle, c.hint())

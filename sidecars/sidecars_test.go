@@ -386,3 +386,26 @@ func TestUnfinishedCreateVolumeSettled(t *testing.T) {
 		})
 	}
 }
+
+// A volume smaller than the claim is deleted at once, as the provisioner
+// does, and not again (nor kept) at Finish.
+func TestSmallVolumeDeleted(t *testing.T) {
+	c := load(t, class(""), claimRWO, podDoc)
+	d := fakeDriver()
+	d.SetResponse("CreateVolume", &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "vol-small", CapacityBytes: 1 << 30}})
+	ctl, _ := newControllers(t, c, d, func(cfg *Config) { cfg.KeepVolumes = true })
+	pod, _ := c.Pod("ns1", "p")
+	err := ctl.Prepare(context.Background(), testRegistration(), []*corev1.Pod{pod})
+	if err == nil || !strings.Contains(err.Error(), "created volume capacity 1073741824 less than requested capacity 2147483648") {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if errs := ctl.Finish(context.Background(), nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if n := len(d.CallsOf("DeleteVolume")); n != 1 {
+		t.Errorf("%d DeleteVolume calls, want 1", n)
+	}
+	if v := ctl.Volumes(); len(v) != 1 || !v[0].Deleted || v[0].Kept {
+		t.Errorf("volumes %+v", v)
+	}
+}
