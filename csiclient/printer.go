@@ -148,6 +148,11 @@ func (p *TextPrinter) detailFields(c Call) [][2]string {
 		"NodeUnstageVolume":   {"volume_id", "staging_target_path"},
 		"NodeExpandVolume":    {"volume_id", "volume_path", "staging_target_path", "capacity_range", "volume_capability", "secrets"},
 		"NodeGetVolumeStats":  {"volume_id", "volume_path", "staging_target_path"},
+		// The sidecars' calls (package sidecars).
+		"CreateVolume":              {"name", "capacity_range", "volume_capabilities", "parameters", "accessibility_requirements", "secrets"},
+		"DeleteVolume":              {"volume_id", "secrets"},
+		"ControllerPublishVolume":   {"volume_id", "node_id", "volume_capability", "readonly", "volume_context", "secrets"},
+		"ControllerUnpublishVolume": {"volume_id", "node_id", "secrets"},
 	}[c.Method]
 	if order == nil || c.Request == nil {
 		return nil

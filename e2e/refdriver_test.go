@@ -27,6 +27,10 @@ var refSamples = []refSample{
 	{dir: "staged", podUID: stagedUID, specName: "pv-data", handle: "vol-data-1", mode: "Persistent", staged: true},
 	{dir: "attach", podUID: attachUID, specName: "pv-attached", handle: "vol-attached-1", mode: "Persistent", staged: true},
 	{dir: "secrets", podUID: secretsUID, specName: "pv-secure", handle: "vol-secure-1", mode: "Persistent", staged: true},
+	// No PV in the sample: the volume is provisioned, named after the
+	// claim's UID (docs/kubelet.md §22).
+	{dir: "provision", podUID: "9a3c3c6e-5555-4d2b-9c51-0e2f8d1a7b06", specName: "pvc-5c1a2b3d-5555-4e6f-8a7b-9c0d1e2f3a4b",
+		handle: "pvc-5c1a2b3d-5555-4e6f-8a7b-9c0d1e2f3a4b", mode: "Persistent", staged: true},
 }
 
 // volDataJSON is the exact content of a vol_data.json (docs/kubelet.md §1.6:

@@ -44,6 +44,7 @@ type Cluster struct {
 	sas        map[string]*corev1.ServiceAccount
 	vas        map[string]*storagev1.VolumeAttachment
 	nodes      map[string]*corev1.Node
+	classes    map[string]*storagev1.StorageClass
 	namespaces map[string]*corev1.Namespace
 	webhooks   map[string]*admissionregistrationv1.MutatingWebhookConfiguration
 	sources    map[string]Source
@@ -60,6 +61,7 @@ func New() *Cluster {
 		sas:        map[string]*corev1.ServiceAccount{},
 		vas:        map[string]*storagev1.VolumeAttachment{},
 		nodes:      map[string]*corev1.Node{},
+		classes:    map[string]*storagev1.StorageClass{},
 		namespaces: map[string]*corev1.Namespace{},
 		webhooks:   map[string]*admissionregistrationv1.MutatingWebhookConfiguration{},
 		sources:    map[string]Source{},
@@ -106,6 +108,8 @@ func objectKey(obj any) (string, error) {
 		k = key("VolumeAttachment", "", o.Name)
 	case *corev1.Node:
 		k = key("Node", "", o.Name)
+	case *storagev1.StorageClass:
+		k = key("StorageClass", "", o.Name)
 	default:
 		return "", fmt.Errorf("unsupported object %T", obj)
 	}
@@ -143,6 +147,8 @@ func (c *Cluster) store(obj any) {
 		c.vas[o.Name] = o
 	case *corev1.Node:
 		c.nodes[o.Name] = o
+	case *storagev1.StorageClass:
+		c.classes[o.Name] = o
 	}
 }
 

@@ -78,9 +78,16 @@ func (d Defaults) apply(obj any) error {
 		d.csiDriver(o)
 	case *corev1.Pod:
 		defaultPod(o)
+	case *storagev1.StorageClass:
+		defaultStorageClass(o)
 	case *corev1.PersistentVolumeClaim:
 		if o.Namespace == "" {
 			o.Namespace = "default"
+		}
+		// The API server assigns every object a UID; the provisioner
+		// names a claim's volume after it.
+		if o.UID == "" {
+			o.UID = StableUID("PersistentVolumeClaim", o.Namespace, o.Name)
 		}
 		if o.Spec.VolumeMode == nil {
 			fs := corev1.PersistentVolumeFilesystem

@@ -227,6 +227,7 @@ var wantAPIVersion = map[string]string{
 	"Secret":                "v1",
 	"ServiceAccount":        "v1",
 	"Node":                  "v1",
+	"StorageClass":          "storage.k8s.io/v1",
 	"Namespace":             "v1",
 	// Applied to the other objects by the admission step.
 	"MutatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
@@ -330,6 +331,8 @@ func newObject(kind string) any {
 		return &corev1.Node{}
 	case "Namespace":
 		return &corev1.Namespace{}
+	case "StorageClass":
+		return &storagev1.StorageClass{}
 	case "MutatingWebhookConfiguration":
 		return &admissionregistrationv1.MutatingWebhookConfiguration{}
 	}

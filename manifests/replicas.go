@@ -54,6 +54,14 @@ func (c *Cluster) replicateClaim(namespace, name string, r Replica, src Source) 
 	if !ok {
 		return "", fmt.Errorf("persistentvolumeclaims %q not found", name)
 	}
+	if pvc.Spec.VolumeName == "" && pvc.Spec.StorageClassName != nil {
+		// A claim left to the provisioner: each copy is a claim of its
+		// own, provisioned on its own.
+		newPVC := pvc.DeepCopy()
+		newPVC.Name += r.Suffix
+		newPVC.UID = replicaUID(pvc.UID, r.Suffix)
+		return newPVC.Name, c.Add(newPVC, src)
+	}
 	pv, ok := c.PersistentVolume(pvc.Spec.VolumeName)
 	if !ok {
 		return "", fmt.Errorf("PersistentVolume %q not found", pvc.Spec.VolumeName)

@@ -36,6 +36,8 @@ func requiredFields(obj any, opts Defaults) error {
 	switch o := obj.(type) {
 	case *corev1.Namespace:
 		return requireName(o.Name)
+	case *storagev1.StorageClass:
+		return validateStorageClass(o)
 	case *storagev1.CSIDriver:
 		return ValidateCSIDriver(o, opts)
 	case *storagev1.VolumeAttachment:

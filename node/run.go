@@ -49,6 +49,9 @@ type Plan struct {
 	KeepResults bool
 	// OnPod is told when a pod is mounted and when it is gone.
 	OnPod func(PodEvent)
+	// Controller provisions and attaches before the pods, and detaches
+	// and deletes after them (controller.go); nil: none.
+	Controller Controller
 }
 
 // PodPlan is one pod of a plan: when it is created (after the run's start)
@@ -82,6 +85,9 @@ type Outcome struct {
 	// Interrupted: ctx ended before the plan did (Ctrl-C); the teardown
 	// still ran. Abandoned: the teardown was cancelled too.
 	Interrupted, Abandoned bool
+
+	// ControllerErr: the plan's Controller failed before the pods.
+	ControllerErr error
 }
 
 // FirstVolumeError is the first volume that failed to mount.
@@ -138,6 +144,8 @@ func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 		pods, err := k.podPlans(plan, reg.DriverName)
 		if err != nil {
 			out.MountErr = err
+		} else if !k.prepareController(ctx, plan, reg, pods, out) {
+			// Nothing to mount: the claims have no volume.
 		} else if plan.Parallel {
 			k.runParallel(ctx, plan, pods, out)
 		} else {
@@ -152,6 +160,7 @@ func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 	for i := len(mounted) - 1; i >= 0; i-- {
 		out.TeardownErrs = append(out.TeardownErrs, k.UnmountPod(tctx, mounted[i], false)...)
 	}
+	k.finishController(tctx, plan, out)
 	out.Abandoned = tctx.Err() != nil
 	out.Leftovers = k.Cleanup(context.WithoutCancel(tctx), false)
 	return out

@@ -11,13 +11,16 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
 const cleanupLong = `Finish what interrupted runs left under a root dir, as a kubelet does after a
 restart: the volumes the runs' journals list are reconstructed and torn down
 through the driver (NodeUnpublishVolume, NodeUnstageVolume), then their
-directories removed. Only what the journals list is touched; a root dir
-without a journal is left alone.`
+directories removed; then the volumes the runs' provisioner and attacher
+recorded are unpublished (ControllerUnpublishVolume) and deleted
+(DeleteVolume). Only what the journals and records list is touched; a root
+dir without either is left alone.`
 
 const cleanupExample = `  # after a run interrupted twice (its error names this command)
   csi-kubelet-sim cleanup --root-dir /var/lib/kubelet-sim --endpoint unix:///run/csi/csi.sock`
@@ -25,7 +28,8 @@ const cleanupExample = `  # after a run interrupted twice (its error names this 
 // cleanupOptions are the flags of `cleanup`.
 type cleanupOptions struct {
 	commonOptions
-	Endpoint string
+	Endpoint           string
+	ControllerEndpoint string
 }
 
 func newCleanupCommand(s streams) *cobra.Command {
@@ -43,6 +47,7 @@ func newCleanupCommand(s streams) *cobra.Command {
 	fs := c.Flags()
 	fs.StringVar(&o.RootDir, "root-dir", "", "the root dir of the interrupted run (required)")
 	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
+	fs.StringVar(&o.ControllerEndpoint, "controller-endpoint", "", "the driver's controller socket, for the volumes and attachments the run's provisioner and attacher left (default: --endpoint)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
 	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, "+node.SupportedReleases())
 	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one object per line)")
@@ -96,7 +101,7 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 	}
 	var firstErr error
 	for _, root := range roots {
-		if err := cleanupRoot(ctx, o, root, ep, s); err != nil && firstErr == nil {
+		if err := cleanupRoot(ctx, o, root, ep, s, co.ControllerEndpoint); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -104,7 +109,7 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 }
 
 // cleanupRoot recovers one kubelet root dir.
-func cleanupRoot(ctx context.Context, o *commonOptions, root string, ep csiclient.Endpoint, s streams) error {
+func cleanupRoot(ctx context.Context, o *commonOptions, root string, ep csiclient.Endpoint, s streams, controllerEP string) error {
 	ro := *o
 	ro.RootDir = root
 	ro.cluster = manifests.New()
@@ -112,6 +117,11 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, ep csiclien
 	ss.endpoint = string(ep)
 	ss.header()
 	out := ss.kubelet.Recover(ctx)
+	// After the kubelet's recovery, what the run's sidecars left:
+	// detach, then delete (sidecars.Cleanup).
+	if err := cleanupSidecars(ctx, ss, ep, controllerEP); err != nil {
+		out.TeardownErrs = append(out.TeardownErrs, err...)
+	}
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)
 	return exit
@@ -126,7 +136,7 @@ func journalRoots(dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(js) > 0 {
+		if len(js) > 0 || sidecars.HasRecords(d) {
 			roots = append(roots, d)
 		}
 	}

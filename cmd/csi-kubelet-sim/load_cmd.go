@@ -37,6 +37,7 @@ type loadOptions struct {
 	RepublishPeriod time.Duration
 	StatsPeriod     time.Duration
 	Report          string
+	sidecars        sidecarOptions
 
 	endpoint csiclient.Endpoint
 }
@@ -56,6 +57,7 @@ func (o *loadOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the jittered sync frequency")
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period per pod; 0 disables NodeGetVolumeStats")
 	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
+	o.sidecars.addFlags(fs)
 }
 
 const loadLong = `Run a node's worth of pods against the driver with the kubelet's
@@ -141,6 +143,11 @@ func (o *loadOptions) run(ctx context.Context, s streams, createdDirs []string) 
 	ss.trace.AddSink(progress)
 	plan := ss.plan(ctx, o.Hold, node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod})
 	plan.Parallel = true
+	if err := o.sidecars.attach(ss, o.endpoint); err != nil {
+		removeDirs(ss.rootDirs)
+		return err
+	}
+	plan.Controller = o.sidecars.controller
 	plan.Schedule = func(pods []*corev1.Pod) ([]node.PodPlan, error) {
 		plans, err := o.schedule(pods)
 		progress.AddPods(len(plans))

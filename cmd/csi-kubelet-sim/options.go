@@ -16,6 +16,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
 // commonOptions are the flags `run` and `plan` share.
@@ -146,6 +147,9 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 			return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir %s: not a directory", o.RootDir))
 		}
 		if err := node.CheckRoot(o.RootDir); err != nil {
+			return nil, withCode(exitEnvironment, err)
+		}
+		if err := sidecars.CheckRoot(o.RootDir); err != nil {
 			return nil, withCode(exitEnvironment, err)
 		}
 		return nil, nil

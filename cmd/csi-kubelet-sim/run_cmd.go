@@ -25,6 +25,7 @@ type runOptions struct {
 	ServeOIDC       string
 	Report          string
 	JUnit           string
+	sidecars        sidecarOptions
 
 	endpoint csiclient.Endpoint
 	hold     time.Duration // <0: until interrupted
@@ -40,7 +41,12 @@ NodeUnstageVolume and the kubelet's clean-up. Nothing is left behind.
 Manifests come from -f and from the arguments (files, directories, - for
 stdin). Without a Pod, a default pod with one volume per lifecycle mode the
 CSIDriver allows is used, and the trace says so. An input with nothing the
-kubelet reads, or pods with no CSI volume of the driver, exits 2.`
+kubelet reads, or pods with no CSI volume of the driver, exits 2.
+
+A claim with a StorageClass of the driver and no PV is provisioned first, as
+the external-provisioner and external-attacher do (CreateVolume, the PV,
+ControllerPublishVolume), and detached and deleted after the pods
+(docs/kubelet.md §22, §23).`
 
 const runExample = `  # your pod and its driver's objects, against your driver
   csi-kubelet-sim run -f manifests/ --endpoint unix:///run/csi/csi.sock
@@ -50,6 +56,9 @@ const runExample = `  # your pod and its driver's objects, against your driver
 
   # keep the pod running 5 minutes with a republish every 10s
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --hold 5m --republish-period 10s
+
+  # a StorageClass and a claim, no PV: the volume is created, attached, and deleted afterwards
+  csi-kubelet-sim run -f fixtures/samples/provision --endpoint /run/csi/csi.sock -v
 
   # the kubelet of 1.33 on an SELinux node
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --kubelet-version 1.33 --selinux`
@@ -80,6 +89,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ServeOIDC, "serve-oidc", "", "serve the issuer's OIDC discovery and JWKS on this loopback address (e.g. 127.0.0.1:0) during the run")
 	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
+	o.sidecars.addFlags(fs)
 	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
@@ -110,7 +120,13 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	if o.JUnit != "" {
 		ss.trace.AddSink(junit)
 	}
-	out := ss.lifecycle(ctx, ss.plan(ctx, o.hold, o.runningSchedule()))
+	if err := o.sidecars.attach(ss, o.endpoint); err != nil {
+		removeDirs(createdDirs)
+		return err
+	}
+	plan := ss.plan(ctx, o.hold, o.runningSchedule())
+	plan.Controller = o.sidecars.controller
+	out := ss.lifecycle(ctx, plan)
 	exit := ss.exitErr(out)
 	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %d pods, %s", out.Pods, o.release.Describe())); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)

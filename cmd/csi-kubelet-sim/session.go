@@ -17,6 +17,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
 // session is the printing side of one simulated kubelet's life: it builds
@@ -38,6 +39,7 @@ type session struct {
 	kubelet   *node.Kubelet
 	tokens    *node.TokenSource
 	started   time.Time
+	sidecars  *sidecars.Controllers // provisioning and attach, when the command has them
 }
 
 func newSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string) *session {
@@ -147,6 +149,9 @@ func (ss *session) exitErr(out *node.Outcome) error {
 	}
 	if out.Interrupted || out.Abandoned {
 		return withCode(exitInterrupted, errors.New(ss.interruptedText(out)))
+	}
+	if out.ControllerErr != nil {
+		return controllerExit(out.ControllerErr)
 	}
 	if out.MountErr != nil {
 		if node.IsInTheWay(out.MountErr) {
@@ -259,6 +264,7 @@ func (ss *session) summary(out *node.Outcome, exit error) {
 			p.Printf("  skipped     %s/%s: %s\n", podKey(r.Pod), sk.Name, sk.Reason)
 		}
 	}
+	ss.printProvisioned()
 	ss.printRunning(&running)
 	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", calls, failedCalls, round(driverTime), round(time.Since(ss.started)))
 	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
@@ -357,6 +363,9 @@ func (ss *session) jsonSummary(out *node.Outcome, running *node.RunningReport, c
 		"calls":   calls, "failed_calls": failedCalls,
 		"driver_ms": float64(driverTime.Microseconds()) / 1000, "total_ms": float64(time.Since(ss.started).Microseconds()) / 1000,
 		"volumes": vols, "interrupted": out.Interrupted, "pods": out.Pods,
+	}
+	if ss.sidecars != nil {
+		m["provisioned"] = ss.jsonProvisioned()
 	}
 	if running.Republish {
 		m["republish"] = map[string]any{"syncs": running.Syncs, "failed": running.RepublishFailed, "first_sync_due_ms": running.FirstSync.Milliseconds()}

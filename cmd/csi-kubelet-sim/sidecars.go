@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
+)
+
+// sidecarOptions are the flags of the external-provisioner and
+// external-attacher that `run` and `load` simulate for claims with a
+// StorageClass.
+type sidecarOptions struct {
+	ControllerEndpoint  string
+	KeepVolumes         bool
+	ExtraCreateMetadata bool
+
+	controller *sidecars.Controllers
+}
+
+func (o *sidecarOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ControllerEndpoint, "controller-endpoint", "", "the driver's controller socket, for CreateVolume, ControllerPublishVolume and their undoing (default: --endpoint, as drivers that serve both on one socket)")
+	fs.BoolVar(&o.KeepVolumes, "keep-volumes", false, "keep the volumes provisioned for claims (no DeleteVolume at the end); their handles are printed")
+	fs.BoolVar(&o.ExtraCreateMetadata, "extra-create-metadata", false, "the external-provisioner's flag: add csi.storage.k8s.io/pvc/name, pvc/namespace and pv/name to CreateVolume's parameters")
+}
+
+// controllerConn is the controller socket: --controller-endpoint, or
+// the node's.
+func (o *sidecarOptions) controllerConn(node csiclient.Endpoint) (*csiclient.Dialer, string, error) {
+	if o.ControllerEndpoint == "" {
+		return &csiclient.Dialer{Endpoint: node}, string(node), nil
+	}
+	ep, err := csiclient.ParseEndpoint(o.ControllerEndpoint)
+	if err != nil {
+		return nil, "", withCode(exitUsage, fmt.Errorf("--controller-endpoint: %w", err))
+	}
+	if err := ep.Check(); err != nil {
+		return nil, "", withCode(exitEnvironment, fmt.Errorf("--controller-endpoint: %w", err))
+	}
+	return &csiclient.Dialer{Endpoint: ep}, string(ep), nil
+}
+
+// attach builds the run's sidecars into the session.
+func (o *sidecarOptions) attach(ss *session, node csiclient.Endpoint) error {
+	conn, ep, err := o.controllerConn(node)
+	if err != nil {
+		return err
+	}
+	o.controller = sidecars.New(sidecars.Config{
+		Cluster:             ss.opts.cluster,
+		Conn:                conn,
+		Trace:               ss.trace,
+		RootDir:             ss.opts.RootDir,
+		NodeName:            ss.opts.NodeName,
+		Timeout:             ss.opts.Timeout,
+		ExtraCreateMetadata: o.ExtraCreateMetadata,
+		KeepVolumes:         o.KeepVolumes,
+		Endpoint:            ep,
+		OnPV:                ss.printPV,
+	})
+	ss.sidecars = o.controller
+	return nil
+}
+
+// printPV shows a provisioned PV: as YAML with -v, as an object in JSON.
+func (ss *session) printPV(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) {
+	if ss.json != nil {
+		ss.json.Object(map[string]any{"kind": "persistentvolume", "claim": claim.Namespace + "/" + claim.Name, "pv": pv})
+		return
+	}
+	if ss.opts.Verbose == 0 || ss.quiet {
+		return
+	}
+	b, err := yaml.Marshal(pv)
+	if err != nil {
+		return
+	}
+	ss.text.Printf("      PersistentVolume %s (as the external-provisioner creates it):\n", pv.Name)
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		ss.text.Printf("        %s\n", line)
+	}
+}
+
+// controllerExit is the exit of a run whose sidecars failed before the
+// pods: the input (2) or the driver (1).
+func controllerExit(err error) error {
+	if sidecars.IsInputError(err) {
+		return withCode(exitUsage, err)
+	}
+	return withCode(exitFailed, err)
+}
+
+// printProvisioned adds the provisioned volumes to the text summary.
+func (ss *session) printProvisioned() {
+	if ss.sidecars == nil {
+		return
+	}
+	for _, v := range ss.sidecars.Volumes() {
+		ss.text.Printf("  provisioned %s -> %s, handle %s: %s\n", v.Claim, v.PV.Name, v.Handle, volumeFate(v))
+	}
+}
+
+// jsonProvisioned is the provisioned volumes in the JSON summary.
+func (ss *session) jsonProvisioned() []map[string]any {
+	out := []map[string]any{}
+	if ss.sidecars == nil {
+		return out
+	}
+	for _, v := range ss.sidecars.Volumes() {
+		out = append(out, map[string]any{"claim": v.Claim, "pv": v.PV.Name, "handle": v.Handle, "state": volumeFate(v)})
+	}
+	return out
+}
+
+func volumeFate(v *sidecars.Volume) string {
+	switch {
+	case v.Deleted:
+		return "deleted"
+	case v.Kept:
+		return "kept"
+	case v.Left:
+		return "left on the driver"
+	}
+	return "created"
+}
+
+// cleanupSidecars is `cleanup`'s part for the sidecars' records.
+func cleanupSidecars(ctx context.Context, ss *session, node csiclient.Endpoint, controllerEP string) []error {
+	o := &sidecarOptions{ControllerEndpoint: controllerEP}
+	conn, _, err := o.controllerConn(node)
+	if err != nil {
+		return []error{err}
+	}
+	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout})
+}

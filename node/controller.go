@@ -1,0 +1,56 @@
+package node
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Controller is what the cluster's controllers do around the kubelet for
+// persistent volumes: the external-provisioner and external-attacher
+// (package sidecars). Prepare runs once the driver has registered, before
+// any pod's volume is mounted: it may add PVs and VolumeAttachments to the
+// cluster, as the controllers do before the kubelet sees the pod. Finish
+// runs after the kubelet's teardown: detach and delete, for the volumes
+// the kubelet no longer uses.
+type Controller interface {
+	Prepare(ctx context.Context, reg *Registration, pods []*corev1.Pod) error
+	Finish(ctx context.Context, inUse func(driver, handle string) bool) []error
+}
+
+// prepareController runs the plan's controller before the pods; false
+// when it failed (the error is the outcome's ControllerErr, and no pod
+// runs).
+func (k *Kubelet) prepareController(ctx context.Context, plan Plan, reg *Registration, pods []PodPlan, out *Outcome) bool {
+	if plan.Controller == nil {
+		return true
+	}
+	list := make([]*corev1.Pod, len(pods))
+	for i, pp := range pods {
+		list[i] = pp.Pod
+	}
+	out.ControllerErr = plan.Controller.Prepare(ctx, reg, list)
+	return out.ControllerErr == nil
+}
+
+// finishController runs the plan's controller after the teardown, unless
+// the teardown was abandoned (then `cleanup` finishes).
+func (k *Kubelet) finishController(ctx context.Context, plan Plan, out *Outcome) {
+	if plan.Controller == nil || ctx.Err() != nil {
+		return
+	}
+	out.TeardownErrs = append(out.TeardownErrs, plan.Controller.Finish(ctx, k.volumeInUse)...)
+}
+
+// volumeInUse tells whether the kubelet still has the volume: staged
+// (or uncertain) or mounted by a pod. The attach/detach controller does
+// not detach such a volume, and its PV is not released.
+func (k *Kubelet) volumeInUse(driver, handle string) bool {
+	unique := UniqueVolumeName(driver, handle)
+	if _, ok := k.state.device(unique); ok {
+		return true
+	}
+	k.state.mu.Lock()
+	defer k.state.mu.Unlock()
+	return k.state.users[unique] > 0
+}

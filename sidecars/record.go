@@ -1,0 +1,209 @@
+package sidecars
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// recordDir is the simulator's directory under the root dir (the node's
+// journals live there too); a record is a file of its own in it.
+const recordDir = ".csi-kubelet-sim"
+
+// recordSuffix ends the sidecars' record files.
+const recordSuffix = ".controller"
+
+// Record entry kinds: what was about to be done, and what was done.
+const (
+	kindCreating    = "creating"    // CreateVolume about to be called (with the request)
+	kindCreated     = "created"     // CreateVolume answered (with the handle)
+	kindDeleted     = "deleted"     // DeleteVolume answered
+	kindFailed      = "failed"      // CreateVolume refused: nothing was made
+	kindKept        = "kept"        // kept on purpose (--keep-volumes, Retain)
+	kindPublishing  = "publishing"  // ControllerPublishVolume about to be called
+	kindPublished   = "published"   // ControllerPublishVolume answered
+	kindUnpublished = "unpublished" // ControllerUnpublishVolume answered
+)
+
+// entry is one line of a record.
+type entry struct {
+	Kind    string          `json:"k"`
+	Name    string          `json:"name,omitempty"`
+	Handle  string          `json:"handle,omitempty"`
+	NodeID  string          `json:"node_id,omitempty"`
+	Request json.RawMessage `json:"req,omitempty"`
+	Time    time.Time       `json:"t"`
+}
+
+// record is the sidecars' own journal: every volume created and every
+// volume published, written down (and fsync'd) before the call and after
+// it, so that after a kill -9 `cleanup` knows what to unpublish and delete.
+type record struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+}
+
+// openRecord opens the run's record on first use.
+func (c *Controllers) openRecord() (*record, error) {
+	if c.record != nil {
+		return c.record, nil
+	}
+	dir := filepath.Join(c.cfg.RootDir, recordDir)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("controller record: %w", err)
+	}
+	p := filepath.Join(dir, fmt.Sprintf("sidecars-%d-%d%s", os.Getpid(), time.Now().UnixNano(), recordSuffix))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("controller record: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	c.record = &record{path: p, f: f}
+	return c.record, nil
+}
+
+// write appends one entry and syncs it to disk. A nil record (nothing
+// was ever created) takes nothing.
+func (r *record) write(e entry) error {
+	if r == nil {
+		return nil
+	}
+	e.Time = time.Now().UTC()
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("controller record %s: %w", r.path, err)
+	}
+	if err := r.f.Sync(); err != nil {
+		return fmt.Errorf("controller record %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// remove deletes the record once nothing it lists is left, and the
+// directory when nothing else is in it.
+func (r *record) remove() {
+	if r == nil {
+		return
+	}
+	r.f.Close()
+	_ = os.Remove(r.path)
+	_ = os.Remove(filepath.Dir(r.path))
+}
+
+// requestJSON is the CreateVolume request as the record keeps it: without
+// its secrets, which never go to disk.
+func requestJSON(req *csi.CreateVolumeRequest) json.RawMessage {
+	r := proto.Clone(req).(*csi.CreateVolumeRequest)
+	r.Secrets = nil
+	b, err := protojson.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Records lists the sidecars' records under root: runs that left volumes
+// or attachments behind.
+func Records(root string) ([]string, error) {
+	return filepath.Glob(filepath.Join(root, recordDir, "*"+recordSuffix))
+}
+
+// CheckRoot refuses a root dir that holds an earlier run's record, as
+// node.CheckRoot refuses one with an earlier run's journal.
+func CheckRoot(root string) error {
+	rs, err := Records(root)
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 {
+		return fmt.Errorf("root dir %s holds volumes an earlier run provisioned or attached and did not delete (%s); finish it with `csi-kubelet-sim cleanup --root-dir %s --endpoint <the driver's socket>` before running here again", root, strings.Join(rs, ", "), root)
+	}
+	return nil
+}
+
+// pending is what a record says is left: volumes created and not deleted
+// or kept (with their request when the handle never came back), and
+// attachments published and not unpublished.
+type pending struct {
+	volumes   []pendingVolume
+	published []entry
+}
+
+type pendingVolume struct {
+	name, handle string
+	request      json.RawMessage
+}
+
+// readRecord reads a record; a torn last line (killed mid-write) is
+// ignored.
+func readRecord(p string) (*pending, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vols := map[string]*pendingVolume{}
+	var order []string
+	pubs := map[string]entry{}
+	var pubOrder []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4<<20)
+	for sc.Scan() {
+		var e entry
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch e.Kind {
+		case kindCreating:
+			if vols[e.Name] == nil {
+				order = append(order, e.Name)
+			}
+			vols[e.Name] = &pendingVolume{name: e.Name, request: e.Request}
+		case kindCreated:
+			if v := vols[e.Name]; v != nil {
+				v.handle = e.Handle
+			}
+		case kindDeleted, kindKept, kindFailed:
+			delete(vols, e.Name)
+		case kindPublishing:
+			key := e.Handle + "\x00" + e.NodeID
+			if _, ok := pubs[key]; !ok {
+				pubOrder = append(pubOrder, key)
+			}
+			pubs[key] = e
+		case kindUnpublished:
+			delete(pubs, e.Handle+"\x00"+e.NodeID)
+		}
+	}
+	out := &pending{}
+	for _, k := range pubOrder {
+		if e, ok := pubs[k]; ok {
+			out.published = append(out.published, e)
+		}
+	}
+	for _, n := range order {
+		if v := vols[n]; v != nil {
+			out.volumes = append(out.volumes, *v)
+		}
+	}
+	return out, sc.Err()
+}
