@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +114,116 @@ func TestInterruptDuringAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startSimInGroup starts the simulator as the leader of a process group
+// of its own, as a shell or GNU timeout runs a command, so that the test
+// can signal the whole group.
+func startSimInGroup(tb testing.TB, args ...string) *bgSim {
+	tb.Helper()
+	s := &bgSim{args: args, exited: make(chan struct{})}
+	s.cmd = exec.Command(simBin(tb), args...)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.errb
+	if err := s.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.exited)
+	}()
+	tb.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.exited
+		}
+	})
+	return s
+}
+
+// TestGroupSignalCountsOnce: SIGTERM sent to the process and then to its
+// group a few milliseconds later, as GNU timeout and CI runners do, is one
+// interrupt: the teardown (slowed by the driver, 300 ms a call) is not
+// abandoned; all 24 pods' volumes are unpublished and unstaged, nothing
+// is left and the run exits 130.
+func TestGroupSignalCountsOnce(t *testing.T) {
+	const pods = 24
+	work := fltWork(t)
+	root := filepath.Join(work, "root")
+	drv := fltStartRef(t, work, "--fault", "NodeUnpublishVolume=hang:300ms", "--fault", "NodeUnstageVolume=hang:300ms")
+	sim := startSimInGroup(t, "load", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
+		"--node-name", simNode, "--replicas", strconv.Itoa(pods-1), "--hold", "1h", "--volume-stats-agg-period", "0", "-o", "json", "-v")
+	deadline := time.Now().Add(60 * time.Second)
+	for len(mountsUnder(root)) < 2*pods {
+		select {
+		case <-sim.exited:
+			t.Fatalf("ended before the pods were mounted\n%s", sim.wait(t, time.Second))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d mounts under the root dir after 60s, want %d", len(mountsUnder(root)), 2*pods)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pid := sim.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Millisecond)
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := sim.wait(t, 60*time.Second)
+	wantCode(t, r, 130)
+	msg := oneLineError(t, r, "interrupted")
+	if strings.Contains(msg, "left") || strings.Contains(msg, "cleanup") {
+		t.Errorf("the teardown was abandoned: %.300s...", msg)
+	}
+	var unpublished, unstaged int
+	for _, c := range calls(parseTrace(t, r)) {
+		switch {
+		case c.Method == "NodeUnpublishVolume" && c.Code == "OK":
+			unpublished++
+		case c.Method == "NodeUnstageVolume" && c.Code == "OK":
+			unstaged++
+		}
+	}
+	if unpublished != pods || unstaged != pods {
+		t.Errorf("%d NodeUnpublishVolume and %d NodeUnstageVolume OK, want %d each", unpublished, unstaged, pods)
+	}
+	assertNothingLeft(t, root, work)
+}
+
+// TestTimeoutCommand: `timeout -s TERM` (GNU coreutils) around a run held
+// forever, whose teardown the driver slows: one interrupt, a full
+// teardown, exit 130 and nothing left.
+func TestTimeoutCommand(t *testing.T) {
+	timeoutBin, err := exec.LookPath("timeout")
+	if err != nil {
+		t.Skip("no timeout command")
+	}
+	work := fltWork(t)
+	root := filepath.Join(work, "root")
+	drv := fltStartRef(t, work, "--fault", "NodeUnpublishVolume=hang:500ms")
+	cmd := exec.Command(timeoutBin, "--preserve-status", "-s", "TERM", "3s", simBin(t), "run", "-f", sample(t, "staged"),
+		"--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode, "--hold", "forever", "--volume-stats-agg-period", "0")
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	r := simResult{Args: cmd.Args, Stdout: out.String(), Stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.Code = ee.ExitCode()
+	}
+	wantCode(t, r, 130)
+	msg := oneLineError(t, r, "interrupted")
+	if strings.Contains(msg, "cleanup") {
+		t.Errorf("the teardown was abandoned: %.300s...", msg)
+	}
+	if !strings.Contains(r.Stdout, "NodeUnstageVolume") {
+		t.Errorf("no NodeUnstageVolume in the trace\n%s", r)
+	}
+	assertNothingLeft(t, root, work)
 }
