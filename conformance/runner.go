@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -24,6 +25,16 @@ type runEnv struct {
 	// check.
 	mu     sync.Mutex
 	traces []namedTrace
+	// abandoned: a scenario's teardown was cancelled (a second Ctrl-C).
+	abandoned atomic.Bool
+}
+
+// teardownContext is what the scenarios are torn down with once ctx ended.
+func (env *runEnv) teardownContext(ctx context.Context) context.Context {
+	if env.cfg.Teardown != nil {
+		return env.cfg.Teardown
+	}
+	return context.WithoutCancel(ctx)
 }
 
 type namedTrace struct {
@@ -98,7 +109,11 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	if ctx.Err() != nil {
 		rep.Interrupted = true
 	}
-	env.deleteVolumes(context.WithoutCancel(ctx))
+	rep.Abandoned = env.abandoned.Load()
+	if !rep.Abandoned {
+		// A volume a scenario may still hold is not deleted under it.
+		env.deleteVolumes(env.teardownContext(ctx))
+	}
 	for _, nt := range env.allTraces() {
 		for _, c := range nt.trace.Calls() {
 			rep.Calls++

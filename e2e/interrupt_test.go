@@ -227,3 +227,104 @@ func TestTimeoutCommand(t *testing.T) {
 	}
 	assertNothingLeft(t, root, work)
 }
+
+// TestInterruptDuringRegistration: Ctrl-C while the driver hangs in
+// GetPluginInfo is an interrupt (130, naming the registration), not an
+// unreachable driver (3) or a failed one (1); nothing is left.
+func TestInterruptDuringRegistration(t *testing.T) {
+	work := fltWork(t)
+	root := filepath.Join(work, "root")
+	drv := fltStartRef(t, work, "--fault", "GetPluginInfo=hang:60s")
+	sim := startSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode)
+	fltWaitLog(t, drv.Log, "call 1 of GetPluginInfo hangs for", 15*time.Second, sim.exited)
+	if err := sim.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := sim.wait(t, 15*time.Second)
+	wantCode(t, r, 130)
+	oneLineError(t, r, "interrupted during the driver's registration")
+	assertNothingLeft(t, root, work)
+}
+
+// killedRun leaves a staged volume mounted under root, as a kill -9 of a
+// run does; the driver is stopped afterwards.
+func killedRun(t *testing.T, work, root string) {
+	t.Helper()
+	drv := fltStartRef(t, work)
+	sim := startSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
+		"--node-name", simNode, "--hold", "forever", "--volume-stats-agg-period", "0")
+	rcvWaitInUse(t, root, "staged", sim.exited)
+	_ = sim.cmd.Process.Signal(syscall.SIGKILL)
+	<-sim.exited
+	drv.Stop()
+	_ = os.Remove(drv.Sock)
+}
+
+// TestInterruptDuringCleanup: `cleanup` whose NodeUnpublishVolume hangs,
+// interrupted: exit 130 saying the cleanup was interrupted and what is
+// left, not that the driver failed; a second `cleanup` finishes.
+func TestInterruptDuringCleanup(t *testing.T) {
+	work := fltWork(t)
+	root := filepath.Join(work, "root")
+	killedRun(t, work, root)
+	drv := startRefDriver(t, work, "--fault", "NodeUnpublishVolume=hang:60s")
+	ep := "unix://" + drv.Sock
+	c := startSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode)
+	fltWaitLog(t, drv.Log, "call 1 of NodeUnpublishVolume hangs for", 15*time.Second, c.exited)
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := c.wait(t, 15*time.Second)
+	wantCode(t, r, 130)
+	msg := oneLineError(t, r, "cleanup interrupted", "csi-kubelet-sim cleanup --root-dir "+root)
+	if strings.Contains(msg, "driver answered") || strings.Contains(msg, "driver failed") {
+		t.Errorf("an interrupted cleanup blames the driver: %s", msg)
+	}
+	drv.Stop()
+	_ = os.Remove(drv.Sock)
+	drv2 := startRefDriver(t, work)
+	again := runSim(t, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv2.Sock, "--node-name", simNode)
+	wantCode(t, again, 0)
+	if ms := mountsUnder(work); len(ms) > 0 {
+		t.Errorf("still mounted after the second cleanup: %v", ms)
+	}
+}
+
+// TestConformanceSecondSignal: a scenario's NodeUnpublishVolume hangs
+// 40 s. The first Ctrl-C lets the teardown go on; the second, a second
+// later, abandons it: exit 130 at once, naming the `cleanup` command,
+// which then finishes with a healthy driver.
+func TestConformanceSecondSignal(t *testing.T) {
+	work := fltWork(t)
+	root := filepath.Join(work, "root")
+	drv := fltStartRef(t, work, "--fault", "NodeUnpublishVolume=hang:40s")
+	sim := startSim(t, "conformance", "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode,
+		"--focus", "^lifecycle/persistent$", "-o", "json")
+	fltWaitLog(t, drv.Log, "call 1 of NodeUnpublishVolume hangs for", 30*time.Second, sim.exited)
+	first := time.Now()
+	if err := sim.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(first.Add(1200 * time.Millisecond)))
+	select {
+	case <-sim.exited:
+		t.Fatalf("the first Ctrl-C abandoned the teardown\n%s", sim.wait(t, time.Second))
+	default:
+	}
+	if err := sim.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	// Far under the 40 s hang: the second signal was seen.
+	r := sim.wait(t, 15*time.Second)
+	wantCode(t, r, 130)
+	oneLineError(t, r, "abandoned", "csi-kubelet-sim cleanup --root-dir "+root)
+
+	drv.Stop()
+	_ = os.Remove(drv.Sock)
+	drv2 := startRefDriver(t, work)
+	c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv2.Sock, "--node-name", simNode)
+	wantCode(t, c, 0)
+	if ms := mountsUnder(work); len(ms) > 0 {
+		t.Errorf("still mounted after cleanup: %v\n%s", ms, c)
+	}
+}

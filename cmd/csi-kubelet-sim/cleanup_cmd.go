@@ -96,6 +96,9 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 	}
 	var firstErr error
 	for _, root := range roots {
+		if ctx.Err() != nil {
+			break // interrupted: the roots not reached are left as they are
+		}
 		if err := cleanupRoot(ctx, o, root, ep, s); err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -112,6 +115,9 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, ep csiclien
 	ss.endpoint = string(ep)
 	ss.header()
 	out := ss.kubelet.Recover(ctx)
+	// Recover stops at the first Ctrl-C (its calls take ctx); what it cut
+	// short is the interrupt's, not the driver's.
+	out.Interrupted = ctx.Err() != nil
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)
 	return exit

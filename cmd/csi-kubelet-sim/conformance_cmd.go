@@ -220,6 +220,9 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: probeTrace}, o.Timeout)
 	if err != nil {
 		var ue *conformance.UnreachableError
+		if ctx.Err() != nil {
+			return withCode(exitInterrupted, errors.New("interrupted while probing the driver (GetPluginInfo, capabilities), before any scenario ran"))
+		}
 		if errors.As(err, &ue) {
 			return withCode(exitEnvironment, err)
 		}
@@ -261,6 +264,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		Parallel:         o.Parallel,
 		OnStart:          p.start,
 		OnResult:         p.result,
+		Teardown:         teardownContext(ctx),
 	}
 	admit, closeAdmit, err := o.admitFunc(ctx, s)
 	if err != nil {
@@ -274,12 +278,12 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		}
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
-	return o.finish(rep, p)
+	return o.finish(rep, p, root)
 }
 
 // finish writes the JUnit file and prints the summary, and gives the
 // run's exit code.
-func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrinter) error {
+func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrinter, root string) error {
 	var junitErr error
 	if o.JUnit != "" {
 		junitErr = writeJUnit(o.JUnit, rep)
@@ -288,8 +292,10 @@ func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrint
 	switch {
 	case junitErr != nil:
 		return withCode(exitEnvironment, fmt.Errorf("--junit: %w", junitErr))
+	case rep.Abandoned:
+		return withCode(exitInterrupted, fmt.Errorf("interrupted during the teardown of the running scenarios, which was abandoned; what they made is left; finish with: csi-kubelet-sim cleanup --root-dir %s --endpoint %s", root, o.Endpoint))
 	case rep.Interrupted:
-		return withCode(exitInterrupted, errors.New("interrupted; the running scenario was torn down and cleaned up"))
+		return withCode(exitInterrupted, errors.New("interrupted; the running scenarios were torn down and cleaned up"))
 	case rep.Failed():
 		pass, fail, _ := rep.Counts()
 		msg := fmt.Sprintf("%d of %d scenarios failed", fail, pass+fail)

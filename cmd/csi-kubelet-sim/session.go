@@ -142,11 +142,13 @@ func (ss *session) lifecycle(ctx context.Context, plan node.Plan) *node.Outcome 
 // exitErr turns the outcome into the command's error and exit code.
 func (ss *session) exitErr(out *node.Outcome) error {
 	_, failedCalls, _, timedOut := ss.tally.counts()
-	if out.RegErr != nil {
-		return registrationExit(out.RegErr)
-	}
+	// Interrupted first: a call cut short by Ctrl-C fails, and that is
+	// not the driver's doing.
 	if out.Interrupted || out.Abandoned {
 		return withCode(exitInterrupted, errors.New(ss.interruptedText(out)))
+	}
+	if out.RegErr != nil {
+		return registrationExit(out.RegErr)
 	}
 	if out.MountErr != nil {
 		if node.IsInTheWay(out.MountErr) {
@@ -197,8 +199,22 @@ func (ss *session) exercisedVolume(out *node.Outcome) bool {
 	return len(out.Results) == 0
 }
 
+// interruptedText says what an interrupt cut short and what it left.
 func (ss *session) interruptedText(out *node.Outcome) string {
-	if out.Abandoned || out.Leftovers.KeptForCleanup() {
+	switch {
+	case out.RegErr != nil && ss.command == "cleanup":
+		return "cleanup interrupted during the driver's registration, before any volume was touched; run it again to finish"
+	case out.RegErr != nil:
+		return "interrupted during the driver's registration (GetPluginInfo, NodeGetInfo), before any volume was mounted"
+	case ss.command == "cleanup" && out.Leftovers != nil && out.Leftovers.Clean():
+		return "cleanup interrupted, after its teardown was done"
+	case ss.command == "cleanup":
+		hint := ss.cleanupHint(out)
+		if hint == "" {
+			hint = "; run cleanup again to finish"
+		}
+		return "cleanup interrupted during the teardown; left: " + leftoverList(out.Leftovers) + hint
+	case out.Abandoned || out.Leftovers.KeptForCleanup():
 		return "interrupted during teardown; left: " + leftoverList(out.Leftovers) + ss.cleanupHint(out)
 	}
 	return "interrupted; volumes were unpublished and unstaged"
