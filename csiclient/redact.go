@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -69,27 +70,76 @@ func marshalNoEscape(v any) []byte {
 }
 
 func redactMessage(m protoreflect.Message) {
+	walkSecrets(m, true, redactValue)
+}
+
+// walkSecrets calls visit for every value redaction looks at in m and its
+// messages: each string value of a string map (with its key, and whether
+// the map is a csi_secret field) and each csi_secret string field (key
+// ""). With set, the value visit returns replaces the one in m.
+func walkSecrets(m protoreflect.Message, set bool, visit func(key, val string, secret bool) string) {
+	info := infoOf(m.Descriptor())
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		secret := info.isSecret(fd)
 		switch {
 		case fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind:
-			secret := isSecretField(fd)
 			mv := v.Map()
 			mv.Range(func(k protoreflect.MapKey, val protoreflect.Value) bool {
-				mv.Set(k, protoreflect.ValueOfString(redactValue(k.String(), val.String(), secret)))
+				out := visit(k.String(), val.String(), secret)
+				if set {
+					mv.Set(k, protoreflect.ValueOfString(out))
+				}
 				return true
 			})
 		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
 			l := v.List()
 			for i := range l.Len() {
-				redactMessage(l.Get(i).Message())
+				walkSecrets(l.Get(i).Message(), set, visit)
 			}
 		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
-			redactMessage(v.Message())
-		case fd.Kind() == protoreflect.StringKind && isSecretField(fd):
-			m.Set(fd, protoreflect.ValueOfString(Stripped))
+			walkSecrets(v.Message(), set, visit)
+		case fd.Kind() == protoreflect.StringKind && secret:
+			out := visit("", v.String(), true)
+			if set {
+				m.Set(fd, protoreflect.ValueOfString(out))
+			}
 		}
 		return true
 	})
+}
+
+// msgInfo is what redaction needs of a message type: which of its fields
+// carry the csi_secret option. Reading a field option is an extension
+// lookup (a map access and an interface conversion); a request's fields
+// are walked for every call printed and every call collected (Sensitive),
+// so it is worked out once per message type.
+type msgInfo struct {
+	secret []bool // by field index
+}
+
+func (i *msgInfo) isSecret(fd protoreflect.FieldDescriptor) bool {
+	if fd.IsExtension() || fd.Index() >= len(i.secret) {
+		return isSecretField(fd)
+	}
+	return i.secret[fd.Index()]
+}
+
+// msgInfos caches msgInfo by message descriptor. It is package state on
+// purpose: it holds facts of the compiled CSI descriptors, which never
+// change, as protobuf's own registries do.
+var msgInfos sync.Map
+
+func infoOf(md protoreflect.MessageDescriptor) *msgInfo {
+	if v, ok := msgInfos.Load(md); ok {
+		return v.(*msgInfo)
+	}
+	fields := md.Fields()
+	info := &msgInfo{secret: make([]bool, fields.Len())}
+	for i := range fields.Len() {
+		info.secret[i] = isSecretField(fields.Get(i))
+	}
+	v, _ := msgInfos.LoadOrStore(md, info)
+	return v.(*msgInfo)
 }
 
 func isSecretField(fd protoreflect.FieldDescriptor) bool {
