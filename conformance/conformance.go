@@ -139,6 +139,9 @@ type Report struct {
 	// Abandoned: a second interrupt cancelled the teardown of the running
 	// scenarios; what they made is left for `cleanup` under the root dir.
 	Abandoned bool
+	// Redactor keeps the run's secrets out of what quotes the driver
+	// (Config.Sensitive); its Text and TextLines escape for printing.
+	Redactor csiclient.Redactor
 	// Calls counts every call made to the driver, CallTime their time.
 	Calls    int
 	CallTime time.Duration
@@ -225,6 +228,9 @@ type Config struct {
 	// abandons their teardown and leaves what they made for `cleanup`.
 	// Nil: the teardown cannot be abandoned.
 	Teardown context.Context
+	// Sensitive collects the secrets of every request of the run (every
+	// trace gets it first), for Report.Redactor; nil: none collected.
+	Sensitive *csiclient.Sensitive
 }
 
 // slug turns a scenario name into a directory name.

@@ -29,6 +29,15 @@ type runEnv struct {
 	abandoned atomic.Bool
 }
 
+// newTrace is a trace of the run: the run's secrets are collected from
+// its calls before any printer sees them.
+func (env *runEnv) newTrace() *csiclient.Trace {
+	if env.cfg.Sensitive == nil {
+		return csiclient.NewTrace()
+	}
+	return csiclient.NewTrace(env.cfg.Sensitive)
+}
+
 // teardownContext is what the scenarios are torn down with once ctx ended.
 func (env *runEnv) teardownContext(ctx context.Context) context.Context {
 	if env.cfg.Teardown != nil {
@@ -70,7 +79,7 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	if cfg.Release.Gates == nil {
 		cfg.Release = node.DefaultRelease()
 	}
-	rep := &Report{Driver: info, CSIDriver: cfg.CSIDriver, Started: start}
+	rep := &Report{Driver: info, CSIDriver: cfg.CSIDriver, Started: start, Redactor: csiclient.Redactor{Sensitive: cfg.Sensitive}}
 	var selected []Scenario
 	for _, sc := range Derive(info, cfg.CSIDriver, cfg.Host) {
 		if (cfg.Focus != nil && !cfg.Focus.MatchString(sc.Name)) || (cfg.Skip != nil && cfg.Skip.MatchString(sc.Name)) {

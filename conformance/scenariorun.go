@@ -56,7 +56,7 @@ func (env *runEnv) runScenario(ctx context.Context, sc Scenario, index int, vol 
 		sc:     sc,
 		volume: vol,
 		root:   filepath.Join(env.cfg.RootDir, fmt.Sprintf("%02d-%s", index, slug(sc.Name))),
-		trace:  csiclient.NewTrace(),
+		trace:  env.newTrace(),
 	}
 	if env.cfg.Sink != nil {
 		if s := env.cfg.Sink(sc.Name); s != nil {

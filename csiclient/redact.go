@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"regexp"
 	"strconv"
 	"sync"
@@ -29,8 +30,72 @@ const Stripped = "***stripped***"
 // this keeps the keys and strips the values, using the same csi_secret field
 // option to find secret fields. Tokens keep their audience and expiry and
 // show a short fingerprint, so two tokens can be told apart.
+//
+// With Sensitive, the text a driver controls (its errors, the fields of its
+// answers) has the run's secret values and tokens replaced as well (Text,
+// Scrub, JSONLine), and every output escapes control characters
+// (Printable).
 type Redactor struct {
 	ShowSecrets bool
+	Sensitive   *Sensitive
+}
+
+// Scrub replaces the run's secrets and tokens in text, unless ShowSecrets.
+func (r Redactor) Scrub(text string) string {
+	if r.ShowSecrets {
+		return text
+	}
+	return r.Sensitive.Scrub(text)
+}
+
+// Text is a driver's one-line text as it may be printed: scrubbed, and
+// escaped by Printable.
+func (r Redactor) Text(text string) string { return Printable(r.Scrub(text)) }
+
+// TextLines is Text for text of several lines (line breaks kept).
+func (r Redactor) TextLines(text string) string { return PrintableLines(r.Scrub(text)) }
+
+// Writer wraps w so that everything written through it is scrubbed and
+// escaped (line breaks kept): for printers of text.
+func (r Redactor) Writer(w io.Writer) io.Writer {
+	if sw, ok := w.(safeWriter); ok {
+		w = sw.w
+	}
+	return safeWriter{w: w, scrub: r.Scrub}
+}
+
+// JSONLine encodes v as one line of JSON without HTML escaping; each
+// string in it is scrubbed. encoding/json escapes the C0 controls and
+// replaces bytes that are not UTF-8; the C1 and bidi controls it leaves
+// are escaped as \u sequences, which JSON reads back as the same text.
+func (r Redactor) JSONLine(v any) []byte {
+	b := marshalNoEscape(v)
+	if s := string(b); r.Scrub(s) != s {
+		var tree any
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if dec.Decode(&tree) == nil {
+			b = marshalNoEscape(r.scrubTree(tree))
+		}
+	}
+	return []byte(PrintableLines(string(b)))
+}
+
+// scrubTree scrubs every string of a decoded JSON value; keys stay.
+func (r Redactor) scrubTree(v any) any {
+	switch x := v.(type) {
+	case string:
+		return r.Scrub(x)
+	case []any:
+		for i := range x {
+			x[i] = r.scrubTree(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = r.scrubTree(x[k])
+		}
+	}
+	return v
 }
 
 // JSON returns m as compact protojson with proto field names and sorted keys,

@@ -215,7 +215,11 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	if err := o.endpoint.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
-	probeTrace := csiclient.NewTrace()
+	// The secrets the run hands the driver, collected from every trace, are
+	// kept out of whatever quotes the driver.
+	sensitive := csiclient.NewSensitive()
+	red := csiclient.Redactor{Sensitive: sensitive}
+	probeTrace := csiclient.NewTrace(sensitive)
 	dialer := &csiclient.Dialer{Endpoint: o.endpoint}
 	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: probeTrace}, o.Timeout)
 	if err != nil {
@@ -247,7 +251,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	if err := o.checkSelection(info, obj, host); err != nil {
 		return err
 	}
-	p := &conformancePrinter{s: s, json: o.Output == "json", verbose: o.Verbose}
+	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
 	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg := conformance.Config{
 		Conn:             dialer,
@@ -265,6 +269,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		OnStart:          p.start,
 		OnResult:         p.result,
 		Teardown:         teardownContext(ctx),
+		Sensitive:        sensitive,
 	}
 	admit, closeAdmit, err := o.admitFunc(ctx, s)
 	if err != nil {
@@ -274,7 +279,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	cfg.Admit = admit
 	if o.Verbose > 0 && !p.json {
 		cfg.Sink = func(string) csiclient.Sink {
-			return csiclient.NewTextPrinter(s.Out, csiclient.Redactor{}, o.Verbose > 1, false)
+			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
 		}
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
@@ -300,7 +305,7 @@ func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrint
 		pass, fail, _ := rep.Counts()
 		msg := fmt.Sprintf("%d of %d scenarios failed", fail, pass+fail)
 		if v := rep.Volume; v != nil && v.Err != nil {
-			msg += "; " + v.Err.Error()
+			msg += "; " + rep.Redactor.Scrub(v.Err.Error())
 		}
 		return withCode(exitFailed, errors.New(msg))
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // Exit codes (README, "Exit codes").
@@ -153,7 +155,9 @@ func report(err error, w io.Writer) int {
 	if !errors.As(err, &ee) && isCobraUsageError(err) {
 		code = exitUsage
 	}
-	fmt.Fprintf(w, "csi-kubelet-sim: %v\n", err)
+	// One line, whatever the error quotes (a driver's message, a file's
+	// bytes): control characters are escaped.
+	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", csiclient.Printable(err.Error()))
 	return code
 }
 

@@ -38,6 +38,7 @@ type session struct {
 	kubelet   *node.Kubelet
 	tokens    *node.TokenSource
 	started   time.Time
+	red       csiclient.Redactor // with the run's secrets, for every output
 }
 
 func newSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string) *session {
@@ -52,10 +53,13 @@ func newQuietSession(command string, o *commonOptions, s streams, conn grpc.Clie
 
 func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string, printCalls bool) *session {
 	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now(), quiet: !printCalls}
-	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets}
+	// The secrets the run hands the driver are collected first, so that
+	// every printer can keep them out of the driver's own text.
+	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets, Sensitive: csiclient.NewSensitive()}
+	ss.red = red
 	// Nothing keeps the calls: the printers and counters see each as it
 	// happens, so a long hold or a load takes constant memory.
-	ss.trace = csiclient.NewStreamingTrace()
+	ss.trace = csiclient.NewStreamingTrace(red.Sensitive)
 	ss.tally = &tally{}
 	ss.trace.AddSink(ss.tally)
 	if o.Output == "json" {
@@ -139,8 +143,16 @@ func (ss *session) lifecycle(ctx context.Context, plan node.Plan) *node.Outcome 
 	return out
 }
 
-// exitErr turns the outcome into the command's error and exit code.
-func (ss *session) exitErr(out *node.Outcome) error {
+// exitErr turns the outcome into the command's error and exit code. Its
+// message, which can quote the driver, is scrubbed of the run's secrets.
+func (ss *session) exitErr(out *node.Outcome) (err error) {
+	defer func() {
+		if err != nil {
+			if msg := err.Error(); ss.red.Scrub(msg) != msg {
+				err = withCode(exitCode(err), errors.New(ss.red.Scrub(msg)))
+			}
+		}
+	}()
 	_, failedCalls, _, timedOut := ss.tally.counts()
 	// Interrupted first: a call cut short by Ctrl-C fails, and that is
 	// not the driver's doing.
@@ -197,27 +209,6 @@ func (ss *session) exercisedVolume(out *node.Outcome) bool {
 		}
 	}
 	return len(out.Results) == 0
-}
-
-// interruptedText says what an interrupt cut short and what it left.
-func (ss *session) interruptedText(out *node.Outcome) string {
-	switch {
-	case out.RegErr != nil && ss.command == "cleanup":
-		return "cleanup interrupted during the driver's registration, before any volume was touched; run it again to finish"
-	case out.RegErr != nil:
-		return "interrupted during the driver's registration (GetPluginInfo, NodeGetInfo), before any volume was mounted"
-	case ss.command == "cleanup" && out.Leftovers != nil && out.Leftovers.Clean():
-		return "cleanup interrupted, after its teardown was done"
-	case ss.command == "cleanup":
-		hint := ss.cleanupHint(out)
-		if hint == "" {
-			hint = "; run cleanup again to finish"
-		}
-		return "cleanup interrupted during the teardown; left: " + leftoverList(out.Leftovers) + hint
-	case out.Abandoned || out.Leftovers.KeptForCleanup():
-		return "interrupted during teardown; left: " + leftoverList(out.Leftovers) + ss.cleanupHint(out)
-	}
-	return "interrupted; volumes were unpublished and unstaged"
 }
 
 // cleanupHint is the command that finishes what a run left of its own.
