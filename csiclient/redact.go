@@ -144,6 +144,9 @@ func redactMessage(m protoreflect.Message) {
 // ""). With set, the value visit returns replaces the one in m.
 func walkSecrets(m protoreflect.Message, set bool, visit func(key, val string, secret bool) string) {
 	info := infoOf(m.Descriptor())
+	if !info.relevant {
+		return // nothing of this type or below it can hold a secret
+	}
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		secret := info.isSecret(fd)
 		switch {
@@ -180,6 +183,9 @@ func walkSecrets(m protoreflect.Message, set bool, visit func(key, val string, s
 // so it is worked out once per message type.
 type msgInfo struct {
 	secret []bool // by field index
+	// relevant: the type or one below it has a string map or a secret
+	// field; a walk skips the others (a volume capability, topology).
+	relevant bool
 }
 
 func (i *msgInfo) isSecret(fd protoreflect.FieldDescriptor) bool {
@@ -198,13 +204,30 @@ func infoOf(md protoreflect.MessageDescriptor) *msgInfo {
 	if v, ok := msgInfos.Load(md); ok {
 		return v.(*msgInfo)
 	}
+	v, _ := msgInfos.LoadOrStore(md, newMsgInfo(md, map[protoreflect.FullName]bool{}))
+	return v.(*msgInfo)
+}
+
+// newMsgInfo works out a type's msgInfo; seen guards against recursive
+// types (counted as relevant).
+func newMsgInfo(md protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) *msgInfo {
+	seen[md.FullName()] = true
 	fields := md.Fields()
 	info := &msgInfo{secret: make([]bool, fields.Len())}
 	for i := range fields.Len() {
-		info.secret[i] = isSecretField(fields.Get(i))
+		fd := fields.Get(i)
+		info.secret[i] = isSecretField(fd)
+		switch {
+		case info.secret[i]:
+			info.relevant = true
+		case fd.IsMap():
+			info.relevant = info.relevant || fd.MapValue().Kind() == protoreflect.StringKind
+		case fd.Kind() == protoreflect.MessageKind:
+			child := fd.Message()
+			info.relevant = info.relevant || seen[child.FullName()] || newMsgInfo(child, seen).relevant
+		}
 	}
-	v, _ := msgInfos.LoadOrStore(md, info)
-	return v.(*msgInfo)
+	return info
 }
 
 func isSecretField(fd protoreflect.FieldDescriptor) bool {
