@@ -151,6 +151,9 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 		Release:  r.env.cfg.Release,
 		SELinux:  node.SELinux{Enabled: r.selinux},
 	}, r.cluster, r.env.cfg.Conn, r.trace)
+	// The scenario's root dir is the run's own: journaled, so that the
+	// `cleanup` of an interrupted run removes it too once it is empty.
+	r.kubelet.AdoptRoot([]string{r.root})
 	r.kubelet.SetTokenIssuer(r.env.tokens)
 }
 

@@ -327,4 +327,8 @@ func TestConformanceSecondSignal(t *testing.T) {
 	if ms := mountsUnder(work); len(ms) > 0 {
 		t.Errorf("still mounted after cleanup: %v\n%s", ms, c)
 	}
+	// The scenario's root dir went with what was in it.
+	if left, _ := filepath.Glob(filepath.Join(root, "*")); len(left) > 0 {
+		t.Errorf("left under the conformance root dir after cleanup: %v", left)
+	}
 }
