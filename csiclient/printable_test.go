@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -84,5 +85,16 @@ func TestPrintersScrubAndEscape(t *testing.T) {
 		if strings.Contains(text.String(), "\nfake line") {
 			t.Errorf("the driver's line break starts a line of its own:\n%s", text.String())
 		}
+	}
+}
+
+// TestTextPrinterPrintf: the summary's arguments are escaped whole, line
+// breaks included; numbers keep their verbs.
+func TestTextPrinterPrintf(t *testing.T) {
+	var b bytes.Buffer
+	NewTextPrinter(&b, Redactor{}, false, false).Printf("driver %s %q, %d calls in %s\n", "evil\x1b]0;x\x07\nOK", "id\r", 3, time.Second)
+	want := `driver evil\x1b]0;x\x07\x0aOK "id\\x0d", 3 calls in 1s` + "\n"
+	if b.String() != want {
+		t.Errorf("Printf:\n got %q\nwant %q", b.String(), want)
 	}
 }

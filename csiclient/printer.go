@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -87,14 +88,18 @@ func (p *TextPrinter) Printf(format string, a ...any) {
 }
 
 func (p *TextPrinter) printableArg(x any) any {
-	switch v := x.(type) {
-	case nil, bool, int, int32, int64, uint, uint32, uint64, float32, float64:
+	if x == nil {
 		return x
-	case string:
-		return p.redactor.Text(v)
-	default:
-		return p.redactor.Text(fmt.Sprint(v))
 	}
+	switch reflect.TypeOf(x).Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return x // numbers keep their verbs (%d, %6.1f); a Duration too
+	}
+	if s, ok := x.(string); ok {
+		return p.redactor.Text(s)
+	}
+	return p.redactor.Text(fmt.Sprint(x))
 }
 
 // headline is the one thing a person wants to know about the call.
