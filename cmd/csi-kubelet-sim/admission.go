@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
@@ -63,7 +64,9 @@ func (o *admissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 		return err
 	}
 	defer a.Close()
-	p := &admissionPrinter{w: s.Out, json: output == "json", verbose: verbose}
+	// A webhook's messages and patches are data too: escaped (and tokens
+	// fingerprinted) as the driver's are.
+	p := &admissionPrinter{w: csiclient.Redactor{}.Writer(s.Out), json: output == "json", verbose: verbose}
 	for _, obj := range objects {
 		ro, ok := obj.(runtime.Object)
 		if !ok || remote.KindOf(ro) == "" {
