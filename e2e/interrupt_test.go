@@ -207,7 +207,7 @@ func TestTimeoutCommand(t *testing.T) {
 	work := fltWork(t)
 	root := filepath.Join(work, "root")
 	drv := fltStartRef(t, work, "--fault", "NodeUnpublishVolume=hang:500ms")
-	cmd := exec.Command(timeoutBin, "--preserve-status", "-s", "TERM", "3s", simBin(t), "run", "-f", sample(t, "staged"),
+	cmd := exec.Command(timeoutBin, "--preserve-status", "-s", "TERM", "4s", simBin(t), "run", "-f", sample(t, "staged"),
 		"--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode, "--hold", "forever", "--volume-stats-agg-period", "0")
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
