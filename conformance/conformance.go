@@ -17,6 +17,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -135,6 +136,12 @@ type Report struct {
 	Started     time.Time
 	Duration    time.Duration
 	Interrupted bool
+	// Abandoned: a second interrupt cancelled the teardown of the running
+	// scenarios; what they made is left for `cleanup` under the root dir.
+	Abandoned bool
+	// Redactor keeps the run's secrets out of what quotes the driver
+	// (Config.Sensitive); its Text and TextLines escape for printing.
+	Redactor csiclient.Redactor
 	// Calls counts every call made to the driver, CallTime their time.
 	Calls    int
 	CallTime time.Duration
@@ -216,6 +223,14 @@ type Config struct {
 	// OnResult for skipped ones too.
 	OnStart  func(Scenario)
 	OnResult func(Result)
+	// Teardown is the context the running scenarios are torn down with
+	// after ctx ended (the first Ctrl-C); cancelling it (a second Ctrl-C)
+	// abandons their teardown and leaves what they made for `cleanup`.
+	// Nil: the teardown cannot be abandoned.
+	Teardown context.Context
+	// Sensitive collects the secrets of every request of the run (every
+	// trace gets it first), for Report.Redactor; nil: none collected.
+	Sensitive *csiclient.Sensitive
 }
 
 // slug turns a scenario name into a directory name.

@@ -124,14 +124,52 @@ func JUnit(r *Report) JUnitTestSuites {
 	}
 }
 
-// WriteJUnit writes the report as JUnit XML.
+// Cleaned returns the document with clean applied to every text in it:
+// names, messages, failure texts, system-out and property values, which
+// quote the driver (csiclient.Redactor.TextLines: the run's secrets
+// replaced, control characters escaped). XML 1.0 cannot hold most
+// control characters at all; encoding/xml would turn them into U+FFFD.
+func (d JUnitTestSuites) Cleaned(clean func(string) string) JUnitTestSuites {
+	d.Name = clean(d.Name)
+	suites := make([]JUnitTestSuite, len(d.Suites))
+	for i, s := range d.Suites {
+		s.Name = clean(s.Name)
+		props := make([]JUnitProperty, len(s.Properties))
+		for j, p := range s.Properties {
+			props[j] = JUnitProperty{Name: clean(p.Name), Value: clean(p.Value)}
+		}
+		s.Properties = props
+		cases := make([]JUnitTestCase, len(s.TestCases))
+		for j, tc := range s.TestCases {
+			cases[j] = tc.cleaned(clean)
+		}
+		s.TestCases = cases
+		suites[i] = s
+	}
+	d.Suites = suites
+	return d
+}
+
+func (tc JUnitTestCase) cleaned(clean func(string) string) JUnitTestCase {
+	tc.Name, tc.ClassName, tc.SystemOut = clean(tc.Name), clean(tc.ClassName), clean(tc.SystemOut)
+	if f := tc.Failure; f != nil {
+		tc.Failure = &JUnitFailure{Message: clean(f.Message), Type: clean(f.Type), Text: clean(f.Text)}
+	}
+	if sk := tc.Skipped; sk != nil {
+		tc.Skipped = &JUnitSkipped{Message: clean(sk.Message)}
+	}
+	return tc
+}
+
+// WriteJUnit writes the report as JUnit XML, cleaned with the run's
+// redactor (Report.Redactor).
 func WriteJUnit(w io.Writer, r *Report) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(JUnit(r)); err != nil {
+	if err := enc.Encode(JUnit(r).Cleaned(r.Redactor.TextLines)); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")

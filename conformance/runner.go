@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -24,6 +25,25 @@ type runEnv struct {
 	// check.
 	mu     sync.Mutex
 	traces []namedTrace
+	// abandoned: a scenario's teardown was cancelled (a second Ctrl-C).
+	abandoned atomic.Bool
+}
+
+// newTrace is a trace of the run: the run's secrets are collected from
+// its calls before any printer sees them.
+func (env *runEnv) newTrace() *csiclient.Trace {
+	if env.cfg.Sensitive == nil {
+		return csiclient.NewTrace()
+	}
+	return csiclient.NewTrace(env.cfg.Sensitive)
+}
+
+// teardownContext is what the scenarios are torn down with once ctx ended.
+func (env *runEnv) teardownContext(ctx context.Context) context.Context {
+	if env.cfg.Teardown != nil {
+		return env.cfg.Teardown
+	}
+	return context.WithoutCancel(ctx)
 }
 
 type namedTrace struct {
@@ -59,7 +79,7 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	if cfg.Release.Gates == nil {
 		cfg.Release = node.DefaultRelease()
 	}
-	rep := &Report{Driver: info, CSIDriver: cfg.CSIDriver, Started: start}
+	rep := &Report{Driver: info, CSIDriver: cfg.CSIDriver, Started: start, Redactor: csiclient.Redactor{Sensitive: cfg.Sensitive}}
 	var selected []Scenario
 	for _, sc := range Derive(info, cfg.CSIDriver, cfg.Host) {
 		if (cfg.Focus != nil && !cfg.Focus.MatchString(sc.Name)) || (cfg.Skip != nil && cfg.Skip.MatchString(sc.Name)) {
@@ -98,7 +118,11 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	if ctx.Err() != nil {
 		rep.Interrupted = true
 	}
-	env.deleteVolumes(context.WithoutCancel(ctx))
+	rep.Abandoned = env.abandoned.Load()
+	if !rep.Abandoned {
+		// A volume a scenario may still hold is not deleted under it.
+		env.deleteVolumes(env.teardownContext(ctx))
+	}
 	for _, nt := range env.allTraces() {
 		for _, c := range nt.trace.Calls() {
 			rep.Calls++

@@ -56,7 +56,7 @@ func (env *runEnv) runScenario(ctx context.Context, sc Scenario, index int, vol 
 		sc:     sc,
 		volume: vol,
 		root:   filepath.Join(env.cfg.RootDir, fmt.Sprintf("%02d-%s", index, slug(sc.Name))),
-		trace:  csiclient.NewTrace(),
+		trace:  env.newTrace(),
 	}
 	if env.cfg.Sink != nil {
 		if s := env.cfg.Sink(sc.Name); s != nil {
@@ -85,7 +85,14 @@ func (env *runEnv) runScenario(ctx context.Context, sc Scenario, index int, vol 
 			r.failures, r.notes = nil, append(r.notes, "interrupted while running; torn down and cleaned up")
 			r.skip = "interrupted while running (torn down and cleaned up)"
 		}
-		r.teardown(context.WithoutCancel(ctx))
+		tctx := env.teardownContext(ctx)
+		r.teardown(tctx)
+		if tctx.Err() != nil {
+			// Abandoned: the teardown's failures are the interrupt's.
+			env.abandoned.Store(true)
+			r.failures = nil
+			r.skip = "interrupted twice: its teardown was abandoned, what it made is left under " + r.root + " for `csi-kubelet-sim cleanup`"
+		}
 	}
 	res.Duration = time.Since(start)
 	for _, c := range r.trace.Calls() {
@@ -144,6 +151,9 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 		Release:  r.env.cfg.Release,
 		SELinux:  node.SELinux{Enabled: r.selinux},
 	}, r.cluster, r.env.cfg.Conn, r.trace)
+	// The scenario's root dir is the run's own: journaled, so that the
+	// `cleanup` of an interrupted run removes it too once it is empty.
+	r.kubelet.AdoptRoot([]string{r.root})
 	r.kubelet.SetTokenIssuer(r.env.tokens)
 }
 
@@ -300,7 +310,7 @@ func (r *scenarioRun) teardown(ctx context.Context) {
 					"the external-attacher retries and the VolumeAttachment is never deleted, so the volume cannot attach elsewhere")
 			}
 		}
-		left := r.kubelet.Cleanup(ctx, true)
+		left := r.kubelet.Cleanup(context.WithoutCancel(ctx), true)
 		if len(left.Mounts) > 0 {
 			r.fail("1.7", "after the kubelet's NodeUnpublishVolume and NodeUnstageVolume, still mounted: "+strings.Join(r.rel(left.Mounts), ", "),
 				"the kubelet expects nothing mounted once the driver unpublished and unstaged; on a real node these mounts leak")
@@ -312,6 +322,11 @@ func (r *scenarioRun) teardown(ctx context.Context) {
 		for _, err := range left.Errors {
 			r.fail("1.7", "clean-up after the teardown: "+err.Error(), "")
 		}
+	}
+	if ctx.Err() != nil {
+		// Abandoned: the root dir and its journal stay for `cleanup`,
+		// which tears down through the driver what is still mounted.
+		return
 	}
 	if ms, err := mountsUnder(r.root); err == nil && len(ms) > 0 {
 		r.fail("1.7", "still mounted under the root dir after clean-up: "+strings.Join(r.rel(ms), ", "), "nothing may stay mounted")

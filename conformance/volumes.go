@@ -91,7 +91,7 @@ func (env *runEnv) createVolume(ctx context.Context) *Volume {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	v := &Volume{Name: "csi-kubelet-sim-conformance-" + hex.EncodeToString(b), Created: true}
-	tr := csiclient.NewTrace()
+	tr := env.newTrace()
 	env.addTrace("volume", tr)
 	conn := &csiclient.Recorder{Next: env.cfg.Conn, Trace: tr}
 	cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "provision", Operation: "CreateVolume"}), env.cfg.Timeout)
@@ -143,7 +143,7 @@ func (env *runEnv) deleteVolume(ctx context.Context, v *Volume) error {
 	if v == nil || !v.Created || v.Handle == "" {
 		return nil
 	}
-	tr := csiclient.NewTrace()
+	tr := env.newTrace()
 	env.addTrace("volume", tr)
 	conn := &csiclient.Recorder{Next: env.cfg.Conn, Trace: tr}
 	cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "provision", Operation: "DeleteVolume"}), env.cfg.Timeout)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -25,8 +26,10 @@ type TextPrinter struct {
 }
 
 // NewTextPrinter writes to w. planned drops the durations (no driver ran).
+// Everything it writes is scrubbed and escaped (Redactor.Writer); the
+// driver's one-line fields are escaped whole, line breaks included.
 func NewTextPrinter(w io.Writer, r Redactor, verbose, planned bool) *TextPrinter {
-	return &TextPrinter{w: w, redactor: r, verbose: verbose, planned: planned}
+	return &TextPrinter{w: r.Writer(w), redactor: r, verbose: verbose, planned: planned}
 }
 
 // Call prints one call.
@@ -41,15 +44,15 @@ func (p *TextPrinter) Call(c Call) {
 	if p.planned {
 		took = ""
 	}
-	fmt.Fprintf(p.w, "%3d %-9s %-14s %-21s %-8s %s  %s\n", c.Seq, c.Labels.Component, c.Labels.Operation, c.Method, result, took, headline(c))
+	fmt.Fprintf(p.w, "%3d %-9s %-14s %-21s %-8s %s  %s\n", c.Seq, c.Labels.Component, c.Labels.Operation, c.Method, result, took, p.redactor.Text(headline(c)))
 	if c.Err != nil {
-		fmt.Fprintf(p.w, "      error: %v\n", c.Err)
+		fmt.Fprintf(p.w, "      error: %s\n", p.redactor.Text(c.Err.Error()))
 	}
 	if c.TimedOut {
 		fmt.Fprintf(p.w, "      timeout: the driver did not answer before the operation's timeout (--timeout); the kubelet gives up the call\n")
 	}
 	for _, f := range p.detailFields(c) {
-		fmt.Fprintf(p.w, "      %-20s %s\n", f[0], f[1])
+		fmt.Fprintf(p.w, "      %-20s %s\n", f[0], p.redactor.Text(f[1]))
 	}
 }
 
@@ -68,14 +71,35 @@ func (p *TextPrinter) Step(s Step) {
 	if s.Labels.Operation != "" {
 		who += " " + s.Labels.Operation
 	}
-	fmt.Fprintf(p.w, "    %s [%s] %s\n", mark, strings.TrimSpace(who), s.Text)
+	fmt.Fprintf(p.w, "    %s [%s] %s\n", mark, p.redactor.Text(strings.TrimSpace(who)), p.redactor.Text(s.Text))
 }
 
-// Printf prints a free line (headers, the summary).
+// Printf prints a free line (headers, the summary). Its arguments other
+// than numbers are escaped whole: a driver's name or error in the
+// summary cannot start a line of its own.
 func (p *TextPrinter) Printf(format string, a ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, format, a...)
+	args := make([]any, len(a))
+	for i, x := range a {
+		args[i] = p.printableArg(x)
+	}
+	fmt.Fprintf(p.w, format, args...)
+}
+
+func (p *TextPrinter) printableArg(x any) any {
+	if x == nil {
+		return x
+	}
+	switch reflect.TypeOf(x).Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return x // numbers keep their verbs (%d, %6.1f); a Duration too
+	}
+	if s, ok := x.(string); ok {
+		return p.redactor.Text(s)
+	}
+	return p.redactor.Text(fmt.Sprint(x))
 }
 
 // headline is the one thing a person wants to know about the call.
@@ -185,15 +209,20 @@ func (p *TextPrinter) detailFields(c Call) [][2]string {
 // the summary, told apart by "kind".
 type JSONPrinter struct {
 	mu       sync.Mutex
-	enc      *json.Encoder
+	w        io.Writer
 	redactor Redactor
 }
 
-// NewJSONPrinter writes JSON lines to w.
+// NewJSONPrinter writes JSON lines to w, each scrubbed and escaped
+// (Redactor.JSONLine).
 func NewJSONPrinter(w io.Writer, r Redactor) *JSONPrinter {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return &JSONPrinter{enc: enc, redactor: r}
+	return &JSONPrinter{w: w, redactor: r}
+}
+
+// write prints one object as a line.
+func (p *JSONPrinter) write(v any) {
+	line := p.redactor.JSONLine(v)
+	_, _ = p.w.Write(append(line, '\n'))
 }
 
 // CallRecord is the JSON form of a call.
@@ -239,7 +268,7 @@ func (r Redactor) Record(c Call) CallRecord {
 func (p *JSONPrinter) Call(c Call) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = p.enc.Encode(p.redactor.Record(c))
+	p.write(p.redactor.Record(c))
 }
 
 // Step prints one step.
@@ -252,7 +281,7 @@ func (p *JSONPrinter) Step(s Step) {
 	} else if s.Verbose {
 		level = "debug"
 	}
-	_ = p.enc.Encode(map[string]any{
+	p.write(map[string]any{
 		"kind": "step", "time": s.Time.UTC(), "component": s.Labels.Component,
 		"operation": s.Labels.Operation, "volume": s.Labels.Volume, "pod": s.Labels.Pod,
 		"level": level, "text": s.Text,
@@ -263,7 +292,7 @@ func (p *JSONPrinter) Step(s Step) {
 func (p *JSONPrinter) Object(v any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = p.enc.Encode(v)
+	p.write(v)
 }
 
 // SortedKeys is a helper for printers of maps.

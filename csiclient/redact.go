@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -28,8 +30,72 @@ const Stripped = "***stripped***"
 // this keeps the keys and strips the values, using the same csi_secret field
 // option to find secret fields. Tokens keep their audience and expiry and
 // show a short fingerprint, so two tokens can be told apart.
+//
+// With Sensitive, the text a driver controls (its errors, the fields of its
+// answers) has the run's secret values and tokens replaced as well (Text,
+// Scrub, JSONLine), and every output escapes control characters
+// (Printable).
 type Redactor struct {
 	ShowSecrets bool
+	Sensitive   *Sensitive
+}
+
+// Scrub replaces the run's secrets and tokens in text, unless ShowSecrets.
+func (r Redactor) Scrub(text string) string {
+	if r.ShowSecrets {
+		return text
+	}
+	return r.Sensitive.Scrub(text)
+}
+
+// Text is a driver's one-line text as it may be printed: scrubbed, and
+// escaped by Printable.
+func (r Redactor) Text(text string) string { return Printable(r.Scrub(text)) }
+
+// TextLines is Text for text of several lines (line breaks kept).
+func (r Redactor) TextLines(text string) string { return PrintableLines(r.Scrub(text)) }
+
+// Writer wraps w so that everything written through it is scrubbed and
+// escaped (line breaks kept): for printers of text.
+func (r Redactor) Writer(w io.Writer) io.Writer {
+	if sw, ok := w.(safeWriter); ok {
+		w = sw.w
+	}
+	return safeWriter{w: w, scrub: r.Scrub}
+}
+
+// JSONLine encodes v as one line of JSON without HTML escaping; each
+// string in it is scrubbed. encoding/json escapes the C0 controls and
+// replaces bytes that are not UTF-8; the C1 and bidi controls it leaves
+// are escaped as \u sequences, which JSON reads back as the same text.
+func (r Redactor) JSONLine(v any) []byte {
+	b := marshalNoEscape(v)
+	if s := string(b); r.Scrub(s) != s {
+		var tree any
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if dec.Decode(&tree) == nil {
+			b = marshalNoEscape(r.scrubTree(tree))
+		}
+	}
+	return []byte(PrintableLines(string(b)))
+}
+
+// scrubTree scrubs every string of a decoded JSON value; keys stay.
+func (r Redactor) scrubTree(v any) any {
+	switch x := v.(type) {
+	case string:
+		return r.Scrub(x)
+	case []any:
+		for i := range x {
+			x[i] = r.scrubTree(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = r.scrubTree(x[k])
+		}
+	}
+	return v
 }
 
 // JSON returns m as compact protojson with proto field names and sorted keys,
@@ -69,27 +135,99 @@ func marshalNoEscape(v any) []byte {
 }
 
 func redactMessage(m protoreflect.Message) {
+	walkSecrets(m, true, redactValue)
+}
+
+// walkSecrets calls visit for every value redaction looks at in m and its
+// messages: each string value of a string map (with its key, and whether
+// the map is a csi_secret field) and each csi_secret string field (key
+// ""). With set, the value visit returns replaces the one in m.
+func walkSecrets(m protoreflect.Message, set bool, visit func(key, val string, secret bool) string) {
+	info := infoOf(m.Descriptor())
+	if !info.relevant {
+		return // nothing of this type or below it can hold a secret
+	}
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		secret := info.isSecret(fd)
 		switch {
 		case fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind:
-			secret := isSecretField(fd)
 			mv := v.Map()
 			mv.Range(func(k protoreflect.MapKey, val protoreflect.Value) bool {
-				mv.Set(k, protoreflect.ValueOfString(redactValue(k.String(), val.String(), secret)))
+				out := visit(k.String(), val.String(), secret)
+				if set {
+					mv.Set(k, protoreflect.ValueOfString(out))
+				}
 				return true
 			})
 		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
 			l := v.List()
 			for i := range l.Len() {
-				redactMessage(l.Get(i).Message())
+				walkSecrets(l.Get(i).Message(), set, visit)
 			}
 		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
-			redactMessage(v.Message())
-		case fd.Kind() == protoreflect.StringKind && isSecretField(fd):
-			m.Set(fd, protoreflect.ValueOfString(Stripped))
+			walkSecrets(v.Message(), set, visit)
+		case fd.Kind() == protoreflect.StringKind && secret:
+			out := visit("", v.String(), true)
+			if set {
+				m.Set(fd, protoreflect.ValueOfString(out))
+			}
 		}
 		return true
 	})
+}
+
+// msgInfo is what redaction needs of a message type: which of its fields
+// carry the csi_secret option. Reading a field option is an extension
+// lookup (a map access and an interface conversion); a request's fields
+// are walked for every call printed and every call collected (Sensitive),
+// so it is worked out once per message type.
+type msgInfo struct {
+	secret []bool // by field index
+	// relevant: the type or one below it has a string map or a secret
+	// field; a walk skips the others (a volume capability, topology).
+	relevant bool
+}
+
+func (i *msgInfo) isSecret(fd protoreflect.FieldDescriptor) bool {
+	if fd.IsExtension() || fd.Index() >= len(i.secret) {
+		return isSecretField(fd)
+	}
+	return i.secret[fd.Index()]
+}
+
+// msgInfos caches msgInfo by message descriptor. It is package state on
+// purpose: it holds facts of the compiled CSI descriptors, which never
+// change, as protobuf's own registries do.
+var msgInfos sync.Map
+
+func infoOf(md protoreflect.MessageDescriptor) *msgInfo {
+	if v, ok := msgInfos.Load(md); ok {
+		return v.(*msgInfo)
+	}
+	v, _ := msgInfos.LoadOrStore(md, newMsgInfo(md, map[protoreflect.FullName]bool{}))
+	return v.(*msgInfo)
+}
+
+// newMsgInfo works out a type's msgInfo; seen guards against recursive
+// types (counted as relevant).
+func newMsgInfo(md protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) *msgInfo {
+	seen[md.FullName()] = true
+	fields := md.Fields()
+	info := &msgInfo{secret: make([]bool, fields.Len())}
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		info.secret[i] = isSecretField(fd)
+		switch {
+		case info.secret[i]:
+			info.relevant = true
+		case fd.IsMap():
+			info.relevant = info.relevant || fd.MapValue().Kind() == protoreflect.StringKind
+		case fd.Kind() == protoreflect.MessageKind:
+			child := fd.Message()
+			info.relevant = info.relevant || seen[child.FullName()] || newMsgInfo(child, seen).relevant
+		}
+	}
+	return info
 }
 
 func isSecretField(fd protoreflect.FieldDescriptor) bool {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -79,6 +80,12 @@ func Open(stderr io.Writer, verbose int) (*Helper, error) {
 	}
 	cmd := exec.Command(path, "-v", strconv.Itoa(verbose))
 	cmd.Stderr = stderr
+	// A process group of its own: a terminal's Ctrl-C, GNU timeout and CI
+	// runners signal the simulator's whole group, and the helper must not
+	// die under the simulator's feet (exit 3 instead of 130). The
+	// simulator ends it (Close, or kill when a call is interrupted); if
+	// the simulator dies, the helper reads the end of its input and exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("admission helper: %w", err)

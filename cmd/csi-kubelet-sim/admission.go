@@ -12,9 +12,11 @@ import (
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
@@ -62,7 +64,9 @@ func (o *admissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 		return err
 	}
 	defer a.Close()
-	p := &admissionPrinter{w: s.Out, json: output == "json", verbose: verbose}
+	// A webhook's messages and patches are data too: escaped (and tokens
+	// fingerprinted) as the driver's are.
+	p := &admissionPrinter{w: csiclient.Redactor{}.Writer(s.Out), json: output == "json", verbose: verbose}
 	for _, obj := range objects {
 		ro, ok := obj.(runtime.Object)
 		if !ok || remote.KindOf(ro) == "" {
@@ -71,6 +75,9 @@ func (o *admissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 		out, report, err := a.AdmitCreate(ctx, ro)
 		if report != nil {
 			p.print(report, err)
+		}
+		if errors.Is(err, context.Canceled) {
+			return withCode(exitInterrupted, fmt.Errorf("interrupted during the admission of %s %s: its webhooks were not waited for, and nothing reached the kubelet", remote.KindOf(ro), objectKey(ro)))
 		}
 		if err != nil {
 			return admissionError(err)
@@ -119,7 +126,7 @@ func admissionError(err error) error {
 	var he *remote.HelperError
 	switch {
 	case errors.Is(err, context.Canceled):
-		return withCode(exitInterrupted, fmt.Errorf("interrupted during admission: %w", err))
+		return withCode(exitInterrupted, errors.New("interrupted while the admission helper started: nothing reached the kubelet"))
 	case errors.As(err, &he):
 		return withCode(exitEnvironment, err)
 	}
@@ -174,6 +181,18 @@ func (o *admissionOptions) check() error {
 		return withCode(exitUsage, errors.New("--as-group needs --as"))
 	}
 	return nil
+}
+
+// objectKey is an object's namespace/name, or name.
+func objectKey(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "?"
+	}
+	if m.GetNamespace() == "" {
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
 }
 
 func objName(r *remote.Report) string {

@@ -101,6 +101,9 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 	}
 	var firstErr error
 	for _, root := range roots {
+		if ctx.Err() != nil {
+			break // interrupted: the roots not reached are left as they are
+		}
 		if err := cleanupRoot(ctx, o, root, ep, s, co.ControllerEndpoint); err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -122,6 +125,10 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, ep csiclien
 	if err := cleanupSidecars(ctx, ss, ep, controllerEP); err != nil {
 		out.TeardownErrs = append(out.TeardownErrs, err...)
 	}
+	// Recover and the sidecars' cleanup stop at the first Ctrl-C (their
+	// calls take ctx); what they cut short is the interrupt's, not the
+	// driver's.
+	out.Interrupted = ctx.Err() != nil
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)
 	return exit

@@ -215,11 +215,18 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	if err := o.endpoint.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
-	probeTrace := csiclient.NewTrace()
+	// The secrets the run hands the driver, collected from every trace, are
+	// kept out of whatever quotes the driver.
+	sensitive := csiclient.NewSensitive()
+	red := csiclient.Redactor{Sensitive: sensitive}
+	probeTrace := csiclient.NewTrace(sensitive)
 	dialer := &csiclient.Dialer{Endpoint: o.endpoint}
 	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: probeTrace}, o.Timeout)
 	if err != nil {
 		var ue *conformance.UnreachableError
+		if ctx.Err() != nil {
+			return withCode(exitInterrupted, errors.New("interrupted while probing the driver (GetPluginInfo, capabilities), before any scenario ran"))
+		}
 		if errors.As(err, &ue) {
 			return withCode(exitEnvironment, err)
 		}
@@ -244,7 +251,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	if err := o.checkSelection(info, obj, host); err != nil {
 		return err
 	}
-	p := &conformancePrinter{s: s, json: o.Output == "json", verbose: o.Verbose}
+	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
 	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg := conformance.Config{
 		Conn:             dialer,
@@ -261,6 +268,8 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		Parallel:         o.Parallel,
 		OnStart:          p.start,
 		OnResult:         p.result,
+		Teardown:         teardownContext(ctx),
+		Sensitive:        sensitive,
 	}
 	admit, closeAdmit, err := o.admitFunc(ctx, s)
 	if err != nil {
@@ -270,16 +279,16 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	cfg.Admit = admit
 	if o.Verbose > 0 && !p.json {
 		cfg.Sink = func(string) csiclient.Sink {
-			return csiclient.NewTextPrinter(s.Out, csiclient.Redactor{}, o.Verbose > 1, false)
+			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
 		}
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
-	return o.finish(rep, p)
+	return o.finish(rep, p, root)
 }
 
 // finish writes the JUnit file and prints the summary, and gives the
 // run's exit code.
-func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrinter) error {
+func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrinter, root string) error {
 	var junitErr error
 	if o.JUnit != "" {
 		junitErr = writeJUnit(o.JUnit, rep)
@@ -288,13 +297,15 @@ func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrint
 	switch {
 	case junitErr != nil:
 		return withCode(exitEnvironment, fmt.Errorf("--junit: %w", junitErr))
+	case rep.Abandoned:
+		return withCode(exitInterrupted, fmt.Errorf("interrupted during the teardown of the running scenarios, which was abandoned; what they made is left; finish with: csi-kubelet-sim cleanup --root-dir %s --endpoint %s", root, o.Endpoint))
 	case rep.Interrupted:
-		return withCode(exitInterrupted, errors.New("interrupted; the running scenario was torn down and cleaned up"))
+		return withCode(exitInterrupted, errors.New("interrupted; the running scenarios were torn down and cleaned up"))
 	case rep.Failed():
 		pass, fail, _ := rep.Counts()
 		msg := fmt.Sprintf("%d of %d scenarios failed", fail, pass+fail)
 		if v := rep.Volume; v != nil && v.Err != nil {
-			msg += "; " + v.Err.Error()
+			msg += "; " + rep.Redactor.Scrub(v.Err.Error())
 		}
 		return withCode(exitFailed, errors.New(msg))
 	}

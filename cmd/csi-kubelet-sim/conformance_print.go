@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // conformancePrinter prints the results of `conformance` as they come: a
@@ -17,11 +17,21 @@ type conformancePrinter struct {
 	s       streams
 	json    bool
 	verbose int
+	red     csiclient.Redactor
+}
+
+// newConformancePrinter prints to s.Out: text through red's writer, JSON
+// lines through red.JSONLine, so that what quotes the driver is scrubbed
+// of the run's secrets and escaped.
+func newConformancePrinter(s streams, json bool, verbose int, red csiclient.Redactor) *conformancePrinter {
+	if !json {
+		s.Out = red.Writer(s.Out)
+	}
+	return &conformancePrinter{s: s, json: json, verbose: verbose, red: red}
 }
 
 func (p *conformancePrinter) object(v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(p.s.Out, "%s\n", b)
+	fmt.Fprintf(p.s.Out, "%s\n", p.red.JSONLine(v))
 }
 
 func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.DriverInfo, obj *storagev1.CSIDriver, root string, ownedRoot bool, host conformance.Host) {

@@ -69,8 +69,9 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	o.admission.addFlags(fs)
 }
 
-// complete checks the flags and loads the manifests.
-func (o *commonOptions) complete(s streams, warn func(string)) error {
+// complete checks the flags and loads the manifests, then runs the
+// input's admission, which ctx (the command's: Ctrl-C) can interrupt.
+func (o *commonOptions) complete(ctx context.Context, s streams, warn func(string)) error {
 	if o.Output != "text" && o.Output != "json" {
 		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
 	}
@@ -123,7 +124,7 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 		}
 		c.ExpandPersistentVolumes(size)
 	}
-	return o.admission.run(context.Background(), c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
+	return o.admission.run(ctx, c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
 }
 
 // prepareRootDir makes the root dir. It returns the directories it
@@ -240,8 +241,8 @@ func absRootDir(o *commonOptions) error {
 // prepare is what every command that talks to a driver does before it
 // starts: the options completed and the manifests loaded, the socket
 // checked, the root dir made (the directories it made are returned).
-func (o *commonOptions) prepare(s streams, ep csiclient.Endpoint) ([]string, error) {
-	if err := o.complete(s, warnTo(s)); err != nil {
+func (o *commonOptions) prepare(ctx context.Context, s streams, ep csiclient.Endpoint) ([]string, error) {
+	if err := o.complete(ctx, s, warnTo(s)); err != nil {
 		return nil, err
 	}
 	if err := ep.Check(); err != nil {

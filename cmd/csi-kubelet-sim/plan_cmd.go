@@ -77,7 +77,7 @@ func (o *planOptions) run(ctx context.Context, s streams) error {
 			return withCode(exitUsage, err)
 		}
 	}
-	if err := o.complete(s, warnTo(s)); err != nil {
+	if err := o.complete(ctx, s, warnTo(s)); err != nil {
 		return err
 	}
 	if o.DriverName == "" {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // Exit codes (README, "Exit codes").
@@ -57,7 +59,12 @@ call, against the driver's socket; every rule it follows is in docs/kubelet.md.
 Exit codes: 0 success; 1 the driver failed a call or a check; 2 bad usage or input
 (nothing usable given included); 3 environment (socket missing or unreachable,
 root dir unusable, no answer at registration); 130 interrupted. A driver that does
-not answer an operation within --timeout failed it: 1.`
+not answer an operation within --timeout failed it: 1.
+
+Ctrl-C or SIGTERM ends a command and tears its volumes down; a second one, a
+second or more after the first, abandons the teardown (then run cleanup). The
+copies of one signal sent to the whole process group (a terminal, timeout, CI)
+count once.`
 
 const rootExample = `  # the kubelet's calls for your pod, against your driver
   csi-kubelet-sim run -f pod.yaml -f csidriver.yaml --endpoint unix:///run/csi/csi.sock
@@ -148,7 +155,9 @@ func report(err error, w io.Writer) int {
 	if !errors.As(err, &ee) && isCobraUsageError(err) {
 		code = exitUsage
 	}
-	fmt.Fprintf(w, "csi-kubelet-sim: %v\n", err)
+	// One line, whatever the error quotes (a driver's message, a file's
+	// bytes): control characters are escaped.
+	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", csiclient.Printable(err.Error()))
 	return code
 }
 

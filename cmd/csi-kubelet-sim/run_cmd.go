@@ -97,7 +97,7 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	createdDirs, err := o.prepare(s, o.endpoint)
+	createdDirs, err := o.prepare(ctx, s, o.endpoint)
 	if err != nil {
 		return err
 	}

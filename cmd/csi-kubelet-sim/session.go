@@ -40,6 +40,7 @@ type session struct {
 	tokens    *node.TokenSource
 	started   time.Time
 	sidecars  *sidecars.Controllers // provisioning and attach, when the command has them
+	red       csiclient.Redactor    // with the run's secrets, for every output
 }
 
 func newSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string) *session {
@@ -54,10 +55,13 @@ func newQuietSession(command string, o *commonOptions, s streams, conn grpc.Clie
 
 func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string, printCalls bool) *session {
 	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now(), quiet: !printCalls}
-	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets}
+	// The secrets the run hands the driver are collected first, so that
+	// every printer can keep them out of the driver's own text.
+	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets, Sensitive: csiclient.NewSensitive()}
+	ss.red = red
 	// Nothing keeps the calls: the printers and counters see each as it
 	// happens, so a long hold or a load takes constant memory.
-	ss.trace = csiclient.NewStreamingTrace()
+	ss.trace = csiclient.NewStreamingTrace(red.Sensitive)
 	ss.tally = &tally{}
 	ss.trace.AddSink(ss.tally)
 	if o.Output == "json" {
@@ -141,14 +145,24 @@ func (ss *session) lifecycle(ctx context.Context, plan node.Plan) *node.Outcome 
 	return out
 }
 
-// exitErr turns the outcome into the command's error and exit code.
-func (ss *session) exitErr(out *node.Outcome) error {
+// exitErr turns the outcome into the command's error and exit code. Its
+// message, which can quote the driver, is scrubbed of the run's secrets.
+func (ss *session) exitErr(out *node.Outcome) (err error) {
+	defer func() {
+		if err != nil {
+			if msg := err.Error(); ss.red.Scrub(msg) != msg {
+				err = withCode(exitCode(err), errors.New(ss.red.Scrub(msg)))
+			}
+		}
+	}()
 	_, failedCalls, _, timedOut := ss.tally.counts()
-	if out.RegErr != nil {
-		return registrationExit(out.RegErr)
-	}
+	// Interrupted first: a call cut short by Ctrl-C fails, and that is
+	// not the driver's doing.
 	if out.Interrupted || out.Abandoned {
 		return withCode(exitInterrupted, errors.New(ss.interruptedText(out)))
+	}
+	if out.RegErr != nil {
+		return registrationExit(out.RegErr)
 	}
 	if out.ControllerErr != nil {
 		return controllerExit(out.ControllerErr)
@@ -200,13 +214,6 @@ func (ss *session) exercisedVolume(out *node.Outcome) bool {
 		}
 	}
 	return len(out.Results) == 0
-}
-
-func (ss *session) interruptedText(out *node.Outcome) string {
-	if out.Abandoned || out.Leftovers.KeptForCleanup() {
-		return "interrupted during teardown; left: " + leftoverList(out.Leftovers) + ss.cleanupHint(out)
-	}
-	return "interrupted; volumes were unpublished and unstaged"
 }
 
 // cleanupHint is the command that finishes what a run left of its own.
