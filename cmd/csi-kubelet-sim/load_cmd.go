@@ -101,6 +101,7 @@ func runLoad(ctx context.Context, o *loadOptions, s streams) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	o.lockAs = "load"
 	createdDirs, err := o.prepare(s, o.endpoint)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,11 @@ type commonOptions struct {
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
 	selinux       selinuxHost   // the host, detected or simulated
 	defaultPod    string        // why the default pod is used; empty: the input has pods
+	// lockAs: the command takes the root dir's lock under this name
+	// (run, load, conformance); empty: it makes nothing there (plan).
+	lockAs   string
+	rootLock *node.RootLock
+	warnOut  io.Writer // where notes on the root dir go (stderr)
 }
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
@@ -135,6 +141,10 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 			return nil, withCode(exitEnvironment, fmt.Errorf("root dir: %w", err))
 		}
 		o.RootDir = d
+		if err := o.holdRootDir(); err != nil {
+			removeDirs([]string{d})
+			return nil, err
+		}
 		return []string{d}, nil
 	}
 	if err := checkRootDir(o.RootDir); err != nil {
@@ -145,10 +155,7 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 		if !fi.IsDir() {
 			return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir %s: not a directory", o.RootDir))
 		}
-		if err := node.CheckRoot(o.RootDir); err != nil {
-			return nil, withCode(exitEnvironment, err)
-		}
-		return nil, nil
+		return nil, o.holdRootDir()
 	}
 	if !os.IsNotExist(err) {
 		return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
@@ -167,7 +174,34 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 		}
 		created = append(created, d)
 	}
+	if err := o.holdRootDir(); err != nil {
+		removeDirs(created)
+		return nil, err
+	}
 	return created, nil
+}
+
+// holdRootDir resolves the existing root dir to its real path and, for a
+// command that makes things there, takes its lock; then refuses an earlier
+// run's journal.
+func (o *commonOptions) holdRootDir() error {
+	warn := o.warnOut
+	if warn == nil {
+		warn = os.Stderr
+	}
+	real, err := resolveRootDir(o.RootDir, warn)
+	if err != nil {
+		return err
+	}
+	o.RootDir = real
+	if o.lockAs == "" {
+		if err := node.CheckRoot(o.RootDir); err != nil {
+			return rootErr(err)
+		}
+		return nil
+	}
+	o.rootLock, err = lockRootDir(o.RootDir, o.lockAs, warn)
+	return err
 }
 
 // removeDirs removes directories made by prepareRootDir, deepest first;
@@ -243,5 +277,6 @@ func (o *commonOptions) prepare(s streams, ep csiclient.Endpoint) ([]string, err
 	if err := ep.Check(); err != nil {
 		return nil, withCode(exitEnvironment, err)
 	}
+	o.warnOut = s.Err
 	return o.prepareRootDir()
 }

@@ -87,6 +87,7 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	o.lockAs = "run"
 	createdDirs, err := o.prepare(s, o.endpoint)
 	if err != nil {
 		return err
