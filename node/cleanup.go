@@ -56,6 +56,10 @@ type Leftovers struct {
 	Errors       []error
 	// Journal is the run's journal when it was kept for `cleanup`.
 	Journal string
+	// Symlinks are symlinks found in the root dir's own dirs (planted, or
+	// swapped in by a driver) where the run had to make or remove
+	// something: nothing was done through them.
+	Symlinks []string
 }
 
 // Clean tells whether the run left nothing behind.
@@ -103,6 +107,7 @@ func (k *Kubelet) Cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 		k.removeCreated(ctx, created[i], l)
 	}
 	slices.Sort(l.KubeletPaths)
+	l.Symlinks = k.fs.refusedSymlinks()
 	k.fs.finish(l.NothingOnDisk())
 	if !l.NothingOnDisk() {
 		l.Journal = k.fs.journalPathOrKept()

@@ -33,6 +33,7 @@ type fileSystem struct {
 	mounter        mount.Interface
 	rootfd         int       // the root dir, opened once (fsat.go)
 	lock           *RootLock // the root dir's lock, released when the run leaves nothing
+	symlinks       []string  // symlinks refused in the root's own dirs (fsat.go)
 }
 
 func newFileSystem(root string) *fileSystem {

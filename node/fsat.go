@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -41,6 +42,28 @@ func symlinkOr(p string, err error) error {
 		return &SymlinkError{Path: p}
 	}
 	return err
+}
+
+// seen notes a symlink refused, wherever the error goes next: the
+// kubelet's messages keep only its text, and the command's exit code
+// says a symlink was refused (Leftovers.Symlinks).
+func (f *fileSystem) seen(err error) error {
+	var se *SymlinkError
+	if errors.As(err, &se) {
+		f.mu.Lock()
+		if !slices.Contains(f.symlinks, se.Path) {
+			f.symlinks = append(f.symlinks, se.Path)
+		}
+		f.mu.Unlock()
+	}
+	return err
+}
+
+// refusedSymlinks are the symlinks refused so far.
+func (f *fileSystem) refusedSymlinks() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.symlinks)
 }
 
 // rootFD is the root dir's descriptor, opened the first time it is
@@ -102,7 +125,7 @@ func (f *fileSystem) openDir(p string) (int, error) {
 		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		unix.Close(cur)
 		if err != nil {
-			return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
+			return -1, f.seen(symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err}))
 		}
 		cur = next
 	}
@@ -155,7 +178,7 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 		}
 		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return symlinkOr(at, &os.PathError{Op: "mkdir", Path: at, Err: err})
+			return f.seen(symlinkOr(at, &os.PathError{Op: "mkdir", Path: at, Err: err}))
 		}
 		unix.Close(cur)
 		cur = next
@@ -182,7 +205,7 @@ func (f *fileSystem) removeAt(p string, dir bool) error {
 	}
 	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 	if dir && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return &SymlinkError{Path: p}
+		return f.seen(&SymlinkError{Path: p})
 	}
 	flags := 0
 	if isDir {
@@ -219,7 +242,7 @@ func (f *fileSystem) createAt(p string, perm os.FileMode) (*os.File, error) {
 	defer unix.Close(pfd)
 	fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
-		return nil, symlinkOr(p, &os.PathError{Op: "create", Path: p, Err: err})
+		return nil, f.seen(symlinkOr(p, &os.PathError{Op: "create", Path: p, Err: err}))
 	}
 	return os.NewFile(uintptr(fd), p), nil
 }

@@ -72,17 +72,20 @@ func heldRootsErr(dir string) error {
 
 // symlinkRefused is the first path of the run refused for a symlink in
 // the root dir's own dirs, wherever it was met (mount, teardown,
-// clean-up).
-func symlinkRefused(out *node.Outcome) error {
+// clean-up), with what the run left.
+func (ss *session) symlinkRefused(out *node.Outcome) error {
 	errs := []error{out.MountErr, out.FirstVolumeError()}
-	errs = append(errs, out.TeardownErrs...)
-	if out.Leftovers != nil {
-		errs = append(errs, out.Leftovers.Errors...)
-	}
 	for _, err := range errs {
 		if err != nil && node.IsSymlinkRefused(err) {
 			return err
 		}
 	}
-	return nil
+	if out.Leftovers == nil || len(out.Leftovers.Symlinks) == 0 {
+		return nil
+	}
+	err := error(&node.SymlinkError{Path: out.Leftovers.Symlinks[0]})
+	if !out.Leftovers.Clean() {
+		err = fmt.Errorf("%w; left: %s%s", err, leftoverList(out.Leftovers), ss.cleanupHint(out))
+	}
+	return err
 }

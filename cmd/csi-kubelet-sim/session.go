@@ -149,7 +149,7 @@ func (ss *session) exitErr(out *node.Outcome) error {
 	if out.Interrupted || out.Abandoned {
 		return withCode(exitInterrupted, errors.New(ss.interruptedText(out)))
 	}
-	if err := symlinkRefused(out); err != nil {
+	if err := ss.symlinkRefused(out); err != nil {
 		return withCode(exitUsage, err)
 	}
 	if out.MountErr != nil {
