@@ -99,3 +99,64 @@ func jkLeft(root, work string) []string {
 	}
 	return append(left, fltLoopsUnder(work)...)
 }
+
+// TestJournalCallInFlight: the run is killed just after it journaled its
+// NodePublishVolume and before the answer, and the driver finishes the
+// publish afterwards (its mount appears at the target, done here by
+// hand). `cleanup` asks the driver to unpublish; this driver answers OK
+// and leaves the mount: `cleanup` does not unmount it itself (the driver
+// may still be in its call, and unmounting under it leaks what it holds),
+// says so, exits 1 and keeps the journal. With a driver that unpublishes,
+// the next `cleanup` finishes, exit 0, nothing left.
+func TestJournalCallInFlight(t *testing.T) {
+	work := fltWork(t)
+	drv := fltStartRef(t, work, "--fault", "NodeUnpublishVolume=skip")
+	ep := "unix://" + drv.Sock
+	root, target := "", ""
+	for step := 1; step < 100 && target == ""; step++ {
+		root = filepath.Join(work, fmt.Sprintf("root-%03d", step))
+		killed, r := jkRun(t, step, "run", "-f", sample(t, "staged"), "--endpoint", ep, "--root-dir", root,
+			"--node-name", simNode, "--volume-stats-agg-period", "0")
+		if !killed {
+			t.Fatalf("the run got through without a NodePublishVolume journaled:\n%s", r)
+		}
+		if strings.HasSuffix(strings.TrimSpace(jkJournal(t, root)), `{"k":"call","p":"`+targetPath(root, stagedUID, semPV)+`","op":"NodePublishVolume"}`) {
+			target = targetPath(root, stagedUID, semPV)
+			break
+		}
+		// an earlier step: finished, so that it holds nothing of the volume
+		if c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode); c.Code != 0 {
+			t.Fatalf("kill before record %d: cleanup:\n%s", step, c)
+		}
+	}
+	if target == "" {
+		t.Fatal("no step left NodePublishVolume unanswered")
+	}
+	bindMount(t, filepath.Join(work, "late-publish"), target) // the driver, finishing late
+	c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode)
+	wantCode(t, c, 1)
+	if !isMountPoint(target) {
+		t.Fatalf("cleanup unmounted the target of an unanswered NodePublishVolume itself:\n%s", c)
+	}
+	if !strings.Contains(c.Stdout, "may still be running in the driver") || !strings.Contains(c.Stdout, "NodeUnpublishVolume") {
+		t.Errorf("cleanup does not say it left the mount to the driver, after asking it:\n%s", c)
+	}
+	drv.Stop()
+	_ = os.Remove(drv.Sock)
+	drv = fltStartRef(t, work)
+	again := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode)
+	wantCode(t, again, 0)
+	if left := jkLeft(root, work); len(left) > 0 {
+		t.Errorf("left after the second cleanup: %v\n%s", left, again)
+	}
+}
+
+// jkJournal is the text of the run's journal under root.
+func jkJournal(t *testing.T, root string) string {
+	t.Helper()
+	js, _ := filepath.Glob(filepath.Join(root, ".csi-kubelet-sim", "*.journal"))
+	if len(js) != 1 {
+		return ""
+	}
+	return readFile(js[0])
+}
