@@ -54,6 +54,8 @@ func (e *InTheWayError) Error() string {
 	return fmt.Sprintf("%s already exists and was not made by this simulator: it belongs to someone else (on a real node, perhaps the kubelet); the simulator does not touch it", e.Path)
 }
 
+// record appends r to the journal (f.mu held); it is synced by sync,
+// after f.mu is released, before the action it announces.
 func (f *fileSystem) record(r journalRecord) {
 	if f.journal == nil && f.journalErr == nil {
 		f.journal, f.journalErr = openJournal(f.root, f.command)
@@ -65,12 +67,23 @@ func (f *fileSystem) record(r journalRecord) {
 	}
 }
 
+// note records r and syncs it: the one way to journal an intent.
+func (f *fileSystem) note(r journalRecord) {
+	f.mu.Lock()
+	f.record(r)
+	j := f.journal
+	f.mu.Unlock()
+	j.sync()
+}
+
 func (f *fileSystem) remember(p string) { f.rememberKind(p, recordFile) }
 
 func (f *fileSystem) rememberKind(p, kind string) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.rememberLocked(p, kind)
+	j := f.journal
+	f.mu.Unlock()
+	j.sync()
 }
 
 // rememberLocked records p as made by the simulator (f.mu held).
@@ -91,25 +104,23 @@ func (f *fileSystem) rememberLocked(p, kind string) {
 // kubelet bind-mounts. Nothing inside such a path is ever deleted.
 func (f *fileSystem) markMountPath(p string) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if !f.mountPaths[p] {
 		f.mountPaths[p] = true
 		f.record(journalRecord{Kind: recordMount, Path: p})
 	}
+	j := f.journal
+	f.mu.Unlock()
+	j.sync()
 }
 
 // callStarted journals a driver call that may mount at p, before it is
 // sent; callEnded its answer (whatever it was).
 func (f *fileSystem) callStarted(op, p string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.record(journalRecord{Kind: recordCall, Op: op, Path: p})
+	f.note(journalRecord{Kind: recordCall, Op: op, Path: p})
 }
 
 func (f *fileSystem) callEnded(op, p string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.record(journalRecord{Kind: recordCalled, Op: op, Path: p})
+	f.note(journalRecord{Kind: recordCalled, Op: op, Path: p})
 }
 
 // callInFlight tells whether an adopted journal shows a driver call at p
@@ -202,9 +213,7 @@ func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err 
 // forgetVolumeData records that the volume in dir is done with (torn
 // down, or its first SetUp failed): `cleanup` has nothing of it to rebuild.
 func (f *fileSystem) forgetVolumeData(dir string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.record(journalRecord{Kind: recordVolData, Path: dir})
+	f.note(journalRecord{Kind: recordVolData, Path: dir})
 }
 
 // journaledVolumeData returns the copies of vol_data.json that adopted

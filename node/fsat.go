@@ -79,6 +79,7 @@ func (f *fileSystem) rootFD() (int, error) {
 	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		f.rememberLocked(root, recordDir)
+		f.journal.sync()
 		if err := os.Mkdir(root, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 			return -1, err
 		}

@@ -73,9 +73,7 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 		return errors.New(pluginLog("failed to save volume data file %s: %v", p, &InTheWayError{Path: p}))
 	}
 	f.remember(p)
-	f.mu.Lock()
-	f.record(journalRecord{Kind: recordVolData, Path: dir, Data: data})
-	f.mu.Unlock()
+	f.note(journalRecord{Kind: recordVolData, Path: dir, Data: data})
 	file, err := f.createAt(p, 0o644)
 	if IsSymlinkRefused(err) {
 		return err

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -68,10 +70,13 @@ func (r journalRecord) owner() LockOwner {
 // before the action it announces: a killed process loses nothing, and a
 // machine that loses power nothing that was acted on.
 type journal struct {
-	path   string
-	f      *os.File
-	steps  int
-	killAt int // testKillAtEnv; 0: never
+	path    string
+	f       *os.File
+	steps   int
+	killAt  int          // testKillAtEnv; 0: never
+	written atomic.Int64 // records written
+	syncMu  sync.Mutex
+	synced  int64 // records known synced (syncMu)
 }
 
 func openJournal(root, command string) (*journal, error) {
@@ -93,6 +98,7 @@ func openJournal(root, command string) (*journal, error) {
 		j.f.Close()
 		return nil, err
 	}
+	j.sync()
 	return j, nil
 }
 
@@ -108,10 +114,27 @@ func (j *journal) write(r journalRecord) error {
 	if _, err := j.f.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
-	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
-		return fmt.Errorf("journal %s: %w", j.path, err)
-	}
+	j.written.Add(1)
 	return nil
+}
+
+// sync makes every record written so far durable. Volumes mounted side
+// by side each wait for their own records only: one fdatasync covers
+// all the records written before it started (group commit), so that
+// `load` does not pay a sync per record in turn.
+func (j *journal) sync() {
+	if j == nil {
+		return
+	}
+	want := j.written.Load()
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if j.synced >= want {
+		return
+	}
+	upTo := j.written.Load()
+	_ = unix.Fdatasync(int(j.f.Fd()))
+	j.synced = upTo
 }
 
 // remove deletes the journal once everything it lists is gone, and the
