@@ -160,3 +160,45 @@ func jkJournal(t *testing.T, root string) string {
 	}
 	return readFile(js[0])
 }
+
+// TestJournalHugeHandle: a PV whose volumeHandle is 1.2 MB (valid: the
+// API server sets no limit) puts a 1.2 MB line in the journal. Killed
+// once that line is written, the run's journal is read back by `cleanup`
+// whole: it reconstructs the volume and asks the driver to unstage it
+// with the full handle. (The reference driver then refuses a handle over
+// 1024 bytes, its own limit, so the volume stays for the driver.)
+func TestJournalHugeHandle(t *testing.T) {
+	work := fltWork(t)
+	drv := fltStartRef(t, work)
+	ep := "unix://" + drv.Sock
+	handle := strings.Repeat("h", 1200*1024)
+	manifest := strings.Replace(readFile(filepath.Join(sample(t, "staged"), "staged.yaml")), "volumeHandle: vol-data-1", "volumeHandle: "+handle, 1)
+	in := writeFile(t, work, "huge.yaml", manifest)
+	for step := 1; step < 60; step++ {
+		root := filepath.Join(work, fmt.Sprintf("root-%03d", step))
+		if killed, r := jkRun(t, step, "run", "-f", in, "--endpoint", ep, "--root-dir", root, "--node-name", simNode, "--volume-stats-agg-period", "0"); !killed {
+			t.Fatalf("the run got through without the handle journaled:\n%.2000s", r.String())
+		}
+		if len(jkJournal(t, root)) < len(handle) {
+			if c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode); c.Code != 0 {
+				t.Fatalf("kill before record %d: cleanup:\n%.2000s", step, c.String())
+			}
+			continue
+		}
+		c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode, "-o", "json")
+		if strings.Contains(c.Stderr, "too long") {
+			t.Fatalf("cleanup could not read the journal:\n%.2000s", c.Stderr)
+		}
+		unstaged := false
+		for _, x := range calls(parseTrace(t, c)) {
+			if x.Method == "NodeUnstageVolume" && x.Request["volume_id"] == handle {
+				unstaged = true
+			}
+		}
+		if !unstaged {
+			t.Errorf("kill before record %d: cleanup did not ask the driver to unstage the volume with its 1.2 MB handle:\n%.3000s", step, c.String())
+		}
+		return
+	}
+	t.Fatal("no journal ever held the handle")
+}
