@@ -143,7 +143,7 @@ func TestJournalCallInFlight(t *testing.T) {
 	}
 	drv.Stop()
 	_ = os.Remove(drv.Sock)
-	drv = fltStartRef(t, work)
+	fltStartRef(t, work) // the same socket, a driver that unpublishes
 	again := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode)
 	wantCode(t, again, 0)
 	if left := jkLeft(root, work); len(left) > 0 {

@@ -56,6 +56,7 @@ func TestLockSecondCommandRefused(t *testing.T) {
 		"cleanup":         {"cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode},
 		"cleanup-parent":  {"cleanup", "--root-dir", work, "--endpoint", ep, "--node-name", simNode},
 		"cleanup-symlink": {"cleanup", "--root-dir", lockSymlinkTo(t, work, root), "--endpoint", ep, "--node-name", simNode},
+		"run-inside":      {"run", "-f", sample(t, "staged"), "--endpoint", ep, "--root-dir", filepath.Join(root, "inner"), "--node-name", simNode},
 	}
 	for name, args := range second {
 		before := rcvSnapshot(root)

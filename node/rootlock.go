@@ -270,17 +270,25 @@ func RootHolder(dir string) (LockOwner, bool) {
 	return waitOwner(dirfd), true
 }
 
-// HeldRoots are the root dirs at or under dir, and above it, that a live
-// simulator process holds: `cleanup --root-dir dir` must touch none of
-// them. The walk below dir is bounded (depth and entries) and follows no
-// symlink.
-func HeldRoots(dir string) []*RootHeldError {
+// HeldAbove are the root dirs above dir that a live simulator process
+// holds: dir is inside one of its root dirs (a `conformance` run's
+// scenario dirs are).
+func HeldAbove(dir string) []*RootHeldError {
 	var held []*RootHeldError
 	for d := filepath.Dir(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
 		if o, ok := RootHolder(d); ok {
 			held = append(held, &RootHeldError{Root: d, Owner: o})
 		}
 	}
+	return held
+}
+
+// HeldRoots are the root dirs at or under dir, and above it, that a live
+// simulator process holds: `cleanup --root-dir dir` must touch none of
+// them. The walk below dir is bounded (depth and entries) and follows no
+// symlink.
+func HeldRoots(dir string) []*RootHeldError {
+	held := HeldAbove(dir)
 	budget := 10000
 	var walk func(d string, depth int)
 	walk = func(d string, depth int) {

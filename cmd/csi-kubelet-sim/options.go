@@ -160,6 +160,9 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 	if !os.IsNotExist(err) {
 		return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
 	}
+	if err := o.insideHeldRoot(); err != nil {
+		return nil, err
+	}
 	var missing []string
 	for d := o.RootDir; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
@@ -179,6 +182,19 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 		return nil, err
 	}
 	return created, nil
+}
+
+// insideHeldRoot refuses, before any directory is made, a root dir inside
+// one a live simulator holds (a command that makes nothing there is let
+// through).
+func (o *commonOptions) insideHeldRoot() error {
+	if o.lockAs == "" {
+		return nil
+	}
+	if held := node.HeldAbove(o.RootDir); len(held) > 0 {
+		return withCode(exitEnvironment, fmt.Errorf("--root-dir %s lies inside another root dir: %w", o.RootDir, held[0]))
+	}
+	return nil
 }
 
 // holdRootDir resolves the existing root dir to its real path and, for a

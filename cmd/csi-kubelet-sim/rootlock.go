@@ -32,6 +32,9 @@ func resolveRootDir(dir string, warn io.Writer) (string, error) {
 // an earlier run's journal. The lock is held until the run leaves
 // nothing, or the process ends.
 func lockRootDir(root, command string, warn io.Writer) (*node.RootLock, error) {
+	if held := node.HeldAbove(root); len(held) > 0 {
+		return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir %s lies inside another root dir: %w", root, held[0]))
+	}
 	l, err := node.LockRoot(root, command)
 	if err != nil {
 		return nil, rootErr(err)
