@@ -46,7 +46,7 @@ func jkRun(t *testing.T, step int, args ...string) (killed bool, r simResult) {
 // most, the empty root dir (when the kill came before the journal named
 // it), and a second `cleanup` has nothing to do.
 func TestJournalKillAtEveryStep(t *testing.T) {
-	for _, name := range []string{"staged", "block"} {
+	for _, name := range []string{"staged", "block", "inline", "attach", "secrets", "tokens"} {
 		t.Run(name, func(t *testing.T) {
 			work := fltWork(t)
 			drv := fltStartRef(t, work)
