@@ -202,3 +202,34 @@ func TestJournalHugeHandle(t *testing.T) {
 	}
 	t.Fatal("no journal ever held the handle")
 }
+
+// TestJournalKillDuringLoad: `load` mounts 20 staged pods side by side
+// (records of many volumes interleaved); killed at spread-out journal
+// steps, `cleanup` finishes each time with nothing left.
+func TestJournalKillDuringLoad(t *testing.T) {
+	work := fltWork(t)
+	drv := fltStartRef(t, work)
+	ep := "unix://" + drv.Sock
+	tried := 0
+	for _, step := range []int{7, 23, 61, 97, 131, 173, 211, 263, 307, 353} {
+		root := filepath.Join(work, fmt.Sprintf("root-%03d", step))
+		killed, r := jkRun(t, step, "load", "-f", sample(t, "staged"), "--replicas", "19", "--endpoint", ep, "--root-dir", root,
+			"--node-name", simNode, "--volume-stats-agg-period", "0")
+		if !killed {
+			wantCode(t, r, 0)
+			break
+		}
+		tried++
+		c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode)
+		if c.Code != 0 {
+			t.Errorf("load killed before record %d: cleanup exit %d\n%.3000s", step, c.Code, c.String())
+		}
+		if left := jkLeft(root, work); len(left) > 0 {
+			t.Errorf("load killed before record %d: left after cleanup: %v", step, left)
+		}
+	}
+	if tried < 5 {
+		t.Fatalf("only %d kill points inside the load", tried)
+	}
+	t.Logf("load of 20 staged pods killed at %d journal steps; cleanup finished every time", tried)
+}
