@@ -280,12 +280,12 @@ func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volume
 	fi, err := os.Stat(linkPath)
 	switch {
 	case os.IsNotExist(err):
-		f, err := os.OpenFile(linkPath, os.O_CREATE|os.O_RDWR, 0o750)
+		k.fs.remember(linkPath)
+		f, err := k.fs.createAt(linkPath, 0o750)
 		if err != nil {
-			return fmt.Errorf("blkUtil.MapDevice failed: failed to open file %s: %v", linkPath, err)
+			return fmt.Errorf("blkUtil.MapDevice failed: failed to open file %s: %w", linkPath, err)
 		}
 		f.Close()
-		k.fs.remember(linkPath)
 	case err != nil:
 		return fmt.Errorf("blkUtil.MapDevice failed: failed to stat file %s: %v", linkPath, err)
 	}
@@ -303,11 +303,11 @@ func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volume
 		return err
 	}
 	symlink := filepath.Join(podMapPath, v.SpecName)
-	_ = os.Remove(symlink)
-	if err := os.Symlink(devicePath, symlink); err != nil {
-		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, podVolumeMapPath:%s, volumeMapName: %s, bindMount: %v: %v", devicePath, podMapPath, v.SpecName, false, err)
-	}
+	_ = k.fs.removeAt(symlink, false)
 	k.fs.remember(symlink)
+	if err := k.fs.symlinkInRoot(devicePath, symlink); err != nil {
+		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, podVolumeMapPath:%s, volumeMapName: %s, bindMount: %v: %w", devicePath, podMapPath, v.SpecName, false, err)
+	}
 	k.trace.Note(ctx, true, fmt.Sprintf("linked %s -> %s", symlink, devicePath))
 	loop, err := attachFileDevice(linkPath)
 	if err != nil {
@@ -328,9 +328,9 @@ func (k *Kubelet) unmapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 		}
 		symlink := filepath.Join(k.paths.PodDeviceMapPath(string(pod.UID)), v.SpecName)
 		if fi, err := os.Lstat(symlink); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			_ = os.Remove(symlink)
+			_ = k.fs.removeAt(symlink, false)
 		}
-		if err := unmapBindMountDevice(linkPath); err != nil {
+		if err := k.fs.unmapBindMountDevice(linkPath); err != nil {
 			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s, bindMount: %v: %v", globalMapPath, pod.UID, true, err)}
 		}
 	}
@@ -380,8 +380,8 @@ func (k *Kubelet) unmapDevice(ctx context.Context, v *volumeSpec) error {
 // cleanupOrphanDeviceFiles removes the publish dir and the staging path if
 // empty, then the volume's dir (data and dev) on one filesystem.
 func (k *Kubelet) cleanupOrphanDeviceFiles(ctx context.Context, v *volumeSpec) {
-	_ = os.Remove(filepath.Dir(k.paths.BlockPublishPath(v.SpecName, "x")))
-	_ = os.Remove(k.paths.BlockStagingPath(v.SpecName))
+	_ = k.fs.removeAt(filepath.Dir(k.paths.BlockPublishPath(v.SpecName, "x")), true)
+	_ = k.fs.removeAt(k.paths.BlockStagingPath(v.SpecName), true)
 	volumeDir := filepath.Dir(k.paths.GlobalMapPath(v.SpecName))
 	if mounted, _ := isMountPoint(volumeDir); !mounted {
 		// The kubelet removes the whole tree; the simulator only what it made.

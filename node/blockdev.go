@@ -78,7 +78,7 @@ func loopDeviceFor(path string) (string, error) {
 // per-pod map file only when it is a device node (a driver that published a
 // regular file leaves a bind mount the kubelet cannot remove, and the
 // kubelet then retries forever without calling NodeUnpublishVolume).
-func unmapBindMountDevice(linkPath string) error {
+func (f *fileSystem) unmapBindMountDevice(linkPath string) error {
 	fi, err := os.Lstat(linkPath)
 	if os.IsNotExist(err) {
 		return nil
@@ -91,7 +91,7 @@ func unmapBindMountDevice(linkPath string) error {
 			return fmt.Errorf("failed to unmount linkPath %s: %v", linkPath, err)
 		}
 	}
-	if err := os.Remove(linkPath); err != nil && !os.IsNotExist(err) {
+	if err := f.removeAt(linkPath, false); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("failed to remove file %s: %v", linkPath, err)
 	}
 	return nil

@@ -56,6 +56,10 @@ type Leftovers struct {
 	Errors       []error
 	// Journal is the run's journal when it was kept for `cleanup`.
 	Journal string
+	// Symlinks are symlinks found in the root dir's own dirs (planted, or
+	// swapped in by a driver) where the run had to make or remove
+	// something: nothing was done through them.
+	Symlinks []string
 }
 
 // Clean tells whether the run left nothing behind.
@@ -103,6 +107,7 @@ func (k *Kubelet) Cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 		k.removeCreated(ctx, created[i], l)
 	}
 	slices.Sort(l.KubeletPaths)
+	l.Symlinks = k.fs.refusedSymlinks()
 	k.fs.finish(l.NothingOnDisk())
 	if !l.NothingOnDisk() {
 		l.Journal = k.fs.journalPathOrKept()
@@ -110,6 +115,7 @@ func (k *Kubelet) Cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 		k.removeEmptyCreated()
 	}
 	if removeRoot && l.NothingOnDisk() {
+		k.fs.releaseLock()
 		_ = os.Remove(filepath.Join(k.paths.Root, journalDir))
 		if err := os.Remove(k.paths.Root); err != nil && !os.IsNotExist(err) {
 			l.Errors = append(l.Errors, fmt.Errorf("remove root dir %s: %w", k.paths.Root, err))
@@ -123,7 +129,7 @@ func (k *Kubelet) Cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 func (k *Kubelet) removeEmptyCreated() {
 	created := k.fs.Created()
 	for i := len(created) - 1; i >= 0; i-- {
-		_ = os.Remove(created[i])
+		_ = k.fs.removePath(created[i])
 	}
 }
 
@@ -152,7 +158,7 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 	if isKubeletKept(k.paths, p) {
 		l.KubeletPaths = append(l.KubeletPaths, p)
 	}
-	if err := os.Remove(p); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+	if err := k.fs.removePath(p); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
 		l.Errors = append(l.Errors, fmt.Errorf("remove %s: %w", p, err))
 	}
 }
@@ -178,16 +184,34 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 	for _, p := range points {
 		switch {
 		case p == k.paths.Root || k.fs.isKept(p):
+		case k.inFlightMount(ctx, p, l):
 		case k.fs.isMountPath(p):
 			k.trace.Warn(ctx, "left mounted by the driver after it answered OK: "+p+" (unmounting it: the simulator made this path for the driver)")
 			l.Mounts = append(l.Mounts, p)
-			unmountAll(p, l)
-			removeEmptyMountPath(p)
+			k.fs.unmountAll(p, l)
+			k.fs.removeEmptyMountPath(p)
 		case k.insideOwned(p):
 			k.trace.Warn(ctx, "a mount the driver made inside the simulator's directories, not at a path it was given: "+p+" (left mounted)")
 			l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "not at a path the simulator handed out, so left mounted"})
 		}
 	}
+}
+
+// inFlightMount reports a mount at a path whose driver call an earlier
+// run announced and never saw answered (it was killed meanwhile): the
+// driver may still be in that call, or finish it after `cleanup` asked it
+// to undo it. The mount is the driver's to undo, never the simulator's:
+// unmounting it under a driver that is mid-call leaks what the driver
+// holds (its loop devices). It is left, and a later `cleanup` asks the
+// driver again.
+func (k *Kubelet) inFlightMount(ctx context.Context, p string, l *Leftovers) bool {
+	op, ok := k.fs.callInFlight(p)
+	if !ok {
+		return false
+	}
+	k.trace.Warn(ctx, "still mounted: "+p+", where the killed run's "+op+" may still be running in the driver; left for the driver (run `cleanup` again once the driver is done)")
+	l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "the killed run's " + op + " there may still be in progress in the driver; `cleanup` again asks the driver to undo it"})
+	return true
 }
 
 // insideOwned tells whether p lies inside a directory the simulator made.
@@ -205,22 +229,29 @@ func (k *Kubelet) insideOwned(p string) bool {
 // removeMountDir does for a publish target: an empty directory (rmdir),
 // or the empty file a block publish binds its device onto. Anything with
 // content stays.
-func removeEmptyMountPath(p string) {
+func (f *fileSystem) removeEmptyMountPath(p string) {
 	fi, err := os.Lstat(p)
 	switch {
 	case err != nil:
 	case fi.IsDir():
-		_ = unix.Rmdir(p)
+		_ = f.removeAt(p, true)
 	case fi.Mode().IsRegular() && fi.Size() == 0:
 		if mnt, err := isMountPoint(p); err == nil && !mnt {
-			_ = os.Remove(p)
+			_ = f.removeAt(p, false)
 		}
 	}
 }
 
-func unmountAll(p string, l *Leftovers) {
+// unmountAll unmounts what is stacked at p, a path mountinfo gives (a
+// real path), after checking that no directory on the way has become a
+// symlink since: umount(2) resolves the path again.
+func (f *fileSystem) unmountAll(p string, l *Leftovers) {
+	if err := f.noSymlinkBelowRoot(filepath.Dir(p)); err != nil {
+		l.Errors = append(l.Errors, fmt.Errorf("unmount %s: %w", p, err))
+		return
+	}
 	for range 16 {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+		if err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
 			if !errors.Is(err, unix.EINVAL) {
 				l.Errors = append(l.Errors, fmt.Errorf("unmount %s: %w", p, err))
 			}
@@ -278,7 +309,7 @@ func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
 			if !k.fs.isOwned(d) {
 				continue
 			}
-			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+			if err := k.fs.removeAt(d, true); err != nil && !os.IsNotExist(err) {
 				k.trace.Warn(ctx, fmt.Sprintf("housekeeping: %v", err))
 				removed = false
 				break

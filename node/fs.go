@@ -1,10 +1,7 @@
 package node
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,6 +21,8 @@ type fileSystem struct {
 	command    string
 	created    []string
 	owned      map[string]bool
+	ownedDirs  map[string]bool   // the owned paths that are directories
+	inFlight   map[string]string // adopted journals' unanswered driver calls, by path
 	mountPaths map[string]bool
 	// journalVolData: the vol_data.json copies of adopted journals (cleanup)
 	journalVolData map[string]map[string]string
@@ -32,6 +31,9 @@ type fileSystem struct {
 	journalErr     error
 	keptJournal    string
 	mounter        mount.Interface
+	rootfd         int       // the root dir, opened once (fsat.go)
+	lock           *RootLock // the root dir's lock, released when the run leaves nothing
+	symlinks       []string  // symlinks refused in the root's own dirs (fsat.go)
 }
 
 func newFileSystem(root string) *fileSystem {
@@ -39,7 +41,7 @@ func newFileSystem(root string) *fileSystem {
 	// which need none of its settings: mount.New("") would fork and exec
 	// `umount` at once to probe a behaviour of Unmount (mount-utils'
 	// detectSafeNotMountedBehavior), a cost every run paid for nothing.
-	return &fileSystem{root: root, owned: map[string]bool{}, mountPaths: map[string]bool{},
+	return &fileSystem{root: root, owned: map[string]bool{}, ownedDirs: map[string]bool{}, inFlight: map[string]string{}, mountPaths: map[string]bool{},
 		journalVolData: map[string]map[string]string{}, mounter: &mount.Mounter{}}
 }
 
@@ -52,6 +54,8 @@ func (e *InTheWayError) Error() string {
 	return fmt.Sprintf("%s already exists and was not made by this simulator: it belongs to someone else (on a real node, perhaps the kubelet); the simulator does not touch it", e.Path)
 }
 
+// record appends r to the journal (f.mu held); it is synced by sync,
+// after f.mu is released, before the action it announces.
 func (f *fileSystem) record(r journalRecord) {
 	if f.journal == nil && f.journalErr == nil {
 		f.journal, f.journalErr = openJournal(f.root, f.command)
@@ -63,16 +67,35 @@ func (f *fileSystem) record(r journalRecord) {
 	}
 }
 
+// note records r and syncs it: the one way to journal an intent.
+func (f *fileSystem) note(r journalRecord) {
+	f.mu.Lock()
+	f.record(r)
+	j := f.journal
+	f.mu.Unlock()
+	j.sync()
+}
+
 func (f *fileSystem) remember(p string) { f.rememberKind(p, recordFile) }
 
 func (f *fileSystem) rememberKind(p, kind string) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.rememberLocked(p, kind)
+	j := f.journal
+	f.mu.Unlock()
+	j.sync()
+}
+
+// rememberLocked records p as made by the simulator (f.mu held).
+func (f *fileSystem) rememberLocked(p, kind string) {
 	if f.owned[p] {
 		return
 	}
 	f.created = append(f.created, p)
 	f.owned[p] = true
+	if kind == recordDir {
+		f.ownedDirs[p] = true
+	}
 	f.record(journalRecord{Kind: kind, Path: p})
 }
 
@@ -81,17 +104,52 @@ func (f *fileSystem) rememberKind(p, kind string) {
 // kubelet bind-mounts. Nothing inside such a path is ever deleted.
 func (f *fileSystem) markMountPath(p string) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if !f.mountPaths[p] {
 		f.mountPaths[p] = true
 		f.record(journalRecord{Kind: recordMount, Path: p})
 	}
+	j := f.journal
+	f.mu.Unlock()
+	j.sync()
+}
+
+// callStarted journals a driver call that may mount at p, before it is
+// sent; callEnded its answer (whatever it was).
+func (f *fileSystem) callStarted(op, p string) {
+	f.note(journalRecord{Kind: recordCall, Op: op, Path: p})
+}
+
+func (f *fileSystem) callEnded(op, p string) {
+	f.note(journalRecord{Kind: recordCalled, Op: op, Path: p})
+}
+
+// callInFlight tells whether an adopted journal shows a driver call at p
+// that was never answered: the driver may still be in it.
+func (f *fileSystem) callInFlight(p string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	op, ok := f.inFlight[p]
+	return op, ok
 }
 
 func (f *fileSystem) isOwned(p string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.owned[p]
+}
+
+func (f *fileSystem) isOwnedDir(p string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ownedDirs[p]
+}
+
+// releaseLock drops the root dir's lock when the run leaves nothing.
+func (f *fileSystem) releaseLock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lock.Release()
+	f.lock = nil
 }
 
 func (f *fileSystem) isMountPath(p string) bool {
@@ -105,19 +163,44 @@ func (f *fileSystem) isMountPath(p string) bool {
 // itself when the run made it (it goes only if empty): a journal is a file
 // anyone with access to the root dir could edit, and `cleanup` must never
 // be led to remove or unmount anything outside it.
-func (f *fileSystem) adopt(jc *journalContents) {
+//
+// Each record is checked against what the simulator would have made
+// (journalcheck.go); refuse is told of every one that is not.
+func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err error)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	n := f.names(jc, refuse)
 	for _, p := range jc.order {
-		madeRoot := p == filepath.Clean(f.root) && jc.owned[p] == recordDir
-		if (madeRoot || f.insideParents(p)) && !f.owned[p] {
-			f.owned[p] = true
-			f.created = append(f.created, p)
+		kind := jc.owned[p]
+		madeRoot := p == filepath.Clean(f.root) && kind == recordDir
+		if !(madeRoot || f.insideParents(p)) || f.owned[p] {
+			continue
 		}
+		if !madeRoot {
+			err := f.derivedDir(p)
+			if kind != recordDir {
+				err = f.derivedFile(p, jc, n)
+			}
+			if err != nil {
+				refuse(kind, p, err)
+				continue
+			}
+		}
+		f.owned[p] = true
+		f.ownedDirs[p] = kind == recordDir
+		f.created = append(f.created, p)
 	}
 	for p := range jc.mountPaths {
-		if f.insideParents(p) {
-			f.mountPaths[p] = true
+		if !f.insideParents(p) {
+			continue
+		}
+		if err := f.derivedMount(p, n); err != nil {
+			refuse(recordMount, p, err)
+			continue
+		}
+		f.mountPaths[p] = true
+		if op, ok := jc.inFlight[p]; ok {
+			f.inFlight[p] = op
 		}
 	}
 	for dir, data := range jc.volData {
@@ -130,9 +213,7 @@ func (f *fileSystem) adopt(jc *journalContents) {
 // forgetVolumeData records that the volume in dir is done with (torn
 // down, or its first SetUp failed): `cleanup` has nothing of it to rebuild.
 func (f *fileSystem) forgetVolumeData(dir string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.record(journalRecord{Kind: recordVolData, Path: dir})
+	f.note(journalRecord{Kind: recordVolData, Path: dir})
 }
 
 // journaledVolumeData returns the copies of vol_data.json that adopted
@@ -168,199 +249,6 @@ func (f *fileSystem) Created() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.created...)
-}
-
-// mkdirAll is os.MkdirAll that records each directory it makes. Volumes
-// mounted side by side (load) make directories under the same parents at
-// once; dirMu makes finding, creating and recording them one step, so that
-// a parent is always recorded before its children: otherwise one goroutine
-// could make a parent, another see it and record a child first, and the
-// clean-up (newest first) would try the parent before the child and leave
-// it behind.
-func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
-	f.dirMu.Lock()
-	defer f.dirMu.Unlock()
-	var missing []string
-	for d := filepath.Clean(p); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, d)
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], perm); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		f.rememberKind(missing[i], recordDir)
-	}
-	return nil
-}
-
-// claim checks, before the kubelet builds a volume's or a pod's own
-// directory, that the path is not someone else's: it must not exist, or
-// be this run's (or an adopted run's).
-func (f *fileSystem) claim(p string) error {
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) || f.isOwned(p) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	return &InTheWayError{Path: p}
-}
-
-// mkdirAllWithPathCheck is filesystem.MkdirAllWithPathCheck: an existing
-// non-directory at the path is an error.
-func (f *fileSystem) mkdirAllWithPathCheck(p string, perm os.FileMode) error {
-	if fi, err := os.Stat(p); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("path %v exists but is not a directory", p)
-		}
-		return nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return f.mkdirAll(p, perm)
-}
-
-// noSymlinkBelowRoot tells whether every existing component of p below
-// the root dir is a plain directory: a path rebuilt from a journal (which
-// anyone with access to the root dir could have prepared) must not lead
-// the simulator to write through a symlink to somewhere else.
-func (f *fileSystem) noSymlinkBelowRoot(p string) error {
-	if p == filepath.Clean(f.root) {
-		return nil
-	}
-	if !f.insideRoot(p) {
-		return fmt.Errorf("%s is not inside the root dir %s", p, f.root)
-	}
-	rel, _ := filepath.Rel(filepath.Clean(f.root), p)
-	cur := filepath.Clean(f.root)
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory (%s)", cur, fi.Mode().Type())
-		}
-	}
-	return nil
-}
-
-// saveVolumeData is saveVolumeData in csi_util.go: os.Create and a JSON
-// encoder over a map, so keys come out sorted with a trailing newline.
-func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
-	p := filepath.Join(dir, volDataFileName)
-	_, statErr := os.Lstat(p)
-	if statErr == nil && !f.isOwned(p) {
-		return errors.New(pluginLog("failed to save volume data file %s: %v", p, &InTheWayError{Path: p}))
-	}
-	f.remember(p)
-	f.mu.Lock()
-	f.record(journalRecord{Kind: recordVolData, Path: dir, Data: data})
-	f.mu.Unlock()
-	file, err := os.Create(p)
-	if err != nil {
-		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
-	}
-	defer file.Close()
-	if err := json.NewEncoder(file).Encode(data); err != nil {
-		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
-	}
-	return nil
-}
-
-// loadVolumeData is loadVolumeData in csi_util.go.
-func loadVolumeData(dir string) (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, volDataFileName))
-	if err != nil {
-		return nil, err
-	}
-	var data map[string]string
-	if err := json.Unmarshal(b, &data); err != nil {
-		return nil, errors.New(pluginLog("failed to parse volume data file %s: %v", filepath.Join(dir, volDataFileName), err))
-	}
-	return data, nil
-}
-
-// isDirMounted is isDirMounted in csi_mounter.go: mount-utils'
-// IsLikelyNotMountPoint, which compares the device of the directory with
-// its parent's (a bind mount from the same filesystem looks unmounted to
-// it, as it does to the kubelet).
-func (f *fileSystem) isDirMounted(dir string) (bool, error) {
-	notMnt, err := f.mounter.IsLikelyNotMountPoint(dir)
-	if err != nil && !os.IsNotExist(err) {
-		return false, err
-	}
-	return !notMnt, nil
-}
-
-// removeMountDir is removeMountDir in csi_mounter.go: when the directory is
-// not a mount point, remove it (only if empty), the vol_data.json beside it,
-// and their parent.
-func (f *fileSystem) removeMountDir(mountPath string) ([]string, error) {
-	mnt, err := f.isDirMounted(mountPath)
-	if err != nil {
-		return nil, err
-	}
-	if mnt {
-		return nil, nil
-	}
-	var removed []string
-	if err := os.Remove(mountPath); err == nil {
-		removed = append(removed, mountPath)
-	} else if !os.IsNotExist(err) {
-		return removed, errors.New(pluginLog("failed to remove dir [%s]: %v", mountPath, err))
-	}
-	volPath := filepath.Dir(mountPath)
-	dataFile := filepath.Join(volPath, volDataFileName)
-	if err := os.Remove(dataFile); err == nil {
-		removed = append(removed, dataFile)
-	} else if !os.IsNotExist(err) {
-		return removed, errors.New(pluginLog("failed to delete volume data file [%s]: %v", dataFile, err))
-	}
-	if err := os.Remove(volPath); err == nil {
-		removed = append(removed, volPath)
-	} else if !os.IsNotExist(err) {
-		return removed, errors.New(pluginLog("failed to delete volume path [%s]: %v", volPath, err))
-	}
-	return removed, nil
-}
-
-// removeOwnedTree is where the kubelet calls os.RemoveAll (a block
-// volume's staging path and its device dirs). The simulator removes only
-// what it created, deepest first, one level at a time, and never anything
-// inside a mount point or a path that was one: what the driver left stays
-// and is reported by Cleanup.
-func (f *fileSystem) removeOwnedTree(p string) ([]string, error) {
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if mnt, _ := isMountPoint(p); mnt {
-		return nil, fmt.Errorf("%s is still a mount point: left as it is", p)
-	}
-	var removed []string
-	for _, c := range f.ownedUnder(p) {
-		if os.Remove(c) == nil {
-			removed = append(removed, c)
-		}
-	}
-	if !f.isOwned(p) {
-		return removed, nil
-	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return removed, fmt.Errorf("remove %s: %w", p, err)
-	}
-	return append(removed, p), nil
 }
 
 // ownedUnder lists what the simulator created strictly below dir, deepest
@@ -434,9 +322,15 @@ func (f *fileSystem) finish(clean bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.journal == nil {
+		if clean {
+			f.lock.Release()
+			f.lock = nil
+		}
 		return
 	}
 	if clean {
+		f.lock.Release()
+		f.lock = nil
 		f.journal.remove()
 	} else {
 		f.journal.close()

@@ -11,8 +11,10 @@ import (
 
 // docs/kubelet.md §1.6: one JSON object, keys sorted, then a newline.
 func TestSaveAndLoadVolumeData(t *testing.T) {
-	dir := t.TempDir()
-	f := newFileSystem(t.TempDir())
+	root := t.TempDir()
+	dir := filepath.Join(root, "v")
+	must(t, os.Mkdir(dir, 0o750))
+	f := newFileSystem(root)
 	data := map[string]string{"volumeHandle": "vol-1", "driverName": "d", "specVolID": "pv-1"}
 	if err := f.saveVolumeData(dir, data); err != nil {
 		t.Fatal(err)
@@ -97,9 +99,10 @@ func TestRemoveMountDir(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			vol := filepath.Join(t.TempDir(), "pv-1")
+			root := t.TempDir()
+			vol := filepath.Join(root, "pv-1")
 			tc.setup(vol)
-			removed, err := newFileSystem(t.TempDir()).removeMountDir(vol + "/mount")
+			removed, err := newFileSystem(root).removeMountDir(vol + "/mount")
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)) {
 				t.Errorf("error = %v, want prefix %q", err, tc.wantErr)
 			}
@@ -121,7 +124,7 @@ func TestRemoveMountDir(t *testing.T) {
 
 func TestMkdirAllRemembers(t *testing.T) {
 	root := t.TempDir()
-	f := newFileSystem(t.TempDir())
+	f := newFileSystem(root)
 	if err := f.mkdirAll(root+"/a/b/c", 0o750); err != nil {
 		t.Fatal(err)
 	}

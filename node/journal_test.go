@@ -15,11 +15,14 @@ func TestAdoptOnlyInsideRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	inside := filepath.Join(root, "pods")
+	vol := filepath.Join(inside, "u1", "volumes", "kubernetes.io~csi", "pv-a")
 	f := newFileSystem(root)
 	f.adopt(&journalContents{
 		order:      []string{outside, root + "/../" + filepath.Base(outside), root, inside},
-		mountPaths: map[string]bool{outside: true, "/": true, inside + "/mount": true},
-	})
+		owned:      map[string]string{outside: recordDir, root + "/../" + filepath.Base(outside): recordDir, root: recordFile, inside: recordDir},
+		mountPaths: map[string]bool{outside: true, "/": true, vol + "/mount": true},
+		volData:    map[string]map[string]string{vol: {"specVolID": "pv-a", "driverName": "d.example.com", "volumeHandle": "h"}},
+	}, ignoreRefused)
 	for _, p := range []string{outside, root + "/../" + filepath.Base(outside), root} {
 		if f.isOwned(p) {
 			t.Errorf("adopted %s", p)
@@ -28,7 +31,7 @@ func TestAdoptOnlyInsideRoot(t *testing.T) {
 	if f.isMountPath(outside) || f.isMountPath("/") {
 		t.Errorf("adopted a mount path outside the root dir")
 	}
-	if !f.isOwned(inside) || !f.isMountPath(inside+"/mount") {
+	if !f.isOwned(inside) || !f.isMountPath(vol+"/mount") {
 		t.Errorf("did not adopt the paths inside the root dir")
 	}
 }
@@ -43,7 +46,7 @@ func TestAdoptMadeRootDir(t *testing.T) {
 	f.adopt(&journalContents{
 		order: []string{parent, root},
 		owned: map[string]string{parent: recordDir, root: recordDir},
-	})
+	}, ignoreRefused)
 	if !f.isOwned(root) {
 		t.Errorf("the root dir the run made was not adopted")
 	}
@@ -63,7 +66,7 @@ func TestJournalVolumeDataCopies(t *testing.T) {
 		if err := f.mkdirAll(d, 0o750); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.saveVolumeData(d, map[string]string{"specVolID": filepath.Base(d)}); err != nil {
+		if err := f.saveVolumeData(d, map[string]string{"specVolID": filepath.Base(d), "driverName": "d.example.com"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +77,7 @@ func TestJournalVolumeDataCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newFileSystem(root)
-	g.adopt(jc)
+	g.adopt(jc, ignoreRefused)
 	dirs, copies := g.journaledVolumeData()
 	if len(dirs) != 1 || dirs[0] != open || copies[open]["specVolID"] != "pv-a" {
 		t.Errorf("journaled vol_data.json copies %v %v, want only %s", dirs, copies, open)
@@ -116,7 +119,8 @@ func TestAdoptNotThroughSymlink(t *testing.T) {
 	through := filepath.Join(root, "pods", "u1", "volumes")
 	direct := filepath.Join(root, "pods", "u2")
 	f := newFileSystem(root)
-	f.adopt(&journalContents{order: []string{through, direct}, mountPaths: map[string]bool{through + "/mount": true}})
+	f.adopt(&journalContents{order: []string{through, direct}, owned: map[string]string{through: recordDir, direct: recordDir},
+		mountPaths: map[string]bool{through + "/mount": true}}, ignoreRefused)
 	if f.isOwned(through) || f.isMountPath(through+"/mount") {
 		t.Errorf("adopted a path through a symlink")
 	}
@@ -124,3 +128,5 @@ func TestAdoptNotThroughSymlink(t *testing.T) {
 		t.Errorf("did not adopt %s", direct)
 	}
 }
+
+func ignoreRefused(string, string, error) {}

@@ -187,7 +187,9 @@ func (k *Kubelet) nodePublishVolume(ctx context.Context, req *csi.NodePublishVol
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
+	k.fs.callStarted("NodePublishVolume", req.TargetPath)
 	_, err = k.nodeClient().NodePublishVolume(ctx, req)
+	k.fs.callEnded("NodePublishVolume", req.TargetPath)
 	return classifyRPC(err)
 }
 

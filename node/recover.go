@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -37,7 +38,7 @@ func (k *Kubelet) Recover(ctx context.Context) *Outcome {
 			out.MountErr = err
 			return out
 		}
-		k.fs.adopt(jc)
+		k.fs.adopt(jc, k.refuseRecord(ctx, j))
 	}
 	reg, err := k.Register(ctx)
 	out.Registration, out.RegErr = reg, err
@@ -59,6 +60,17 @@ func (k *Kubelet) Recover(ctx context.Context) *Outcome {
 		k.removeEmptyCreated()
 	}
 	return out
+}
+
+// refuseRecord reports a journal record that names a path the simulator
+// would not have made: it is not acted on.
+func (k *Kubelet) refuseRecord(ctx context.Context, journal string) func(kind, p string, err error) {
+	n := 0
+	return func(kind, p string, err error) {
+		if n++; n <= 20 {
+			k.trace.Warn(ctx, fmt.Sprintf("journal %s: %s record %s refused, not touched: %v", journal, kind, p, err))
+		}
+	}
 }
 
 // reconstruct records every volume of the journals found on disk in the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -107,25 +108,55 @@ func (o *Outcome) FirstVolumeError() error {
 type EarlierRunError struct {
 	Root     string
 	Journals []string
+	// Live is the journals' owner when it still runs (a run that holds
+	// no lock: an older release's): it is not to be cleaned up under it.
+	Live *LockOwner
 }
 
 func (e *EarlierRunError) Error() string {
-	return fmt.Sprintf("root dir %s holds volumes of an earlier run that did not finish (%d journal(s) in %s/%s); finish it with `csi-kubelet-sim cleanup --root-dir %s --endpoint <the driver's socket>` before running here again", e.Root, len(e.Journals), e.Root, journalDir, e.Root)
+	if e.Live != nil {
+		return fmt.Sprintf("root dir %s is in use by a running csi-kubelet-sim, %s (its journal is in %s/%s): wait for it to finish or stop it; do not run `cleanup` on a live run", e.Root, e.Live, e.Root, journalDir)
+	}
+	return fmt.Sprintf("root dir %s holds volumes of an earlier run that did not finish (%d journal(s) in %s/%s; the run that wrote them is gone); finish it with `csi-kubelet-sim cleanup --root-dir %s --endpoint <the driver's socket>` before running here again", e.Root, len(e.Journals), e.Root, journalDir, e.Root)
 }
 
 // CheckRoot refuses a root dir that holds an earlier run's volumes: a
 // kubelet that restarts reconstructs them first, and so must the user,
-// through the driver, with `cleanup`.
+// through the driver, with `cleanup`. A journal whose writer still runs
+// is named as a live run instead.
 func CheckRoot(root string) error {
 	js, err := Journals(root)
 	if err != nil {
 		return err
 	}
-	if len(js) > 0 {
-		return &EarlierRunError{Root: root, Journals: js}
+	if len(js) == 0 {
+		return nil
 	}
-	return nil
+	e := &EarlierRunError{Root: root, Journals: js}
+	if o, ok := LiveJournalOwner(js); ok {
+		e.Live = &o
+	}
+	return e
 }
+
+// LiveJournalOwner is the writer of one of the journals when it is still
+// running (same PID and start time, and not this process).
+func LiveJournalOwner(journals []string) (LockOwner, bool) {
+	for _, j := range journals {
+		jc, err := readJournal(j)
+		if err != nil {
+			continue
+		}
+		if o := jc.header.owner(); o.PID != os.Getpid() && o.Alive() {
+			return o, true
+		}
+	}
+	return LockOwner{}, false
+}
+
+// SetRootLock hands the kubelet the root dir's lock: it is released (its
+// file removed) when the run leaves nothing, and kept otherwise.
+func (k *Kubelet) SetRootLock(l *RootLock) { k.fs.lock = l }
 
 // SetCommand names the command in the journal.
 func (k *Kubelet) SetCommand(cmd string) { k.fs.command = cmd }

@@ -128,7 +128,9 @@ func (k *Kubelet) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeR
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
+	k.fs.callStarted("NodeStageVolume", req.StagingTargetPath)
 	_, err = k.nodeClient().NodeStageVolume(ctx, req)
+	k.fs.callEnded("NodeStageVolume", req.StagingTargetPath)
 	return classifyRPC(err)
 }
 

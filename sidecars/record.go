@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -63,8 +65,13 @@ func (c *Controllers) openRecord() (*record, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("controller record: %w", err)
 	}
+	// The node's lock made this dir without following symlinks; one put
+	// in its place since would carry the record outside the root.
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+		return nil, fmt.Errorf("controller record: %s is not a plain directory", dir)
+	}
 	p := filepath.Join(dir, fmt.Sprintf("sidecars-%d-%d%s", os.Getpid(), time.Now().UnixNano(), recordSuffix))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("controller record: %w", err)
 	}
@@ -165,11 +172,25 @@ func readRecord(p string) (*pending, error) {
 	var order []string
 	pubs := map[string]entry{}
 	var pubOrder []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 4<<20)
-	for sc.Scan() {
+	// No line limit: a record holds the CreateVolume request, whose
+	// parameters and secrets-free fields are as long as the input allows.
+	br := bufio.NewReader(f)
+	var readErr error
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			if len(line) == 0 {
+				break
+			}
+		}
 		var e entry
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
+		if json.Unmarshal(line, &e) != nil {
+			if err != nil {
+				break
+			}
 			continue
 		}
 		switch e.Kind {
@@ -193,6 +214,9 @@ func readRecord(p string) (*pending, error) {
 		case kindUnpublished:
 			delete(pubs, e.Handle+"\x00"+e.NodeID)
 		}
+		if err != nil {
+			break
+		}
 	}
 	out := &pending{}
 	for _, k := range pubOrder {
@@ -205,5 +229,5 @@ func readRecord(p string) (*pending, error) {
 			out.volumes = append(out.volumes, *v)
 		}
 	}
-	return out, sc.Err()
+	return out, readErr
 }

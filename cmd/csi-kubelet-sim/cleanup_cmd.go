@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -77,6 +78,13 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 	if err := checkRootDir(o.RootDir); err != nil {
 		return err
 	}
+	if _, err := os.Lstat(o.RootDir); os.IsNotExist(err) {
+		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: %s does not exist: nothing to do\n", o.RootDir)
+		return nil
+	}
+	if o.RootDir, err = resolveRootDir(o.RootDir, s.Err); err != nil {
+		return err
+	}
 	if o.Output != "text" && o.Output != "json" {
 		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
 	}
@@ -91,11 +99,12 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 	if err := ep.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
-	roots, err := journalRoots(o.RootDir)
+	locks, roots, err := lockCleanupRoots(o.RootDir, s)
 	if err != nil {
-		return withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+		return err
 	}
 	if len(roots) == 0 {
+		locks[o.RootDir].Release()
 		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: nothing of the simulator's in %s (no journal): nothing to do\n", o.RootDir)
 		return nil
 	}
@@ -104,18 +113,65 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 		if ctx.Err() != nil {
 			break // interrupted: the roots not reached are left as they are
 		}
-		if err := cleanupRoot(ctx, o, root, ep, s, co.ControllerEndpoint); err != nil && firstErr == nil {
+		if err := cleanupRoot(ctx, o, root, locks[root], ep, s, co.ControllerEndpoint); err != nil && firstErr == nil {
 			firstErr = err
 		}
+	}
+	if _, handed := slices.BinarySearch(roots, o.RootDir); !handed && firstErr == nil {
+		locks[o.RootDir].Release()
 	}
 	return firstErr
 }
 
-// cleanupRoot recovers one kubelet root dir.
-func cleanupRoot(ctx context.Context, o *commonOptions, root string, ep csiclient.Endpoint, s streams, controllerEP string) error {
+// lockCleanupRoots refuses a root dir a live process holds (the root dir,
+// one above it, or one under it: a `conformance` run's scenarios, another
+// run's root inside it), then takes the lock of the root dir and of every
+// root dir under it that holds a journal, before any is touched. A
+// journal whose writer still runs without a lock (an older release) is
+// refused too.
+func lockCleanupRoots(dir string, s streams) (map[string]*node.RootLock, []string, error) {
+	if err := heldRootsErr(dir); err != nil {
+		return nil, nil, err
+	}
+	roots, err := journalRoots(dir)
+	if err != nil {
+		return nil, nil, rootErr(fmt.Errorf("--root-dir: %w", err))
+	}
+	slices.Sort(roots)
+	locks := map[string]*node.RootLock{}
+	release := func() {
+		for _, l := range locks {
+			l.Restore()
+		}
+	}
+	for _, root := range append([]string{dir}, roots...) {
+		if locks[root] != nil {
+			continue
+		}
+		l, err := node.LockRoot(root, "cleanup")
+		if err != nil {
+			release()
+			return nil, nil, rootErr(fmt.Errorf("cleanup --root-dir %s: %w", dir, err))
+		}
+		locks[root] = l
+		if l.Stale != nil {
+			fmt.Fprintf(s.Err, "note: %s was locked by %s, which is gone (killed or crashed): lock taken over\n", root, *l.Stale)
+		}
+		js, _ := node.Journals(root)
+		if owner, live := node.LiveJournalOwner(js); live {
+			release()
+			return nil, nil, withCode(exitEnvironment, fmt.Errorf("cleanup --root-dir %s: %w", dir, &node.RootHeldError{Root: root, Owner: owner}))
+		}
+	}
+	return locks, roots, nil
+}
+
+// cleanupRoot recovers one kubelet root dir, holding its lock.
+func cleanupRoot(ctx context.Context, o *commonOptions, root string, lock *node.RootLock, ep csiclient.Endpoint, s streams, controllerEP string) error {
 	ro := *o
 	ro.RootDir = root
 	ro.cluster = manifests.New()
+	ro.rootLock = lock
 	ss := newSession("cleanup", &ro, s, &csiclient.Dialer{Endpoint: ep}, false, nil)
 	ss.endpoint = string(ep)
 	ss.header()

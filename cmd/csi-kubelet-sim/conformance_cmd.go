@@ -236,12 +236,13 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	if err != nil {
 		return err
 	}
-	co := &commonOptions{RootDir: o.RootDir}
+	co := &commonOptions{RootDir: o.RootDir, lockAs: "conformance", warnOut: s.Err}
 	created, err := co.prepareRootDir()
 	if err != nil {
 		return err
 	}
 	defer removeDirs(created)
+	defer co.rootLock.Release()
 	root := co.RootDir
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r

@@ -103,6 +103,7 @@ func runLoad(ctx context.Context, o *loadOptions, s streams) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	o.lockAs = "load"
 	createdDirs, err := o.prepare(ctx, s, o.endpoint)
 	if err != nil {
 		return err

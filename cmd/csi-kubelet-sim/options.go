@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
 // commonOptions are the flags `run` and `plan` share.
@@ -46,6 +46,11 @@ type commonOptions struct {
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
 	selinux       selinuxHost   // the host, detected or simulated
 	defaultPod    string        // why the default pod is used; empty: the input has pods
+	// lockAs: the command takes the root dir's lock under this name
+	// (run, load, conformance); empty: it makes nothing there (plan).
+	lockAs   string
+	rootLock *node.RootLock
+	warnOut  io.Writer // where notes on the root dir go (stderr)
 }
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
@@ -137,6 +142,10 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 			return nil, withCode(exitEnvironment, fmt.Errorf("root dir: %w", err))
 		}
 		o.RootDir = d
+		if err := o.holdRootDir(); err != nil {
+			removeDirs([]string{d})
+			return nil, err
+		}
 		return []string{d}, nil
 	}
 	if err := checkRootDir(o.RootDir); err != nil {
@@ -147,16 +156,13 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 		if !fi.IsDir() {
 			return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir %s: not a directory", o.RootDir))
 		}
-		if err := node.CheckRoot(o.RootDir); err != nil {
-			return nil, withCode(exitEnvironment, err)
-		}
-		if err := sidecars.CheckRoot(o.RootDir); err != nil {
-			return nil, withCode(exitEnvironment, err)
-		}
-		return nil, nil
+		return nil, o.holdRootDir()
 	}
 	if !os.IsNotExist(err) {
 		return nil, withCode(exitEnvironment, fmt.Errorf("--root-dir: %w", err))
+	}
+	if err := o.insideHeldRoot(); err != nil {
+		return nil, err
 	}
 	var missing []string
 	for d := o.RootDir; ; d = filepath.Dir(d) {
@@ -172,7 +178,47 @@ func (o *commonOptions) prepareRootDir() (created []string, err error) {
 		}
 		created = append(created, d)
 	}
+	if err := o.holdRootDir(); err != nil {
+		removeDirs(created)
+		return nil, err
+	}
 	return created, nil
+}
+
+// insideHeldRoot refuses, before any directory is made, a root dir inside
+// one a live simulator holds (a command that makes nothing there is let
+// through).
+func (o *commonOptions) insideHeldRoot() error {
+	if o.lockAs == "" {
+		return nil
+	}
+	if held := node.HeldAbove(o.RootDir); len(held) > 0 {
+		return withCode(exitEnvironment, fmt.Errorf("--root-dir %s lies inside another root dir: %w", o.RootDir, held[0]))
+	}
+	return nil
+}
+
+// holdRootDir resolves the existing root dir to its real path and, for a
+// command that makes things there, takes its lock; then refuses an earlier
+// run's journal.
+func (o *commonOptions) holdRootDir() error {
+	warn := o.warnOut
+	if warn == nil {
+		warn = os.Stderr
+	}
+	real, err := resolveRootDir(o.RootDir, warn)
+	if err != nil {
+		return err
+	}
+	o.RootDir = real
+	if o.lockAs == "" {
+		if err := node.CheckRoot(o.RootDir); err != nil {
+			return rootErr(err)
+		}
+		return nil
+	}
+	o.rootLock, err = lockRootDir(o.RootDir, o.lockAs, warn)
+	return err
 }
 
 // removeDirs removes directories made by prepareRootDir, deepest first;
@@ -248,5 +294,6 @@ func (o *commonOptions) prepare(ctx context.Context, s streams, ep csiclient.End
 	if err := ep.Check(); err != nil {
 		return nil, withCode(exitEnvironment, err)
 	}
+	o.warnOut = s.Err
 	return o.prepareRootDir()
 }

@@ -97,6 +97,7 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	o.lockAs = "run"
 	createdDirs, err := o.prepare(ctx, s, o.endpoint)
 	if err != nil {
 		return err

@@ -86,6 +86,7 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 	}, o.cluster, conn, ss.trace)
 	ss.kubelet.SetCommand(command)
 	ss.kubelet.AdoptRoot(rootDirs)
+	ss.kubelet.SetRootLock(o.rootLock)
 	ss.tokens = o.newTokenSource(o.cluster, o.release, o.NodeName, func(msg string) {
 		ss.trace.Warn(context.Background(), "API server: "+msg)
 	})
@@ -166,6 +167,9 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 	}
 	if out.ControllerErr != nil {
 		return controllerExit(out.ControllerErr)
+	}
+	if err := ss.symlinkRefused(out); err != nil {
+		return withCode(exitUsage, err)
 	}
 	if out.MountErr != nil {
 		if node.IsInTheWay(out.MountErr) {

@@ -1,0 +1,173 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// claim checks, before the kubelet builds a volume's or a pod's own
+// directory, that the path is not someone else's: it must not exist, or
+// be this run's (or an adopted run's).
+func (f *fileSystem) claim(p string) error {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) || f.isOwned(p) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return &InTheWayError{Path: p}
+}
+
+// mkdirAllWithPathCheck is filesystem.MkdirAllWithPathCheck: an existing
+// non-directory at the path is an error.
+func (f *fileSystem) mkdirAllWithPathCheck(p string, perm os.FileMode) error {
+	if fi, err := os.Stat(p); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("path %v exists but is not a directory", p)
+		}
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return f.mkdirAll(p, perm)
+}
+
+// noSymlinkBelowRoot tells whether every existing component of p below
+// the root dir is a plain directory: a path rebuilt from a journal (which
+// anyone with access to the root dir could have prepared) must not lead
+// the simulator to write through a symlink to somewhere else.
+func (f *fileSystem) noSymlinkBelowRoot(p string) error {
+	if p == filepath.Clean(f.root) {
+		return nil
+	}
+	if !f.insideRoot(p) {
+		return fmt.Errorf("%s is not inside the root dir %s", p, f.root)
+	}
+	rel, _ := filepath.Rel(filepath.Clean(f.root), p)
+	cur := filepath.Clean(f.root)
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory (%s)", cur, fi.Mode().Type())
+		}
+	}
+	return nil
+}
+
+// saveVolumeData is saveVolumeData in csi_util.go: os.Create and a JSON
+// encoder over a map, so keys come out sorted with a trailing newline.
+func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
+	p := filepath.Join(dir, volDataFileName)
+	_, statErr := os.Lstat(p)
+	if statErr == nil && !f.isOwned(p) {
+		return errors.New(pluginLog("failed to save volume data file %s: %v", p, &InTheWayError{Path: p}))
+	}
+	f.remember(p)
+	f.note(journalRecord{Kind: recordVolData, Path: dir, Data: data})
+	file, err := f.createAt(p, 0o644)
+	if IsSymlinkRefused(err) {
+		return err
+	}
+	if err != nil {
+		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
+	}
+	defer file.Close()
+	if err := json.NewEncoder(file).Encode(data); err != nil {
+		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
+	}
+	return nil
+}
+
+// loadVolumeData is loadVolumeData in csi_util.go.
+func loadVolumeData(dir string) (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, volDataFileName))
+	if err != nil {
+		return nil, err
+	}
+	var data map[string]string
+	if err := json.Unmarshal(b, &data); err != nil {
+		return nil, errors.New(pluginLog("failed to parse volume data file %s: %v", filepath.Join(dir, volDataFileName), err))
+	}
+	return data, nil
+}
+
+// isDirMounted is isDirMounted in csi_mounter.go: mount-utils'
+// IsLikelyNotMountPoint, which compares the device of the directory with
+// its parent's (a bind mount from the same filesystem looks unmounted to
+// it, as it does to the kubelet).
+func (f *fileSystem) isDirMounted(dir string) (bool, error) {
+	notMnt, err := f.mounter.IsLikelyNotMountPoint(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return false, err
+	}
+	return !notMnt, nil
+}
+
+// removeMountDir is removeMountDir in csi_mounter.go: when the directory is
+// not a mount point, remove it (only if empty), the vol_data.json beside it,
+// and their parent.
+func (f *fileSystem) removeMountDir(mountPath string) ([]string, error) {
+	mnt, err := f.isDirMounted(mountPath)
+	if err != nil {
+		return nil, err
+	}
+	if mnt {
+		return nil, nil
+	}
+	var removed []string
+	volPath := filepath.Dir(mountPath)
+	dataFile := filepath.Join(volPath, volDataFileName)
+	for _, x := range []struct {
+		p    string
+		dir  bool
+		what string
+	}{{mountPath, true, "failed to remove dir [%s]: %v"}, {dataFile, false, "failed to delete volume data file [%s]: %v"}, {volPath, true, "failed to delete volume path [%s]: %v"}} {
+		err := f.removeAt(x.p, x.dir)
+		switch {
+		case err == nil:
+			removed = append(removed, x.p)
+		case IsSymlinkRefused(err):
+			return removed, err
+		case !errors.Is(err, os.ErrNotExist):
+			return removed, errors.New(pluginLog(x.what, x.p, err))
+		}
+	}
+	return removed, nil
+}
+
+// removeOwnedTree is where the kubelet calls os.RemoveAll (a block
+// volume's staging path and its device dirs). The simulator removes only
+// what it created, deepest first, one level at a time, and never anything
+// inside a mount point or a path that was one: what the driver left stays
+// and is reported by Cleanup.
+func (f *fileSystem) removeOwnedTree(p string) ([]string, error) {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if mnt, _ := isMountPoint(p); mnt {
+		return nil, fmt.Errorf("%s is still a mount point: left as it is", p)
+	}
+	var removed []string
+	for _, c := range f.ownedUnder(p) {
+		if f.removePath(c) == nil {
+			removed = append(removed, c)
+		}
+	}
+	if !f.isOwned(p) {
+		return removed, nil
+	}
+	if err := f.removePath(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return removed, fmt.Errorf("remove %s: %w", p, err)
+	}
+	return append(removed, p), nil
+}

@@ -1,0 +1,336 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFileName is the file under the journal dir whose flock says which
+// process owns the root dir. The kernel drops an flock when its holder
+// dies, kill -9 included, so a lock left by a dead run is free to take.
+const lockFileName = "lock"
+
+// LockOwner is who holds (or last held) a root dir's lock. StartTicks is
+// the process's start time from /proc/<pid>/stat: a PID the kernel has
+// reused for another process has another start time.
+type LockOwner struct {
+	PID        int       `json:"pid"`
+	StartTicks uint64    `json:"start_ticks"`
+	Started    time.Time `json:"started"`
+	Command    string    `json:"cmd"`
+}
+
+func (o LockOwner) String() string {
+	if o.PID == 0 {
+		return "another process (it has not written its name yet)"
+	}
+	return fmt.Sprintf("PID %d (`csi-kubelet-sim %s`, started %s)", o.PID, o.Command, o.Started.Format(time.RFC3339))
+}
+
+// Alive tells whether the owner process is still running: its PID exists
+// and has the same start time.
+func (o LockOwner) Alive() bool {
+	if o.PID <= 0 {
+		return false
+	}
+	t, err := processStartTicks(o.PID)
+	return err == nil && (o.StartTicks == 0 || t == o.StartTicks)
+}
+
+// RootLock is a held lock on a root dir: one simulator process at a time
+// makes, mounts or removes anything there.
+type RootLock struct {
+	Root string
+	// Stale is the owner of a lock left by a process that is gone (kill
+	// -9, a crash), taken over; nil when the lock was free.
+	Stale *LockOwner
+	dirfd int
+	fd    int
+	prev  []byte // the lock file's content before it was taken; nil: it was made
+}
+
+// RootHeldError is a root dir locked by a live simulator process.
+type RootHeldError struct {
+	Root  string // the locked root dir
+	Owner LockOwner
+}
+
+func (e *RootHeldError) Error() string {
+	return fmt.Sprintf("root dir %s is in use by a running csi-kubelet-sim, %s: wait for it to finish or stop it (Ctrl-C); nothing was touched", e.Root, e.Owner)
+}
+
+// IsRootHeld tells whether err is a root dir another live process holds.
+func IsRootHeld(err error) bool {
+	var e *RootHeldError
+	return errors.As(err, &e)
+}
+
+// LockRoot takes the root dir's lock for command, making the journal dir
+// and the lock file without following a symlink; root must be a real path
+// (no symlink in it). A lock held by a live process is a RootHeldError.
+// The lock is held until Release or the process's end.
+func LockRoot(root, command string) (*RootLock, error) {
+	dirfd, err := openJournalDir(root, true)
+	if err != nil {
+		return nil, err
+	}
+	for range 8 {
+		l, retry, err := tryLock(root, dirfd, command)
+		if err != nil || !retry {
+			if err != nil {
+				unix.Close(dirfd)
+			}
+			return l, err
+		}
+	}
+	unix.Close(dirfd)
+	return nil, fmt.Errorf("lock %s: the lock file keeps being replaced", filepath.Join(root, journalDir, lockFileName))
+}
+
+// openJournalDir opens <root>/.csi-kubelet-sim, refusing a symlink there;
+// with create, it makes it first.
+func openJournalDir(root string, create bool) (int, error) {
+	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, symlinkOr(root, fmt.Errorf("root dir %s: %w", root, err))
+	}
+	defer unix.Close(rootfd)
+	if create {
+		if err := unix.Mkdirat(rootfd, journalDir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, fmt.Errorf("journal dir %s: %w", filepath.Join(root, journalDir), err)
+		}
+	}
+	p := filepath.Join(root, journalDir)
+	fd, err := unix.Openat(rootfd, journalDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, symlinkOr(p, fmt.Errorf("journal dir %s: %w", p, err))
+	}
+	return fd, nil
+}
+
+// tryLock opens the lock file and takes its flock. retry: the file was
+// removed or replaced between the open and the flock (its last owner
+// released it), so the lock held is on a file nobody else will open.
+func tryLock(root string, dirfd int, command string) (*RootLock, bool, error) {
+	p := filepath.Join(root, journalDir, lockFileName)
+	fd, err := unix.Openat(dirfd, lockFileName, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false, symlinkOr(p, fmt.Errorf("lock %s: %w", p, err))
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, &RootHeldError{Root: root, Owner: waitOwner(dirfd)}
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", p, err)
+	}
+	var held, now unix.Stat_t
+	if unix.Fstat(fd, &held) != nil || unix.Fstatat(dirfd, lockFileName, &now, unix.AT_SYMLINK_NOFOLLOW) != nil || held.Ino != now.Ino {
+		unix.Close(fd)
+		return nil, true, nil
+	}
+	l := &RootLock{Root: root, dirfd: dirfd, fd: fd}
+	if held.Size > 0 {
+		l.prev = make([]byte, min(held.Size, 4096))
+		n, _ := unix.Pread(fd, l.prev, 0)
+		l.prev = l.prev[:max(n, 0)]
+	}
+	if prev, err := readOwner(fd); err == nil && prev.PID != 0 {
+		l.Stale = &prev
+	}
+	if err := writeOwner(fd, command); err != nil {
+		l.Release()
+		return nil, false, fmt.Errorf("lock %s: %w", p, err)
+	}
+	return l, false, nil
+}
+
+// waitOwner reads the lock file's owner; a process that has just taken
+// the lock may not have written it yet, so it is read again for a while.
+func waitOwner(dirfd int) LockOwner {
+	for range 100 {
+		fd, err := unix.Openat(dirfd, lockFileName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			o, err := readOwner(fd)
+			unix.Close(fd)
+			if err == nil && o.PID != 0 {
+				return o
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return LockOwner{}
+}
+
+func readOwner(fd int) (LockOwner, error) {
+	var o LockOwner
+	buf := make([]byte, 4096)
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil {
+		return o, err
+	}
+	return o, json.Unmarshal(buf[:n], &o)
+}
+
+// writeOwner writes this process into the lock file, synced: a later
+// process that finds the lock held names it.
+func writeOwner(fd int, command string) error {
+	b, _ := json.Marshal(selfOwner(command))
+	if err := unix.Ftruncate(fd, 0); err != nil {
+		return err
+	}
+	if _, err := unix.Pwrite(fd, append(b, '\n'), 0); err != nil {
+		return err
+	}
+	return unix.Fsync(fd)
+}
+
+func selfOwner(command string) LockOwner {
+	t, _ := processStartTicks(os.Getpid())
+	return LockOwner{PID: os.Getpid(), StartTicks: t, Started: time.Now().UTC().Truncate(time.Second), Command: command}
+}
+
+// Release removes the lock file (while still holding it: a process that
+// opened it before sees it replaced and opens it again) and the journal
+// dir when nothing else is in it, then drops the lock.
+func (l *RootLock) Release() {
+	if l == nil || l.fd < 0 {
+		return
+	}
+	_ = unix.Unlinkat(l.dirfd, lockFileName, 0)
+	unix.Close(l.fd)
+	unix.Close(l.dirfd)
+	l.fd, l.dirfd = -1, -1
+	_ = unix.Rmdir(filepath.Join(l.Root, journalDir))
+}
+
+// Restore gives the lock up as the root dir was before it was taken (a
+// command that refuses the root dir touches nothing): a lock file that was
+// there gets its content back, one that was made goes.
+func (l *RootLock) Restore() {
+	if l == nil || l.fd < 0 {
+		return
+	}
+	if l.prev == nil {
+		l.Release()
+		return
+	}
+	_ = unix.Ftruncate(l.fd, 0)
+	_, _ = unix.Pwrite(l.fd, l.prev, 0)
+	unix.Close(l.fd)
+	unix.Close(l.dirfd)
+	l.fd, l.dirfd = -1, -1
+}
+
+// processStartTicks is field 22 of /proc/<pid>/stat: when the process
+// started, in clock ticks since boot.
+func processStartTicks(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields are counted after its closing parenthesis.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+// RootHolder tells whether a live process holds dir's lock, without
+// taking it: the owner when it does.
+func RootHolder(dir string) (LockOwner, bool) {
+	dirfd, err := openJournalDir(dir, false)
+	if err != nil {
+		return LockOwner{}, false
+	}
+	defer unix.Close(dirfd)
+	fd, err := unix.Openat(dirfd, lockFileName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return LockOwner{}, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || !flockHeld(st) {
+		return LockOwner{}, false
+	}
+	return waitOwner(dirfd), true
+}
+
+// HeldAbove are the root dirs above dir that a live simulator process
+// holds: dir is inside one of its root dirs (a `conformance` run's
+// scenario dirs are).
+func HeldAbove(dir string) []*RootHeldError {
+	var held []*RootHeldError
+	for d := filepath.Dir(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if o, ok := RootHolder(d); ok {
+			held = append(held, &RootHeldError{Root: d, Owner: o})
+		}
+	}
+	return held
+}
+
+// HeldRoots are the root dirs at or under dir, and above it, that a live
+// simulator process holds: `cleanup --root-dir dir` must touch none of
+// them. The walk below dir is bounded (depth and entries) and follows no
+// symlink.
+func HeldRoots(dir string) []*RootHeldError {
+	held := HeldAbove(dir)
+	budget := 10000
+	var walk func(d string, depth int)
+	walk = func(d string, depth int) {
+		if o, ok := RootHolder(d); ok {
+			held = append(held, &RootHeldError{Root: d, Owner: o})
+		}
+		if depth == 0 {
+			return
+		}
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if budget--; budget < 0 {
+				return
+			}
+			if e.Type().IsDir() && e.Name() != journalDir {
+				walk(filepath.Join(d, e.Name()), depth-1)
+			}
+		}
+	}
+	walk(dir, 4)
+	return held
+}
+
+// flockHeld tells whether the file is flocked by some process, from
+// /proc/locks: probing with flock itself would, for an instant, make a run
+// starting on that root dir see it held.
+func flockHeld(st unix.Stat_t) bool {
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		// "1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF"; a blocked
+		// waiter's line starts "1: ->" and shifts the fields by one.
+		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
+			return true
+		}
+	}
+	return false
+}
