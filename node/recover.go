@@ -25,11 +25,22 @@ import (
 // uncertain, and tears each down through the driver: NodeUnpublishVolume,
 // NodeUnstageVolume, the block unmap steps. The journals go when
 // everything they list is gone.
-func (k *Kubelet) Recover(ctx context.Context) *Outcome {
+//
+// after, when not nil, finishes what the cluster's controllers of the
+// interrupted run left (the simulated sidecars: detach, delete); it runs
+// after the kubelet's teardown and while the root dir's lock is still
+// held, as Run's Plan.Controller does.
+func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []error) *Outcome {
 	out := &Outcome{}
 	journals, err := Journals(k.paths.Root)
 	if err == nil && len(journals) == 0 {
+		if after != nil {
+			out.TeardownErrs = after(ctx)
+		}
 		out.Leftovers = &Leftovers{}
+		if len(out.TeardownErrs) == 0 && ctx.Err() == nil {
+			k.fs.releaseLock()
+		}
 		return out
 	}
 	for _, j := range journals {
@@ -51,6 +62,9 @@ func (k *Kubelet) Recover(ctx context.Context) *Outcome {
 		out.TeardownErrs = append(out.TeardownErrs, k.UnmountPod(ctx, pod, false)...)
 	}
 	out.TeardownErrs = append(out.TeardownErrs, k.unmountDevices(ctx, k.state.allDevices())...)
+	if after != nil && ctx.Err() == nil {
+		out.TeardownErrs = append(out.TeardownErrs, after(ctx)...)
+	}
 	out.Leftovers = k.Cleanup(ctx, false)
 	if out.Leftovers.NothingOnDisk() && len(out.TeardownErrs) == 0 {
 		for _, j := range journals {

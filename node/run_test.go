@@ -152,7 +152,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	}
 	drv.ClearCalls()
 	k := New(Config{RootDir: e.root, NodeName: testNode}, e.cluster, drv, e.trace)
-	out := k.Recover(context.Background())
+	out := k.Recover(context.Background(), nil)
 	if out.RegErr != nil || len(out.TeardownErrs) != 0 {
 		t.Fatalf("recover: reg %v, teardown %v", out.RegErr, out.TeardownErrs)
 	}

@@ -175,12 +175,11 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, lock *node.
 	ss := newSession("cleanup", &ro, s, &csiclient.Dialer{Endpoint: ep}, false, nil)
 	ss.endpoint = string(ep)
 	ss.header()
-	out := ss.kubelet.Recover(ctx)
-	// After the kubelet's recovery, what the run's sidecars left:
-	// detach, then delete (sidecars.Cleanup).
-	if err := cleanupSidecars(ctx, ss, ep, controllerEP); err != nil {
-		out.TeardownErrs = append(out.TeardownErrs, err...)
-	}
+	// After the kubelet's teardown, what the run's sidecars left: detach,
+	// then delete (sidecars.Cleanup), with the root dir still locked.
+	out := ss.kubelet.Recover(ctx, func(ctx context.Context) []error {
+		return cleanupSidecars(ctx, ss, ep, controllerEP)
+	})
 	// Recover and the sidecars' cleanup stop at the first Ctrl-C (their
 	// calls take ctx); what they cut short is the interrupt's, not the
 	// driver's.
