@@ -170,7 +170,7 @@ func TestValidateEveryFile(t *testing.T) {
 	bad := writeTestFile(t, dir, "b.yaml", badCSIDriver)
 	for _, args := range [][]string{{"validate", "-f", good, bad}, {"validate", good, bad}, {"validate", bad, "-f", good}} {
 		stdout, stderr, code := cli(t, "", args...)
-		if code != exitUsage || !strings.Contains(stdout, bad+": document 1: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
+		if code != exitUsage || !strings.Contains(stdout, bad+": document 1: line 4: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
 			!strings.Contains(stdout, "CSIDriver drv.example.com: valid") {
 			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
 		}

@@ -139,7 +139,7 @@ func (o *conformanceOptions) complete(s streams) error {
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return withCode(exitUsage, loader.WithReferences(c, err))
 	}
 	o.cluster = c
 	o.csiDrivers = c.CSIDrivers()

@@ -108,7 +108,7 @@ func (o *commonOptions) complete(s streams, warn func(string)) error {
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return withCode(exitUsage, loader.WithReferences(c, err))
 	}
 	if err := judgeInput(c, o.Filenames); err != nil {
 		return err
