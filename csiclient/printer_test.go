@@ -22,7 +22,8 @@ func publishCall() Call {
 	}
 }
 
-// One JSON object per line, with proto field names, redacted, times in UTC.
+// One JSON object per line, with proto field names, redacted, times in UTC;
+// every record has the schema's version, calls their result.
 func TestJSONPrinter(t *testing.T) {
 	var buf bytes.Buffer
 	p := NewJSONPrinter(&buf, Redactor{})
@@ -36,11 +37,11 @@ func TestJSONPrinter(t *testing.T) {
 	p.Step(Step{Time: t0, Labels: Labels{Component: "simulator"}, Text: "left <x>", Warning: true})
 	p.Object(map[string]any{"kind": "summary", "ok": true})
 	want := strings.Join([]string{
-		`{"kind":"call","seq":7,"time":"2026-01-02T16:04:05Z","component":"kubelet","operation":"SetUp","volume":"pv-1","pod":"default/app-1","method":"NodePublishVolume","request":{"secrets":{"user":"***stripped***"},"target_path":"/t","volume_id":"vol-1"},"code":"InvalidArgument","error":"rpc error: code = InvalidArgument desc = bad <path>","duration_ms":1.5}`,
-		`{"kind":"call","seq":8,"time":"2026-01-02T15:04:05Z","component":"kubelet","operation":"SetUp","asking":"STAGE_UNSTAGE_VOLUME","method":"NodeGetCapabilities","request":{},"response":{"capabilities":[{"rpc":{"type":"STAGE_UNSTAGE_VOLUME"}}]},"code":"OK","duration_ms":0}`,
-		`{"component":"kubelet","kind":"step","level":"debug","operation":"MountDevice","pod":"","text":"mkdir /g","time":"2026-01-02T15:04:05Z","volume":"pv-1"}`,
-		`{"component":"simulator","kind":"step","level":"warning","operation":"","pod":"","text":"left <x>","time":"2026-01-02T15:04:05Z","volume":""}`,
-		`{"kind":"summary","ok":true}`,
+		`{"schemaVersion":1,"kind":"call","seq":7,"time":"2026-01-02T16:04:05Z","component":"kubelet","operation":"SetUp","volume":"pv-1","pod":"default/app-1","method":"NodePublishVolume","request":{"secrets":{"user":"***stripped***"},"target_path":"/t","volume_id":"vol-1"},"code":"InvalidArgument","result":"FAILED","error":"rpc error: code = InvalidArgument desc = bad <path>","duration_ms":1.5}`,
+		`{"schemaVersion":1,"kind":"call","seq":8,"time":"2026-01-02T15:04:05Z","component":"kubelet","operation":"SetUp","asking":"STAGE_UNSTAGE_VOLUME","method":"NodeGetCapabilities","request":{},"response":{"capabilities":[{"rpc":{"type":"STAGE_UNSTAGE_VOLUME"}}]},"code":"OK","result":"OK","duration_ms":0}`,
+		`{"component":"kubelet","kind":"step","level":"debug","operation":"MountDevice","pod":"","schemaVersion":1,"text":"mkdir /g","time":"2026-01-02T15:04:05Z","volume":"pv-1"}`,
+		`{"component":"simulator","kind":"step","level":"warning","operation":"","pod":"","schemaVersion":1,"text":"left <x>","time":"2026-01-02T15:04:05Z","volume":""}`,
+		`{"kind":"summary","ok":true,"schemaVersion":1}`,
 	}, "\n") + "\n"
 	if got := buf.String(); got != want {
 		t.Errorf("JSON lines:\n got %s\nwant %s", got, want)

@@ -157,6 +157,12 @@ func runValidateBoth(t *testing.T, args ...string) validateRun {
 		}
 		keys := make([]string, 0, len(m))
 		for k, v := range m {
+			if k == "schemaVersion" {
+				if v != 1.0 {
+					t.Errorf("-o json: schemaVersion %v, want 1: %q", v, line)
+				}
+				continue
+			}
 			if k == "line" {
 				if n, ok := v.(float64); !ok || n < 1 {
 					t.Errorf("-o json: line is %v, want a line number: %q", v, line)
@@ -287,11 +293,12 @@ func TestValidateValid(t *testing.T) {
 			t.Fatalf("-o json: %v: %q", err, lines[0])
 		}
 		want := map[string]any{
-			"source":   f + ": document 1",
-			"object":   "CSIDriver " + refDriverName,
-			"severity": "info",
-			"message":  defaultedSummary,
-			"line":     1.0, // the object's first line
+			"source":        f + ": document 1",
+			"object":        "CSIDriver " + refDriverName,
+			"severity":      "info",
+			"message":       defaultedSummary,
+			"line":          1.0, // the object's first line
+			"schemaVersion": 1.0,
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("-o json:\n got %v\nwant %v", got, want)

@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // conformancePrinter prints the results of `conformance` as they come: a
@@ -19,7 +20,8 @@ type conformancePrinter struct {
 	verbose int
 }
 
-func (p *conformancePrinter) object(v any) {
+func (p *conformancePrinter) object(v map[string]any) {
+	v["schemaVersion"] = csiclient.SchemaVersion
 	b, _ := json.Marshal(v)
 	fmt.Fprintf(p.s.Out, "%s\n", b)
 }
@@ -82,7 +84,7 @@ func (p *conformancePrinter) result(r conformance.Result) {
 			fs = append(fs, failure{f.Did, f.Needed, f.Section})
 		}
 		p.object(map[string]any{
-			"kind": "scenario", "name": r.Name, "status": r.Status, "duration_ms": ms(r.Duration),
+			"kind": "scenario", "name": r.Name, "status": r.Status, "result": scenarioResult(r.Status), "duration_ms": ms(r.Duration),
 			"message": r.Message, "failures": fs, "notes": nonNil(r.Notes), "calls": r.Calls,
 			"kubelet_specific": r.KubeletSpecific,
 		})
@@ -90,7 +92,7 @@ func (p *conformancePrinter) result(r conformance.Result) {
 	}
 	w := p.s.Out
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
-	line := fmt.Sprintf("%s  %-44s %9.1fms", status, r.Name, ms(r.Duration))
+	line := fmt.Sprintf("%s  %-44s %9.1fms", paletteFor(w).outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
 		line += "  " + r.Message
 	}
@@ -105,6 +107,18 @@ func (p *conformancePrinter) result(r conformance.Result) {
 			fmt.Fprintf(w, "      · %s\n", n)
 		}
 	}
+}
+
+// scenarioResult is a scenario's status in the words of every record's
+// "result".
+func scenarioResult(s conformance.Status) string {
+	switch s {
+	case conformance.Pass:
+		return csiclient.ResultOK
+	case conformance.Skip:
+		return csiclient.ResultSkipped
+	}
+	return csiclient.ResultFailed
 }
 
 func nonNil(s []string) []string {
@@ -123,9 +137,9 @@ func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
 		}
 	}
 	calls, callTime := rep.CallCount()
-	result := "pass"
+	result := csiclient.ResultOK
 	if rep.Failed() {
-		result = "fail"
+		result = csiclient.ResultFailed
 	}
 	if p.json {
 		m := map[string]any{
@@ -172,5 +186,6 @@ func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
 	if junit != "" {
 		fmt.Fprintf(w, "  junit       %s\n", junit)
 	}
-	fmt.Fprintf(w, "  result      %s\n", strings.ToUpper(result))
+	word := map[string]string{csiclient.ResultOK: "PASS", csiclient.ResultFailed: "FAIL"}[result]
+	fmt.Fprintf(w, "  result      %s\n", paletteFor(w).outcome(word))
 }

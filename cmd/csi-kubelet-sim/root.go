@@ -133,7 +133,10 @@ func completionUsage(c *cobra.Command, s streams) {
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, s streams) int {
+	out := newOutputSwitch(s.Out)
+	s.Out = out
 	root := newRootCommand(s)
+	structuredOutput(root, out)
 	root.SetArgs(args)
 	return report(root.ExecuteContext(ctx), s.Err)
 }
@@ -191,7 +194,7 @@ func noArgsError(cmd string, args []string) error {
 // take one of a few, in every command that has them.
 func completeFlagValues(c *cobra.Command) {
 	values := map[string][]string{
-		"output":          {"text", "json"},
+		"output":          outputValues,
 		"kubelet-version": readVersionInfo().Releases,
 	}
 	for flag, vs := range values {

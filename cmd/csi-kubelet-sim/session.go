@@ -265,10 +265,12 @@ func (ss *session) summary(out *node.Outcome, exit error) {
 	if l := out.Leftovers; l != nil && len(l.KubeletPaths) > 0 && l.Clean() {
 		p.Printf("  note        a real kubelet also leaves %s (removed here)\n", strings.Join(relPaths(ss.opts.RootDir, l.KubeletPaths), ", "))
 	}
+	// The error itself is printed once, on stderr, as the last line.
+	pal := paletteFor(ss.s.Out)
 	if exit != nil {
-		p.Printf("  result      %v\n", exit)
+		p.Printf("  result      %s (exit %d: the error is on stderr)\n", pal.outcome("FAILED"), exitCode(exit))
 	} else {
-		p.Printf("  result      OK\n")
+		p.Printf("  result      %s\n", pal.outcome("OK"))
 	}
 }
 

@@ -258,6 +258,7 @@ func printFindings(w io.Writer, output string, fs []located) {
 	if output == "json" {
 		enc := json.NewEncoder(w)
 		for _, f := range fs {
+			f.SchemaVersion = csiclient.SchemaVersion
 			_ = enc.Encode(f)
 		}
 		return

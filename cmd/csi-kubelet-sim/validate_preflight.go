@@ -23,6 +23,7 @@ import (
 // located is a finding with the line of the file it is about (0 when it
 // is about no line: the live driver's findings).
 type located struct {
+	SchemaVersion int `json:"schemaVersion"`
 	finding
 	Line int `json:"line,omitempty"`
 
@@ -37,7 +38,7 @@ type preflight struct {
 
 // at is a finding about the field path of the object read at src.
 func (p *preflight) at(src manifests.Source, obj, severity, path, msg string) located {
-	return located{finding{src.Object().String(), obj, severity, msg}, p.loader.Line(src, path), src.Object()}
+	return located{finding: finding{src.Object().String(), obj, severity, msg}, Line: p.loader.Line(src, path), src: src.Object()}
 }
 
 // problems turns what the loader refused into findings, one each.
@@ -65,7 +66,7 @@ func (p *preflight) problems(err error) []located {
 			out = append(out, located{finding: finding{Source: src, Severity: "error", Message: e.Error()}})
 			continue
 		}
-		out = append(out, located{finding{ie.Source.Object().String(), ie.Object, "error", ie.Message()}, ie.Source.Line, ie.Source.Object()})
+		out = append(out, located{finding: finding{ie.Source.Object().String(), ie.Object, "error", ie.Message()}, Line: ie.Source.Line, src: ie.Source.Object()})
 	}
 	return out
 }

@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// kubectl's output conventions through the built binary (issue 23): -o
+// yaml and -o jsonpath render every record -o json prints, on every
+// command that prints objects; every record has schemaVersion and a
+// result in the same words.
+func TestOutputYAMLAndJSONPath(t *testing.T) {
+	t.Parallel()
+	work := workDir(t)
+	drv := startRefDriver(t, work)
+	staged := sample(t, "staged")
+	csidriver := writeFile(t, work, "d.yaml", csiDriverNamed(refDriverName, ""))
+	for _, args := range [][]string{
+		{"plan", "-f", staged},
+		{"run", "-f", staged, "--endpoint", "unix://" + drv.Sock, "--root-dir", work + "/root"},
+		{"validate", "-f", csidriver},
+		{"version"},
+	} {
+		js := runSim(t, append(args, "-o", "json")...)
+		wantCode(t, js, 0)
+		records := strings.Split(strings.TrimSuffix(js.Stdout, "\n"), "\n")
+
+		y := runSim(t, append(args, "-o", "yaml")...)
+		wantCode(t, y, 0)
+		docs := strings.Split(y.Stdout, "---\n")
+		if len(docs) != len(records) {
+			t.Errorf("%v -o yaml: %d documents, -o json %d records", args, len(docs), len(records))
+		}
+		for _, d := range docs {
+			var m map[string]any
+			if err := yaml.Unmarshal([]byte(d), &m); err != nil || m["schemaVersion"] != 1.0 {
+				t.Errorf("%v -o yaml: document without schemaVersion 1 (%v):\n%s", args, err, d)
+				break
+			}
+		}
+
+		jp := runSim(t, append(args, "-o", "jsonpath={.schemaVersion} {.result}")...)
+		wantCode(t, jp, 0)
+		lines := strings.Split(strings.TrimSuffix(jp.Stdout, "\n"), "\n")
+		if len(lines) != len(records) {
+			t.Errorf("%v -o jsonpath: %d lines for %d records", args, len(lines), len(records))
+		}
+		for _, l := range lines {
+			if l != "1 OK" && l != "1 " {
+				t.Errorf("%v -o jsonpath: line %q, want \"1 OK\" (or no result for a step)", args, l)
+			}
+		}
+	}
+}
