@@ -41,7 +41,8 @@ func (p *TextPrinter) Call(c Call) {
 	if p.planned {
 		took = ""
 	}
-	fmt.Fprintf(p.w, "%3d %-9s %-14s %-21s %-8s %s  %s\n", c.Seq, c.Labels.Component, c.Labels.Operation, c.Method, result, took, headline(c))
+	fmt.Fprintf(p.w, "%*d %-*s %-*s %-*s %-*s %s  %s\n", seqWidth, c.Seq, componentWidth, c.Labels.Component, operationWidth, c.Labels.Operation,
+		methodWidth, c.Method, resultWidth, result, took, headline(c))
 	if c.Err != nil {
 		fmt.Fprintf(p.w, "      error: %v\n", c.Err)
 	}

@@ -109,7 +109,7 @@ func (ss *session) header() {
 		ss.text.Printf("  selinux     %s\n", ss.opts.selinux.Why)
 	}
 	if !ss.quiet {
-		ss.text.Printf("  # component operation      method                result   time     detail\n")
+		ss.text.Printf("%s", csiclient.TraceHeader())
 	}
 }
 
