@@ -239,6 +239,17 @@ var wantAPIVersion = map[string]string{
 	"MutatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
 }
 
+// Kinds lists the kinds the loader reads (every other kind is skipped with
+// a warning), sorted, for messages that name them.
+func Kinds() []string {
+	out := make([]string, 0, len(wantAPIVersion))
+	for k := range wantAPIVersion {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // loadDocument reads one object (or List), recording each of its problems;
 // the error returned is the one that stopped it from being read at all.
 func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {

@@ -239,3 +239,17 @@ func TestMissingReferences(t *testing.T) {
 		t.Errorf("references:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Kinds names every kind read, Namespace and MutatingWebhookConfiguration
+// included, once each.
+func TestKinds(t *testing.T) {
+	kinds := Kinds()
+	for _, k := range []string{"CSIDriver", "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume", "PersistentVolumeClaim", "Pod", "Secret", "ServiceAccount", "VolumeAttachment"} {
+		if !slices.Contains(kinds, k) {
+			t.Errorf("Kinds() %v lacks %s", kinds, k)
+		}
+	}
+	if !slices.IsSorted(kinds) || len(slices.Compact(slices.Clone(kinds))) != len(kinds) {
+		t.Errorf("Kinds() %v: not sorted or not unique", kinds)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 )
 
 // conformancePrinter prints the results of `conformance` as they come: a
@@ -66,7 +67,7 @@ func listOrNone(s []string) string {
 
 func (p *conformancePrinter) start(sc conformance.Scenario) {
 	if !p.json && p.verbose > 0 {
-		fmt.Fprintf(p.s.Out, "=== %s: %s (docs/kubelet.md §%s)\n", sc.Name, sc.Checks, sc.Section)
+		fmt.Fprintf(p.s.Out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, docsRef()))
 	}
 }
 
@@ -94,12 +95,12 @@ func (p *conformancePrinter) result(r conformance.Result) {
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
 	line := fmt.Sprintf("%s  %-44s %9.1fms", paletteFor(w).outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
-		line += "  " + r.Message
+		line += "  " + docs.WithLinks(r.Message, docsRef())
 	}
 	fmt.Fprintln(w, line)
 	if r.Status == conformance.Fail {
 		for _, f := range r.Failures {
-			fmt.Fprintf(w, "      %s\n", f)
+			fmt.Fprintf(w, "      %s\n", docs.WithLinks(f.String(), docsRef()))
 		}
 	}
 	if p.verbose > 0 {

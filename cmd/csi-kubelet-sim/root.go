@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 )
 
 // Exit codes (README, "Exit codes").
@@ -151,7 +153,7 @@ func report(err error, w io.Writer) int {
 	if !errors.As(err, &ee) && isCobraUsageError(err) {
 		code = exitUsage
 	}
-	fmt.Fprintf(w, "csi-kubelet-sim: %v\n", err)
+	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(err.Error(), docsRef()))
 	return code
 }
 

@@ -170,6 +170,7 @@ func (ss *session) exitErr(out *node.Outcome) error {
 		if timedOut != "" {
 			msg += fmt.Sprintf(" (%s did not answer within --timeout %s)", timedOut, ss.opts.Timeout)
 		}
+		msg += notFoundHint(out)
 		if driverFailed {
 			return withCode(exitFailed, errors.New(msg+ss.cleanupHint(out)))
 		}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
+)
+
+// An error that cites docs/kubelet.md gives the section's address too,
+// at the tool's version (main for a build without a release tag).
+func TestReportLinksDocs(t *testing.T) {
+	var buf bytes.Buffer
+	report(errors.New("volume_mount_group not sent (docs/kubelet.md §7.1)"), &buf)
+	want := "(docs/kubelet.md §7.1 <" + docs.Repository + "/blob/main/docs/kubelet.md#71-handing-fsgroup-to-the-driver-volume_mount_group>)"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("report: %q, want %q in it", buf.String(), want)
+	}
+}
+
+func TestDocsRef(t *testing.T) {
+	defer func(v string) { version = v }(version)
+	for v, want := range map[string]string{"v1.4.0": "v1.4.0", "v1.4.0-3-gabc": "main", "dev": "main"} {
+		version = v
+		if got := docsRef(); got != want {
+			t.Errorf("version %s: docs at %s, want %s", v, got, want)
+		}
+	}
+}
