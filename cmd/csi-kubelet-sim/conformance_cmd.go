@@ -39,6 +39,7 @@ type conformanceOptions struct {
 	NodeName         string
 	Verbose          int
 	Parallel         int
+	List             bool
 	admission        admissionOptions
 
 	endpoint    csiclient.Endpoint
@@ -59,6 +60,7 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
 	fs.StringVar(&o.Focus, "focus", "", "run only the scenarios whose name matches this regexp")
 	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
+	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
 	fs.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "text, or json (one object per scenario, then a summary)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
@@ -197,6 +199,9 @@ func newConformanceCommand(s streams) *cobra.Command {
 		Example: conformanceExample,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Filenames = filesFrom(o.Filenames, args)
+			if o.List {
+				return printScenarioList(s.Out, o.Output)
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -208,6 +213,8 @@ func newConformanceCommand(s streams) *cobra.Command {
 	}
 	o.addFlags(c.Flags())
 	markFilenameFlag(c)
+	_ = c.RegisterFlagCompletionFunc("focus", completeFocus)
+	_ = c.RegisterFlagCompletionFunc("skip", completeFocus)
 	return c
 }
 
@@ -244,7 +251,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	if err := o.checkSelection(info, obj, host); err != nil {
 		return err
 	}
-	p := &conformancePrinter{s: s, json: o.Output == "json", verbose: o.Verbose}
+	p := &conformancePrinter{s: s, json: o.Output == "json", verbose: o.Verbose, rerun: o.rerunHint}
 	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg := conformance.Config{
 		Conn:             dialer,

@@ -19,6 +19,8 @@ type conformancePrinter struct {
 	s       streams
 	json    bool
 	verbose int
+	// rerun is the command line that runs one scenario again.
+	rerun func(name string) string
 }
 
 func (p *conformancePrinter) object(v map[string]any) {
@@ -101,6 +103,9 @@ func (p *conformancePrinter) result(r conformance.Result) {
 	if r.Status == conformance.Fail {
 		for _, f := range r.Failures {
 			fmt.Fprintf(w, "      %s\n", docs.WithLinks(f.String(), docsRef()))
+		}
+		if p.rerun != nil {
+			fmt.Fprintf(w, "      rerun just this one: %s\n", p.rerun(r.Name))
 		}
 	}
 	if p.verbose > 0 {

@@ -29,3 +29,19 @@ func TestDocsRef(t *testing.T) {
 		}
 	}
 }
+
+// --focus and --skip complete to regexps that select one scenario each;
+// --list needs no driver.
+func TestConformanceFocusCompletion(t *testing.T) {
+	stdout, _, _ := cli(t, "", "__complete", "conformance", "--focus", "")
+	if !strings.HasPrefix(stdout, "^registration/node-info$\t") || !strings.Contains(stdout, "^lifecycle/persistent$\t") {
+		t.Errorf("--focus completion: %q", stdout)
+	}
+	list, _, code := cli(t, "", "conformance", "--list")
+	if code != 0 || strings.Count(list, "\n") != strings.Count(stdout, "\n")-1 {
+		t.Errorf("--list: exit %d\n%s", code, list)
+	}
+	if got := (&conformanceOptions{Endpoint: "/run/csi it.sock", Filenames: []string{"d.yaml"}}).rerunHint("lifecycle/persistent"); got != `csi-kubelet-sim conformance --endpoint '/run/csi it.sock' -f d.yaml --focus '^lifecycle/persistent$' -v` {
+		t.Errorf("rerun hint: %s", got)
+	}
+}
