@@ -54,3 +54,31 @@ func TestOutputYAMLAndJSONPath(t *testing.T) {
 		}
 	}
 }
+
+// The --report page of `run` says what ran against what and how it ended,
+// at the top: driver and version, endpoint, node, kubelet release, gates,
+// the verdict and what was left behind (issue 23).
+func TestReportHeader(t *testing.T) {
+	t.Parallel()
+	work := workDir(t)
+	drv := startRefDriver(t, work)
+	page := work + "/run.html"
+	r := runSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock, "--root-dir", work+"/root", "--node-name", "node-7", "--report", page)
+	wantCode(t, r, 0)
+	html := readFile(page)
+	for _, want := range []string{
+		"<title>csi-kubelet-sim run: 1 pod, kubelet 1.37",
+		`<p id="verdict" class="verdict ok">Verdict: OK</p>`,
+		`<p id="left-behind"><b>Left behind:</b> nothing`,
+		`<td id="driver">` + refDriverName + ` 0.1.0</td>`,
+		`<td id="endpoint">unix://` + drv.Sock + `</td>`,
+		`<td id="node">node-7</td>`,
+		`<td id="kubelet">kubelet 1.37`,
+		`<td id="gates">`,
+		`NodePublishVolume</span>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page has no %s", want)
+		}
+	}
+}

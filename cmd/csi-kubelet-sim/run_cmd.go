@@ -112,7 +112,7 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	}
 	out := ss.lifecycle(ctx, ss.plan(ctx, o.hold, o.runningSchedule()))
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %d pods, %s", out.Pods, o.release.Describe())); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
 	if o.JUnit != "" {
