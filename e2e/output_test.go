@@ -82,3 +82,37 @@ func TestReportHeader(t *testing.T) {
 		}
 	}
 }
+
+// plan --report and conformance --report write their pages: plan's
+// planned calls; conformance's scenarios as rows, a failed scenario with
+// its calls, the failed call marked (issue 23).
+func TestReportPlanAndConformance(t *testing.T) {
+	t.Parallel()
+	work := workDir(t)
+	planPage := work + "/plan.html"
+	r := runSim(t, "plan", "-f", sample(t, "staged"), "--report", planPage)
+	wantCode(t, r, 0)
+	html := readFile(planPage)
+	for _, want := range []string{"<title>csi-kubelet-sim plan: 1 pod", `<td id="driver">` + refDriverName + ` planned</td>`, "NodeStageVolume</span>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("plan page has no %s", want)
+		}
+	}
+
+	drv := startRefDriver(t, work, "--fault", "NodeUnpublishVolume=Internal")
+	confPage := work + "/conformance.html"
+	r = runSim(t, "conformance", "--endpoint", "unix://"+drv.Sock, "--report", confPage)
+	wantCode(t, r, 1)
+	html = readFile(confPage)
+	for _, want := range []string{
+		`<p id="verdict" class="verdict failed">FAILED: `,
+		`<tr class="fail" data-scenario="lifecycle/persistent"><td class="res">FAIL</td>`,
+		`<tr class="pass" data-scenario="registration/node-info"><td class="res">PASS</td>`,
+		`<tr class="failed"><td>NodeUnpublishVolume</td>`,
+		`<td id="driver">` + refDriverName + ` 0.1.0</td>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("conformance page has no %s", want)
+		}
+	}
+}

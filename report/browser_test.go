@@ -138,3 +138,54 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Errorf("screenshot %s: %v, %d bytes; want a picture of the page", shot, err, st.Size())
 	}
 }
+
+// The conformance page in a browser at 1280 px: no script error, a row per
+// scenario (pass, fail, skip), the failed scenario open on its calls with
+// the failed call marked, the header and verdict at the top.
+func TestConformanceHTMLInChromium(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no %s (install it with `make chromium`)", chromium)
+	}
+	rows := []ScenarioRow{
+		{Name: "registration/node-info", Result: "PASS", Duration: 3 * time.Millisecond, Calls: []ScenarioCall{{Method: "NodeGetInfo", Result: "OK", Duration: time.Millisecond}}},
+		{Name: "lifecycle/persistent", Result: "FAIL", Duration: 40 * time.Millisecond,
+			Failures: []string{"NodeUnpublishVolume failed: Internal; the kubelet retries until it succeeds (docs/kubelet.md §1.7)"},
+			Calls: []ScenarioCall{
+				{Method: "NodeStageVolume", Operation: "MountDevice", Result: "OK", Duration: 5 * time.Millisecond},
+				{Method: "NodeUnpublishVolume", Operation: "TearDown", Result: "Internal", Err: "rpc error: code = Internal desc = <i>busy</i>", Failed: true},
+			}},
+		{Name: "lifecycle/ephemeral", Result: "SKIP", Message: "no CSIDriver object given"},
+	}
+	hdr := Header{Driver: "ref.csi.kubelet-sim.io", DriverVersion: "0.1.0", Endpoint: "unix:///s.sock", Node: "n", Kubelet: "kubelet 1.37", Verdict: "1 passed, 1 failed, 1 skipped", Failed: true}
+	var buf bytes.Buffer
+	if err := WriteConformanceHTML(&buf, "conformance: ref.csi.kubelet-sim.io", hdr, rows); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "conformance.html")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, logs := runChromium(t, "--window-size=1280,1000", "--dump-dom", "file://"+file)
+	if strings.Contains(logs, "Uncaught") {
+		t.Errorf("script errors in the browser:\n%s", logs)
+	}
+	for _, want := range []string{
+		`data-rows="3"`, `data-failed-calls="1"`,
+		`<tr class="fail" data-scenario="lifecycle/persistent"><td class="res">FAIL</td>`,
+		`<tr class="failed"><td>NodeUnpublishVolume</td>`, "&lt;i&gt;busy&lt;/i&gt;",
+		`<details open="">`, `<td id="driver">ref.csi.kubelet-sim.io 0.1.0</td>`,
+		`<p id="verdict" class="verdict failed">FAILED: 1 passed, 1 failed, 1 skipped</p>`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the rendered DOM has no %s", want)
+		}
+	}
+	shot := filepath.Join(t.TempDir(), "conformance.png")
+	if keep := os.Getenv("REPORT_SCREENSHOT_CONFORMANCE"); keep != "" {
+		shot = keep
+	}
+	runChromium(t, "--window-size=1280,700", "--screenshot="+shot, "file://"+file)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Errorf("screenshot %s: %v", shot, err)
+	}
+}

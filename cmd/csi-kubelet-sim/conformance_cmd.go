@@ -40,6 +40,7 @@ type conformanceOptions struct {
 	Verbose          int
 	Parallel         int
 	List             bool
+	Report           string
 	admission        admissionOptions
 
 	endpoint    csiclient.Endpoint
@@ -62,6 +63,7 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
 	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
 	fs.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
+	fs.StringVar(&o.Report, "report", "", "also write an HTML report (the scenarios as rows, a failure with its calls) to this file")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "text, or json (one object per scenario, then a summary)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
 	fs.StringVar(&o.KubeletVersion, "kubelet-version", o.KubeletVersion, "the kubelet release to reproduce, "+node.SupportedReleases())
@@ -291,10 +293,13 @@ func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrint
 	if o.JUnit != "" {
 		junitErr = writeJUnit(o.JUnit, rep)
 	}
+	reportErr := o.writeConformanceReport(rep)
 	p.summary(rep, o.JUnit)
 	switch {
 	case junitErr != nil:
 		return withCode(exitEnvironment, fmt.Errorf("--junit: %w", junitErr))
+	case reportErr != nil:
+		return withCode(exitEnvironment, reportErr)
 	case rep.Interrupted:
 		return withCode(exitInterrupted, errors.New("interrupted; the running scenario was torn down and cleaned up"))
 	case rep.Failed():
