@@ -57,13 +57,14 @@ func TestOutputYAMLAndJSONPath(t *testing.T) {
 
 // The --report page of `run` says what ran against what and how it ended,
 // at the top: driver and version, endpoint, node, kubelet release, gates,
-// the verdict and what was left behind (issue 23).
+// the verdict and what was left behind; then the pod's story (issue 23).
 func TestReportHeader(t *testing.T) {
 	t.Parallel()
 	work := workDir(t)
 	drv := startRefDriver(t, work)
 	page := work + "/run.html"
-	r := runSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock, "--root-dir", work+"/root", "--node-name", "node-7", "--report", page)
+	r := runSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock, "--root-dir", work+"/root", "--node-name", "node-7", "--report", page,
+		"--hold", "500ms", "--volume-stats-agg-period", "100ms")
 	wantCode(t, r, 0)
 	html := readFile(page)
 	for _, want := range []string{
@@ -76,6 +77,9 @@ func TestReportHeader(t *testing.T) {
 		`<td id="kubelet">kubelet 1.37`,
 		`<td id="gates">`,
 		`NodePublishVolume</span>`,
+		// The pod's story, its stats rounds marked while it runs.
+		`<g class="phase" data-phase="registration">`, `<g class="phase" data-phase="running">`,
+		`<g class="phase" data-phase="teardown">`, `data-kind="stats"`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the page has no %s", want)

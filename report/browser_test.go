@@ -44,8 +44,8 @@ var (
 )
 
 type rendered struct {
-	lanes, bars, hists, svgWidth, overlaps, window, overflow int
-	errors                                                   string
+	lanes, bars, hists, svgWidth, overlaps, window, overflow, pageOverflow int
+	errors                                                                 string
 }
 
 // openInChromium renders a page at 1280 pixels wide (after #hash) and
@@ -66,7 +66,7 @@ func openInChromium(t *testing.T, file, hash string) (string, rendered) {
 	}
 	n := func(k string) int { v, _ := strconv.Atoi(a[k]); return v }
 	return dom, rendered{lanes: n("lanes"), bars: n("bars"), hists: n("hists"), errors: a["errors"],
-		svgWidth: n("svg-width"), overlaps: n("label-overlaps"), window: n("window-width"), overflow: n("overflow")}
+		svgWidth: n("svg-width"), overlaps: n("label-overlaps"), window: n("window-width"), overflow: n("overflow"), pageOverflow: n("page-overflow")}
 }
 
 // The page of a 110-pod run, opened in a real browser at 1280 pixels: its
@@ -84,8 +84,8 @@ func TestHTMLInChromium(t *testing.T) {
 	play(synthetic(110), stats, rec)
 	sum := stats.Summary()
 	hdr := Header{
-		Command: "load", Driver: "ref.csi.kubelet-sim.io", DriverVersion: "0.1.0", Endpoint: "unix:///run/csi/csi.sock",
-		Node: "node-1", Kubelet: "kubelet 1.37", Gates: "SELinuxMount=true", Failed: true,
+		Command: "run", Driver: "ref.csi.kubelet-sim.io", DriverVersion: "0.1.0", Endpoint: "unix:///run/csi/csi.sock",
+		Node: "node-1", Kubelet: "kubelet 1.37", Gates: "CSIServiceAccountTokenSecrets=true,CSIVolumeHealth=false,MutableCSINodeAllocatableCount=true,RecoverVolumeExpansionFailure=true,SELinuxChangePolicy=true,SELinuxMount=true", Failed: true,
 		Verdict: `NodePublishVolume failed: rpc error: code = Internal desc = <b>disk</b> full`, LeftBehind: "nothing",
 	}
 	var buf bytes.Buffer
@@ -100,6 +100,9 @@ func TestHTMLInChromium(t *testing.T) {
 	if r.lanes != 112 || r.bars != 662 || r.hists != 7 || r.errors != "" {
 		t.Errorf("browser saw lanes=%d bars=%d hists=%d errors=%q; want 112 lanes, 662 bars (every call), 7 histograms, no errors", r.lanes, r.bars, r.hists, r.errors)
 	}
+	if r.pageOverflow > 0 {
+		t.Errorf("the page is %d px wider than the 1280 px window", r.pageOverflow)
+	}
 	if r.window != 1280 || r.overflow > 0 {
 		t.Errorf("the timeline is %d px wide in a %d px window, %d px more than its box: it should fit", r.svgWidth, r.window, r.overflow)
 	}
@@ -110,11 +113,13 @@ func TestHTMLInChromium(t *testing.T) {
 		`<p id="verdict" class="verdict failed">FAILED: NodePublishVolume failed: rpc error: code = Internal desc = &lt;b&gt;disk&lt;/b&gt; full</p>`,
 		`<p id="left-behind"><b>Left behind:</b> nothing</p>`,
 		`<td id="driver">ref.csi.kubelet-sim.io 0.1.0</td>`, `<td id="endpoint">unix:///run/csi/csi.sock</td>`,
-		`<td id="node">node-1</td>`, `<td id="kubelet">kubelet 1.37</td>`, `<td id="gates">SELinuxMount=true</td>`,
+		`<td id="node">node-1</td>`, `<td id="kubelet">kubelet 1.37</td>`, `<td id="gates">CSIServiceAccountTokenSecrets=true,CSIVolumeHealth=false,MutableCSINodeAllocatableCount=true,RecoverVolumeExpansionFailure=true,SELinuxChangePolicy=true,SELinuxMount=true</td>`,
 		`<i style="background: #31a354"></i>NodePublishVolume</span>`, `<i class="err" style="background: #d62728"></i>failed or timed out (red outline)`,
 		`<rect class="bar err" data-result="Internal"`, "\nerror: rpc error: code = Internal",
 		`<table class="sum" id="summary">`, `<section class="hist" data-method="NodePublishVolume">`, `data-key="default/app-109 pv-109"`,
 		`id="zoom-in"`,
+		// A run's page tells the pod's story.
+		`<g class="phase" data-phase="stage">`, `<g class="phase" data-phase="teardown">`, `id="story-legend"`,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered DOM has no %s", want)

@@ -56,6 +56,7 @@ func laneKey(r Record) string {
 type page struct {
 	Title     string
 	Header    Header
+	Story     *story // the pod's story, on a run's page
 	Sum       Summary
 	Drawn     int
 	Seen      int64
@@ -140,6 +141,9 @@ func WriteHTMLWithHeader(w io.Writer, title string, hdr Header, rec Recorded, su
 		Generated: time.Now().UTC().Format(time.RFC3339),
 	}
 	p.Capped = p.Seen > int64(p.Drawn)
+	if hdr.Command == "run" {
+		p.Story = drawStory(rec.Records)
+	}
 	p.Timeline, p.Legend = drawTimeline(rec.Records)
 	p.Histos = drawHistograms(sum)
 	if err := pageTemplate().Execute(w, p); err != nil {

@@ -52,7 +52,7 @@ svg .hbar:hover { fill: #23466f; }
 input#filter { font: inherit; padding: .2em .4em; width: 22em; }
 table.ran { border-collapse: collapse; margin: .3em 0 .6em; }
 table.ran th { text-align: left; font-weight: 600; padding: .1em 1em .1em 0; color: #555; }
-table.ran td { padding: .1em 0; }
+table.ran td { padding: .1em 0; overflow-wrap: anywhere; }
 .verdict { font-size: 1.15em; font-weight: 600; padding: .4em .7em; border-radius: 4px; display: inline-block; margin: .2em 0; }
 .verdict.ok { background: #e3f4e8; color: #1d6b36; border: 1px solid #8cc9a0; }
 .verdict.failed { background: #fde5e5; color: #9b1c1c; border: 1px solid #e39b9b; }
@@ -78,6 +78,15 @@ svg rect.bar.err { stroke: #d62728; stroke-width: 2; }
 The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS {{printf "%.1f" (mib .Sum.Process.PeakRSSBytes)}} MiB. Generated {{.Generated}}.</p>
 {{if .Capped}}<p class="warn" id="capped">The timeline draws the first {{.Drawn}} of the run's {{.Seen}} calls; the table and the histograms count them all.</p>{{end}}
 
+{{with .Story}}<h2>The pod's story</h2>
+<p>Registration, stage, publish, the running pod and its teardown on one time axis; the running pod's republish and stats rounds are marked where they happened (hover for each).</p>
+<p class="legend" id="story-legend">{{range .Phases}}<span><i style="background: {{.Color}}"></i>{{.Name}}</span>{{end}}{{if .Marks}}<span>▲ republish (dark green), stats (yellow), expand (blue); red: failed</span>{{end}}</p>
+<svg id="story" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}">
+<g class="axis">{{range .Ticks}}<line x1="{{.X}}" x2="{{.X}}" y1="16" y2="100%"></line><text x="{{.X}}" y="12" text-anchor="middle">{{.Label}}</text>{{end}}</g>
+{{range .Phases}}<g class="phase" data-phase="{{.Name}}"><rect x="{{.X}}" y="22" width="{{.W}}" height="20" fill="{{.Color}}"><title>{{.Title}}</title></rect></g>
+{{end}}{{range .Marks}}<path class="round" data-kind="{{.Kind}}" d="M{{.X}} 44 l-4 7 h8 z" fill="{{.Color}}"><title>{{.Title}}</title></path>
+{{end}}</svg>
+{{end}}
 <h2>Calls per method</h2>
 <table class="sum" id="summary">
 <tr><th>method</th><th>calls</th><th>errors</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>max ms</th><th>calls/s</th><th>in flight</th><th>errors by code</th></tr>
@@ -175,6 +184,7 @@ The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS 
   m.setAttribute("data-svg-width", Math.round(svg.getBoundingClientRect().width));
   var box = svg.parentNode;
   m.setAttribute("data-overflow", box.scrollWidth - box.clientWidth);
+  m.setAttribute("data-page-overflow", document.documentElement.scrollWidth - document.documentElement.clientWidth);
   m.setAttribute("data-label-overlaps", overlaps);
   m.setAttribute("data-window-width", window.innerWidth);
   m.setAttribute("data-errors", errors.join("; "));
