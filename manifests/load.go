@@ -41,6 +41,7 @@ type Loader struct {
 	problems []error
 	lines    map[Source]*lineIndex
 	files    []string
+	refused  map[string]bool // objects not stored for their errors, by ObjectName
 }
 
 // Files lists the files read (and "-"), in the order read.
@@ -62,6 +63,7 @@ func (l *Loader) Load(paths []string) (*Cluster, error) {
 	l.budget = &budget{limits: lim}
 	l.problems, l.files = nil, nil
 	l.lines = map[Source]*lineIndex{}
+	l.refused = map[string]bool{}
 	c := New()
 	for _, p := range paths {
 		if err := l.loadPath(c, p); err != nil {
@@ -326,6 +328,7 @@ func (l *Loader) admit(c *Cluster, src Source, obj any, strict []fieldProblem) e
 			l.problem(l.inputError(src, name, fieldPathOf(e), errors.New(e)))
 		}
 		if len(errs) > 0 && !l.NoValidation {
+			l.refused[name] = true
 			return nil
 		}
 	}

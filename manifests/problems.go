@@ -85,14 +85,22 @@ func typeErrorPath(err error) string {
 }
 
 // WithReferences adds, to the problems of a Load that failed, every
-// reference of what could be read that leads nowhere, so that a command
-// refusing its input shows all of it at once. A clean input is left to
-// the kubelet, which meets a missing object where a real one would.
+// reference of what could be read that leads nowhere and that the kubelet
+// would stop at, so that a command refusing its input shows all of it at
+// once. Left out: references to objects refused for their own errors
+// (already reported), and what only the API server's admission judges
+// (the simulator does not run it). A clean input is left to the kubelet,
+// which meets a missing object where a real one would.
 func (l *Loader) WithReferences(c *Cluster, err error) error {
 	if err == nil || c == nil {
 		return err
 	}
-	refs := c.MissingReferences()
+	var refs []Reference
+	for _, r := range c.MissingReferences() {
+		if !r.Admission && !l.refused[r.Target] {
+			refs = append(refs, r)
+		}
+	}
 	if len(refs) == 0 {
 		return err
 	}

@@ -20,6 +20,10 @@ type Reference struct {
 	// "warning".
 	Severity string
 	Message  string
+	// Target is the object named ("Secret ns/s"); Admission: only the API
+	// server's admission judges it (the ServiceAccount), not the kubelet.
+	Target    string
+	Admission bool
 }
 
 // storageClassGetter is what a cluster that loads StorageClass objects
@@ -81,7 +85,8 @@ func (c *Cluster) pvReferences(pv *corev1.PersistentVolume) []Reference {
 		}
 		if _, ok := c.Secret(r.ref.Namespace, r.ref.Name); !ok {
 			out = append(out, Reference{src, obj, "spec.csi." + r.field, "error",
-				fmt.Sprintf("spec.csi.%s: Secret %s/%s not found: the kubelet fails %s without it (add the Secret to the input)", r.field, r.ref.Namespace, r.ref.Name, r.call)})
+				fmt.Sprintf("spec.csi.%s: Secret %s/%s not found: the kubelet fails %s without it (add the Secret to the input)", r.field, r.ref.Namespace, r.ref.Name, r.call),
+				"Secret " + r.ref.Namespace + "/" + r.ref.Name, false})
 		}
 	}
 	return out
@@ -98,11 +103,13 @@ func (c *Cluster) claimReferences(pvc *corev1.PersistentVolumeClaim) []Reference
 	pv, ok := c.PersistentVolume(pvc.Spec.VolumeName)
 	if !ok {
 		return []Reference{{src, obj, "spec.volumeName", "error",
-			fmt.Sprintf("spec.volumeName: PersistentVolume %q not found (add it to the input)", pvc.Spec.VolumeName)}}
+			fmt.Sprintf("spec.volumeName: PersistentVolume %q not found (add it to the input)", pvc.Spec.VolumeName),
+			"PersistentVolume " + pvc.Spec.VolumeName, false}}
 	}
 	if ref := pv.Spec.ClaimRef; ref != nil && (ref.Name != pvc.Name || (ref.Namespace != "" && ref.Namespace != pvc.Namespace)) {
 		return []Reference{{src, obj, "spec.volumeName", "error",
-			fmt.Sprintf("spec.volumeName: PersistentVolume %s is bound to %s/%s (its spec.claimRef), not to this claim", pv.Name, ref.Namespace, ref.Name)}}
+			fmt.Sprintf("spec.volumeName: PersistentVolume %s is bound to %s/%s (its spec.claimRef), not to this claim", pv.Name, ref.Namespace, ref.Name),
+			"PersistentVolume " + pv.Name, false}}
 	}
 	return nil
 }
@@ -117,10 +124,11 @@ func (c *Cluster) unboundClaim(src Source, obj string, pvc *corev1.PersistentVol
 			return nil
 		}
 		return []Reference{{src, obj, "spec.storageClassName", "error",
-			fmt.Sprintf("spec.storageClassName: StorageClass %q not found, so no PersistentVolume can be provisioned for the claim (add it, or bind the claim with spec.volumeName)", *class)}}
+			fmt.Sprintf("spec.storageClassName: StorageClass %q not found, so no PersistentVolume can be provisioned for the claim (add it, or bind the claim with spec.volumeName)", *class),
+			"StorageClass " + *class, false}}
 	}
 	return []Reference{{src, obj, "spec.volumeName", "error",
-		"spec.volumeName: the claim names no PersistentVolume: the kubelet mounts bound claims only (set spec.volumeName to a PersistentVolume of the input)"}}
+		"spec.volumeName: the claim names no PersistentVolume: the kubelet mounts bound claims only (set spec.volumeName to a PersistentVolume of the input)", "", false}}
 }
 
 // podReferences: the claims, inline Secrets, inline drivers' CSIDrivers
@@ -129,14 +137,14 @@ func (c *Cluster) podReferences(p *corev1.Pod) []Reference {
 	src := c.SourceOf("Pod", p.Namespace, p.Name)
 	obj := "Pod " + p.Namespace + "/" + p.Name
 	var out []Reference
-	add := func(path, format string, args ...any) {
-		out = append(out, Reference{src, obj, path, "error", path + ": " + fmt.Sprintf(format, args...)})
+	add := func(target, path, format string, args ...any) {
+		out = append(out, Reference{src, obj, path, "error", path + ": " + fmt.Sprintf(format, args...), target, false})
 	}
 	for i, v := range p.Spec.Volumes {
 		path := fmt.Sprintf("spec.volumes[%d]", i)
 		if claim := v.PersistentVolumeClaim; claim != nil && claim.ClaimName != "" {
 			if _, ok := c.PersistentVolumeClaim(p.Namespace, claim.ClaimName); !ok {
-				add(path+".persistentVolumeClaim.claimName", "PersistentVolumeClaim %s/%s not found (add it to the input)", p.Namespace, claim.ClaimName)
+				add("PersistentVolumeClaim "+p.Namespace+"/"+claim.ClaimName, path+".persistentVolumeClaim.claimName", "PersistentVolumeClaim %s/%s not found (add it to the input)", p.Namespace, claim.ClaimName)
 			}
 		}
 		inline := v.CSI
@@ -145,16 +153,16 @@ func (c *Cluster) podReferences(p *corev1.Pod) []Reference {
 		}
 		if ref := inline.NodePublishSecretRef; ref != nil && ref.Name != "" {
 			if _, ok := c.Secret(p.Namespace, ref.Name); !ok {
-				add(path+".csi.nodePublishSecretRef", "Secret %s/%s not found: the kubelet fails NodePublishVolume without it (inline volumes read it in the pod's namespace)", p.Namespace, ref.Name)
+				add("Secret "+p.Namespace+"/"+ref.Name, path+".csi.nodePublishSecretRef", "Secret %s/%s not found: the kubelet fails NodePublishVolume without it (inline volumes read it in the pod's namespace)", p.Namespace, ref.Name)
 			}
 		}
 		if inline.Driver == "" {
 			continue
 		}
 		if d, ok := c.CSIDriver(inline.Driver); !ok {
-			add(path+".csi.driver", "no CSIDriver named %q: the kubelet refuses inline volumes of a driver without one: volume mode \"Ephemeral\" not supported by driver %s (no CSIDriver object)", inline.Driver, inline.Driver)
+			add("CSIDriver "+inline.Driver, path+".csi.driver", "no CSIDriver named %q: the kubelet refuses inline volumes of a driver without one: volume mode \"Ephemeral\" not supported by driver %s (no CSIDriver object)", inline.Driver, inline.Driver)
 		} else if !slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral) {
-			add(path+".csi.driver", "volume mode \"Ephemeral\" not supported by driver %s (only supports %q)", d.Name, d.Spec.VolumeLifecycleModes)
+			add("CSIDriver "+d.Name, path+".csi.driver", "volume mode \"Ephemeral\" not supported by driver %s (only supports %q)", d.Name, d.Spec.VolumeLifecycleModes)
 		}
 	}
 	// Every namespace has "default" (the ServiceAccount controller makes
@@ -162,7 +170,8 @@ func (c *Cluster) podReferences(p *corev1.Pod) []Reference {
 	// admission refuses the pod.
 	if sa := p.Spec.ServiceAccountName; sa != "" && sa != "default" {
 		if _, ok := c.ServiceAccount(p.Namespace, sa); !ok {
-			add("spec.serviceAccountName", "ServiceAccount %s/%s not found: the API server refuses the pod (error looking up service account %s/%s: serviceaccount %q not found; add it to the input)", p.Namespace, sa, p.Namespace, sa, sa)
+			add("ServiceAccount "+p.Namespace+"/"+sa, "spec.serviceAccountName", "ServiceAccount %s/%s not found: the API server refuses the pod (error looking up service account %s/%s: serviceaccount %q not found; add it to the input)", p.Namespace, sa, p.Namespace, sa, sa)
+			out[len(out)-1].Admission = true
 		}
 	}
 	return out

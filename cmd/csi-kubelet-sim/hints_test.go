@@ -14,7 +14,10 @@ import (
 func TestReportLinksDocs(t *testing.T) {
 	var buf bytes.Buffer
 	report(errors.New("volume_mount_group not sent (docs/kubelet.md §7.1)"), &buf)
-	want := "(docs/kubelet.md §7.1 <" + docs.Repository + "/blob/main/docs/kubelet.md#71-handing-fsgroup-to-the-driver-volume_mount_group>)"
+	want := "(docs/kubelet.md §7.1 <" + docs.SectionURL("7.1", "main") + ">)"
+	if !strings.HasSuffix(docs.SectionURL("7.1", "main"), "#71-handing-fsgroup-to-the-driver-volume_mount_group") {
+		t.Errorf("§7.1's address: %s", docs.SectionURL("7.1", "main"))
+	}
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("report: %q, want %q in it", buf.String(), want)
 	}
