@@ -145,6 +145,9 @@ type Report struct {
 	// Calls counts every call made to the driver, CallTime their time.
 	Calls    int
 	CallTime time.Duration
+	// ScenarioCalls are the calls each scenario made (and the probe's,
+	// under "probe"), for the HTML report.
+	ScenarioCalls map[string][]csiclient.Call
 }
 
 // Counts returns how many scenarios passed, failed and were skipped.

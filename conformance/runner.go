@@ -123,8 +123,11 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 		// A volume a scenario may still hold is not deleted under it.
 		env.deleteVolumes(env.teardownContext(ctx))
 	}
+	rep.ScenarioCalls = map[string][]csiclient.Call{}
 	for _, nt := range env.allTraces() {
-		for _, c := range nt.trace.Calls() {
+		calls := nt.trace.Calls()
+		rep.ScenarioCalls[nt.scenario] = append(rep.ScenarioCalls[nt.scenario], calls...)
+		for _, c := range calls {
 			rep.Calls++
 			rep.CallTime += c.Duration
 		}

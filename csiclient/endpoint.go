@@ -41,6 +41,9 @@ func ParseEndpoint(s string) (Endpoint, error) {
 // so that a typo gives a clear message instead of a gRPC "Unavailable".
 func (e Endpoint) Check() error {
 	fi, err := os.Stat(string(e))
+	if os.IsNotExist(err) {
+		return fmt.Errorf("endpoint %s: %w%s", e, err, missingSocketHint(string(e)))
+	}
 	if err != nil {
 		return fmt.Errorf("endpoint %s: %w", e, err)
 	}

@@ -126,3 +126,28 @@ func TestDialerConnectionPerCall(t *testing.T) {
 		t.Errorf("NewStream succeeded")
 	}
 }
+
+// A missing socket's error names what its directory holds, sockets first,
+// or that the directory is empty or missing.
+func TestCheckMissingSocketLists(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(dir, "csi.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = Endpoint(filepath.Join(dir, "csi-typo.sock")).Check()
+	if err == nil || !strings.Contains(err.Error(), "no such file or directory; "+dir+" has sockets: csi.sock; other entries: notes.txt") {
+		t.Errorf("error %v", err)
+	}
+	empty := t.TempDir()
+	if err := Endpoint(filepath.Join(empty, "x.sock")).Check(); err == nil || !strings.Contains(err.Error(), empty+" is empty") {
+		t.Errorf("empty dir: %v", err)
+	}
+	if err := Endpoint(filepath.Join(empty, "no", "x.sock")).Check(); err == nil || !strings.Contains(err.Error(), "the directory "+filepath.Join(empty, "no")+" does not exist either") {
+		t.Errorf("missing dir: %v", err)
+	}
+}

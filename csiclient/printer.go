@@ -44,7 +44,8 @@ func (p *TextPrinter) Call(c Call) {
 	if p.planned {
 		took = ""
 	}
-	fmt.Fprintf(p.w, "%3d %-9s %-14s %-21s %-8s %s  %s\n", c.Seq, c.Labels.Component, c.Labels.Operation, c.Method, result, took, p.redactor.Text(headline(c)))
+	fmt.Fprintf(p.w, "%*d %-*s %-*s %-*s %-*s %s  %s\n", seqWidth, c.Seq, componentWidth, c.Labels.Component, operationWidth, c.Labels.Operation,
+		methodWidth, c.Method, resultWidth, result, took, p.redactor.Text(headline(c)))
 	if c.Err != nil {
 		fmt.Fprintf(p.w, "      error: %s\n", p.redactor.Text(c.Err.Error()))
 	}
@@ -227,36 +228,39 @@ func (p *JSONPrinter) write(v any) {
 
 // CallRecord is the JSON form of a call.
 type CallRecord struct {
-	Kind       string          `json:"kind"`
-	Seq        int             `json:"seq"`
-	Time       time.Time       `json:"time"`
-	Component  string          `json:"component"`
-	Operation  string          `json:"operation"`
-	Volume     string          `json:"volume,omitempty"`
-	Pod        string          `json:"pod,omitempty"`
-	Asking     string          `json:"asking,omitempty"`
-	Method     string          `json:"method"`
-	Request    json.RawMessage `json:"request"`
-	Response   json.RawMessage `json:"response,omitempty"`
-	Code       string          `json:"code"`
-	Error      string          `json:"error,omitempty"`
-	TimedOut   bool            `json:"timed_out,omitempty"`
-	DurationMS float64         `json:"duration_ms"`
+	SchemaVersion int             `json:"schemaVersion"`
+	Kind          string          `json:"kind"`
+	Seq           int             `json:"seq"`
+	Time          time.Time       `json:"time"`
+	Component     string          `json:"component"`
+	Operation     string          `json:"operation"`
+	Volume        string          `json:"volume,omitempty"`
+	Pod           string          `json:"pod,omitempty"`
+	Asking        string          `json:"asking,omitempty"`
+	Method        string          `json:"method"`
+	Request       json.RawMessage `json:"request"`
+	Response      json.RawMessage `json:"response,omitempty"`
+	Code          string          `json:"code"`
+	Result        string          `json:"result"`
+	Error         string          `json:"error,omitempty"`
+	TimedOut      bool            `json:"timed_out,omitempty"`
+	DurationMS    float64         `json:"duration_ms"`
 }
 
 // Record turns a call into its JSON form.
 func (r Redactor) Record(c Call) CallRecord {
 	rec := CallRecord{
-		Kind: "call", Seq: c.Seq, Time: c.Start.UTC(),
+		SchemaVersion: SchemaVersion, Kind: "call", Seq: c.Seq, Time: c.Start.UTC(),
 		Component: c.Labels.Component, Operation: c.Labels.Operation,
 		Volume: c.Labels.Volume, Pod: c.Labels.Pod, Asking: c.Labels.Asking,
 		Method: c.Method, Request: r.JSON(c.Request), Response: r.JSON(c.Response),
-		Code:       c.Code.String(),
+		Code: c.Code.String(), Result: ResultOK,
 		TimedOut:   c.TimedOut,
 		DurationMS: float64(c.Duration.Microseconds()) / 1000,
 	}
 	if c.Err != nil {
 		rec.Error = c.Err.Error()
+		rec.Result = ResultFailed
 	}
 	if c.Code == codes.OK {
 		rec.Code = "OK"
@@ -282,7 +286,7 @@ func (p *JSONPrinter) Step(s Step) {
 		level = "debug"
 	}
 	p.write(map[string]any{
-		"kind": "step", "time": s.Time.UTC(), "component": s.Labels.Component,
+		"schemaVersion": SchemaVersion, "kind": "step", "time": s.Time.UTC(), "component": s.Labels.Component,
 		"operation": s.Labels.Operation, "volume": s.Labels.Volume, "pod": s.Labels.Pod,
 		"level": level, "text": s.Text,
 	})
@@ -292,6 +296,9 @@ func (p *JSONPrinter) Step(s Step) {
 func (p *JSONPrinter) Object(v any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if m, ok := v.(map[string]any); ok {
+		m["schemaVersion"] = SchemaVersion
+	}
 	p.write(v)
 }
 

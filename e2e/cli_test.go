@@ -24,8 +24,8 @@ func TestCLIValidateEveryFile(t *testing.T) {
 		r := runSim(t, args...)
 		wantCode(t, r, 2)
 		oneLineError(t, r, "invalid field(s)")
-		if !strings.Contains(r.Stdout, "ERROR    "+bad+": document 1: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
-			!strings.Contains(r.Stdout, "INFO     "+good+": document 1: CSIDriver good.example.com: valid") {
+		if !strings.Contains(r.Stdout, "ERROR    "+bad+": document 1: line 4: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
+			!strings.Contains(r.Stdout, "INFO     "+good+": document 1: line 1: CSIDriver good.example.com: valid") {
 			t.Errorf("both files should be judged\n%s", r)
 		}
 	}

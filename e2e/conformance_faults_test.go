@@ -184,8 +184,8 @@ func TestConformanceFaults(t *testing.T) {
 			if len(pass)+len(fail)+len(skip) != len(conformanceScenarios) || !slices.Equal(c.order, conformanceScenarios) {
 				t.Errorf("scenarios %v, want all of %v", c.order, conformanceScenarios)
 			}
-			if c.summary.Failed != len(fail) || c.summary.Result != "fail" {
-				t.Errorf("summary failed=%d result=%q, want %d and fail", c.summary.Failed, c.summary.Result, len(fail))
+			if c.summary.Failed != len(fail) || c.summary.Result != "FAILED" {
+				t.Errorf("summary failed=%d result=%q, want %d and FAILED", c.summary.Failed, c.summary.Result, len(fail))
 			}
 			oneLineError(t, c.sim, "scenarios failed")
 

@@ -42,12 +42,21 @@ type vFinding struct {
 	Object   string `json:"object"`
 	Severity string `json:"severity"`
 	Message  string `json:"message"`
+	Line     int    `json:"line"` // the file's line; absent (0) for the live driver's findings
 }
 
 // textLine is how a finding reads in the text output: the severity in
-// capitals padded to 8 columns, then source, object and message.
+// capitals padded to 8 columns, then source (and line), object and
+// message; a problem of no object has none.
 func (f vFinding) textLine() string {
-	return fmt.Sprintf("%-8s %s: %s: %s", strings.ToUpper(f.Severity), f.Source, f.Object, f.Message)
+	src := f.Source
+	if f.Line > 0 {
+		src += fmt.Sprintf(": line %d", f.Line)
+	}
+	if f.Object == "" {
+		return fmt.Sprintf("%-8s %s: %s", strings.ToUpper(f.Severity), src, f.Message)
+	}
+	return fmt.Sprintf("%-8s %s: %s: %s", strings.ToUpper(f.Severity), src, f.Object, f.Message)
 }
 
 // wantFinding is an expected finding: Message exactly, or, for the
@@ -75,7 +84,7 @@ func (w wantFinding) matches(f vFinding) bool {
 
 func (w wantFinding) String() string {
 	if w.Contains == nil {
-		return vFinding{w.Source, w.Object, w.Severity, w.Message}.textLine()
+		return vFinding{Source: w.Source, Object: w.Object, Severity: w.Severity, Message: w.Message}.textLine()
 	}
 	return fmt.Sprintf("%-8s %s: %s: <containing %q>", strings.ToUpper(w.Severity), w.Source, w.Object, w.Contains)
 }
@@ -126,7 +135,8 @@ type validateRun struct {
 // runValidateBoth runs `validate args...` with -o text and -o json and
 // checks what holds for every run: the same exit code; stdout of -o json
 // is one JSON object per line with exactly the keys source, object,
-// severity and message; the text output is those findings, one line
+// severity and message, and line (a number) for a finding about a line of
+// a file; the text output is those findings, one line
 // each in the same order; stderr is empty on success and one line on
 // failure.
 func runValidateBoth(t *testing.T, args ...string) validateRun {
@@ -147,6 +157,18 @@ func runValidateBoth(t *testing.T, args ...string) validateRun {
 		}
 		keys := make([]string, 0, len(m))
 		for k, v := range m {
+			if k == "schemaVersion" {
+				if v != 1.0 {
+					t.Errorf("-o json: schemaVersion %v, want 1: %q", v, line)
+				}
+				continue
+			}
+			if k == "line" {
+				if n, ok := v.(float64); !ok || n < 1 {
+					t.Errorf("-o json: line is %v, want a line number: %q", v, line)
+				}
+				continue
+			}
 			keys = append(keys, k)
 			if _, ok := v.(string); !ok {
 				t.Errorf("-o json: %s is %T, want a string: %q", k, v, line)
@@ -253,7 +275,7 @@ func TestValidateValid(t *testing.T) {
 
 		text := runSim(t, "validate", "-f", f)
 		wantCode(t, text, 0)
-		if want := "INFO     " + f + ": document 1: CSIDriver " + refDriverName + ": " + defaultedSummary + "\n"; text.Stdout != want {
+		if want := "INFO     " + f + ": document 1: line 1: CSIDriver " + refDriverName + ": " + defaultedSummary + "\n"; text.Stdout != want {
 			t.Errorf("text output:\n got %q\nwant %q", text.Stdout, want)
 		}
 		if text.Stderr != "" {
@@ -266,15 +288,17 @@ func TestValidateValid(t *testing.T) {
 		if len(lines) != 1 {
 			t.Fatalf("-o json: want one line, got %d\n%s", len(lines), js)
 		}
-		var got map[string]string
+		var got map[string]any
 		if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
 			t.Fatalf("-o json: %v: %q", err, lines[0])
 		}
-		want := map[string]string{
-			"source":   f + ": document 1",
-			"object":   "CSIDriver " + refDriverName,
-			"severity": "info",
-			"message":  defaultedSummary,
+		want := map[string]any{
+			"source":        f + ": document 1",
+			"object":        "CSIDriver " + refDriverName,
+			"severity":      "info",
+			"message":       defaultedSummary,
+			"line":          1.0, // the object's first line
+			"schemaVersion": 1.0,
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("-o json:\n got %v\nwant %v", got, want)
@@ -512,7 +536,7 @@ func TestValidateTokensWarning(t *testing.T) {
 			want = append(want, wantFinding{Source: src, Object: obj, Severity: "info", Contains: []string{"valid; after defaulting: "}})
 			checkFindings(t, r, want)
 			if tc.warn {
-				if wantLine := "WARNING  " + src + ": " + obj + ": " + tokensInSecretsWarning + "\n"; !strings.HasPrefix(r.Text.Stdout, wantLine) {
+				if wantLine := "WARNING  " + src + ": line 1: " + obj + ": " + tokensInSecretsWarning + "\n"; !strings.HasPrefix(r.Text.Stdout, wantLine) {
 					t.Errorf("text output should start with\n%q\ngot\n%q", wantLine, r.Text.Stdout)
 				}
 			}
@@ -605,30 +629,36 @@ func TestValidateDriverNames(t *testing.T) {
 	}
 }
 
-// TestValidateBadInput: manifests that cannot be read: exit 2, nothing on
-// stdout, one line on stderr naming the file (README Inputs: unknown
-// fields are errors named by their path, file and document).
+// TestValidateBadInput: manifests that cannot be read are findings like
+// the others (the pre-flight shows every problem at once): an error at the
+// file, document and line, exit 2, and one line on stderr (README Inputs:
+// unknown fields are errors named by their path, file and document).
 func TestValidateBadInput(t *testing.T) {
 	cases := []struct {
 		name    string
 		content string // "" means: the file does not exist
-		want    []string
+		doc     string // the finding's source after the file name
+		line    int
+		want    string
 	}{
-		{name: "missing-file", want: []string{"no such file or directory"}},
+		{name: "missing-file", want: "no such file or directory"},
 		{
 			name:    "unknown-field",
 			content: csiDriverNamed("a.example.com", "  attachRequird: true\n"),
-			want:    []string{"document 1", `unknown field "spec.attachRequird"`},
+			doc:     ": document 1", line: 6,
+			want: `unknown field "spec.attachRequird" (did you mean "spec.attachRequired"?)`,
 		},
 		{
 			name:    "unknown-field-second-document",
 			content: csiDriverNamed("a.example.com", "") + "---\n" + csiDriverNamed("b.example.com", "  tokenRequests: [{audience: a, expiration: 600}]\n"),
-			want:    []string{"document 2", `unknown field "spec.tokenRequests[0].expiration"`},
+			doc:     ": document 2", line: 12,
+			want: `unknown field "spec.tokenRequests[0].expiration" (did you mean "spec.tokenRequests[0].expirationSeconds"?)`,
 		},
 		{
 			name:    "bad-yaml",
 			content: "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: a.example.com\nspec: [\n",
-			want:    []string{"document 1", "yaml"},
+			doc:     ": document 1", line: 6,
+			want: "yaml: ",
 		},
 	}
 	for _, tc := range cases {
@@ -639,13 +669,16 @@ func TestValidateBadInput(t *testing.T) {
 			if tc.content != "" {
 				writeFile(t, work, "csidriver.yaml", tc.content)
 			}
-			for _, out := range []string{"text", "json"} {
-				r := runSim(t, "validate", "-f", f, "-o", out)
-				wantCode(t, r, 2)
-				if r.Stdout != "" {
-					t.Errorf("-o %s: stdout not empty: %q", out, r.Stdout)
+			r := runValidateBoth(t, "-f", f)
+			wantCode(t, r.JSON, 2)
+			found := false
+			for _, fd := range r.Findings {
+				if fd.Severity == "error" && fd.Source == f+tc.doc && fd.Line == tc.line && strings.Contains(fd.Message, tc.want) {
+					found = true
 				}
-				oneLineError(t, r, append([]string{f}, tc.want...)...)
+			}
+			if !found {
+				t.Errorf("no error finding at %s%s line %d with %q:\n%s", f, tc.doc, tc.line, tc.want, r.Text.Stdout)
 			}
 		})
 	}

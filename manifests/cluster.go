@@ -8,6 +8,7 @@ package manifests
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,17 +22,30 @@ type Source struct {
 	File string
 	Doc  int
 	Item int // 0 when the object is not a List item
+	// Line is the file line a problem is on; 0 for an object's source.
+	Line int
 }
 
 func (s Source) String() string {
-	if s.File == "" {
+	var out string
+	switch {
+	case s.File == "":
 		return "(built in)"
+	case s.Doc == 0:
+		out = s.File
+	case s.Item > 0:
+		out = fmt.Sprintf("%s: document %d, items[%d]", s.File, s.Doc, s.Item-1)
+	default:
+		out = fmt.Sprintf("%s: document %d", s.File, s.Doc)
 	}
-	if s.Item > 0 {
-		return fmt.Sprintf("%s: document %d, items[%d]", s.File, s.Doc, s.Item-1)
+	if s.Line > 0 {
+		out += fmt.Sprintf(": line %d", s.Line)
 	}
-	return fmt.Sprintf("%s: document %d", s.File, s.Doc)
+	return out
 }
+
+// Object is the source of the object itself, without a problem's line.
+func (s Source) Object() Source { s.Line = 0; return s }
 
 // Cluster is the API server's view, as far as the kubelet reads it.
 type Cluster struct {
@@ -78,11 +92,27 @@ func (c *Cluster) Add(obj any, src Source) error {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	if prev, dup := c.sources[k]; dup {
-		return fmt.Errorf("%s: %s already defined at %s", src, k, prev)
+		return &InputError{Source: src, Object: ObjectName(obj), Err: fmt.Errorf("%s already defined at %s", ObjectName(obj), prev)}
 	}
 	c.sources[k] = src
 	c.store(obj)
 	return nil
+}
+
+// ObjectName names an object as kubectl does in messages: its kind, then
+// namespace/name or, cluster-scoped, its name ("Pod default/web",
+// "CSIDriver hostpath.csi.k8s.io").
+func ObjectName(obj any) string {
+	k, err := objectKey(obj)
+	if err != nil {
+		return fmt.Sprintf("%T", obj)
+	}
+	kind, rest, _ := strings.Cut(k, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	if ns == "" {
+		return kind + " " + name
+	}
+	return kind + " " + ns + "/" + name
 }
 
 func objectKey(obj any) (string, error) {

@@ -27,6 +27,12 @@ type budget struct {
 	objects int
 }
 
+// exceeded tells that a limit was passed: the reading stops there, since
+// the limits keep a run from an input too big to hold.
+func (b *budget) exceeded() bool {
+	return b.bytes > b.limits.Bytes || b.objects > b.limits.Objects
+}
+
 // countingReader fails a read that takes the run past its byte limit.
 type countingReader struct {
 	r io.Reader
@@ -53,7 +59,7 @@ func byteSize(n int64) string {
 func (l *Loader) countObject(src Source) error {
 	l.budget.objects++
 	if l.budget.objects > l.budget.limits.Objects {
-		return &InputError{src, fmt.Errorf("more than %d objects (documents and List items) in one run (the simulator's limit)", l.budget.limits.Objects)}
+		return &InputError{Source: src, Err: fmt.Errorf("more than %d objects (documents and List items) in one run (the simulator's limit)", l.budget.limits.Objects)}
 	}
 	return nil
 }

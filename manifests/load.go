@@ -1,58 +1,21 @@
 package manifests
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
-
-// InputError is a manifest the API server would refuse. It always names
-// the file and document.
-type InputError struct {
-	Source Source
-	Err    error
-}
-
-func (e *InputError) Error() string { return fmt.Sprintf("%s: %s", e.Source, oneLine(e.Err.Error())) }
-
-// oneLine joins a multi-line message (the YAML decoder lists its errors on
-// indented lines) into one line, so that every input error is one line.
-func oneLine(msg string) string {
-	if !strings.ContainsAny(msg, "\r\n") {
-		return msg
-	}
-	var b strings.Builder
-	for _, line := range strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' }) {
-		line = strings.TrimSpace(line)
-		switch {
-		case line == "":
-			continue
-		case b.Len() == 0:
-		case strings.HasSuffix(b.String(), ":"):
-			b.WriteString(" ")
-		default:
-			b.WriteString("; ")
-		}
-		b.WriteString(line)
-	}
-	return b.String()
-}
-func (e *InputError) Unwrap() error { return e.Err }
 
 // Loader reads manifests as `kubectl apply -f` would: files, directories
 // (their .yaml, .yml and .json files; with Recursive, those of their
@@ -72,10 +35,21 @@ type Loader struct {
 	// Limits bound one Load; zero fields take the defaults.
 	Limits Limits
 
-	budget *budget
+	budget   *budget
+	problems []error
+	lines    map[Source]*lineIndex
+	files    []string
+	refused  map[string]bool // objects not stored for their errors, by ObjectName
 }
 
-// Load reads every path into one cluster.
+// Files lists the files read (and "-"), in the order read.
+func (l *Loader) Files() []string { return l.files }
+
+// Load reads every path into one cluster. Every problem of every file is
+// collected (a pre-flight shows them all at once); the error is the one
+// problem, or Problems when there are several. The cluster holds what
+// could be read even then, for the validate command; only the limits stop
+// the reading early.
 func (l *Loader) Load(paths []string) (*Cluster, error) {
 	lim := l.Limits
 	if lim.Bytes <= 0 {
@@ -85,14 +59,36 @@ func (l *Loader) Load(paths []string) (*Cluster, error) {
 		lim.Objects = DefaultLimits.Objects
 	}
 	l.budget = &budget{limits: lim}
+	l.problems, l.files = nil, nil
+	l.lines = map[Source]*lineIndex{}
+	l.refused = map[string]bool{}
 	c := New()
 	for _, p := range paths {
 		if err := l.loadPath(c, p); err != nil {
-			return nil, err
+			l.problems = append(l.problems, err)
+		}
+		if l.budget.exceeded() {
+			break
 		}
 	}
-	return c, nil
+	switch len(l.problems) {
+	case 0:
+		return c, nil
+	case 1:
+		return c, l.problems[0]
+	}
+	return c, Problems(l.problems)
 }
+
+// Line is the file line of a field of the object read at src (a path
+// such as spec.volumes[0].csi.driver, or the deepest part of it the
+// manifest has); the object's first line for "".
+func (l *Loader) Line(src Source, path string) int {
+	return l.lines[src.Object()].line(path)
+}
+
+// problem records one problem of the input and goes on reading.
+func (l *Loader) problem(err error) { l.problems = append(l.problems, err) }
 
 func (l *Loader) loadPath(c *Cluster, p string) error {
 	if p == "-" {
@@ -120,46 +116,13 @@ func (l *Loader) loadPath(c *Cluster, p string) error {
 	}
 	for _, f := range files {
 		if err := l.loadFile(c, f); err != nil {
-			return err
+			l.problem(err)
+		}
+		if l.budget.exceeded() {
+			return nil
 		}
 	}
 	return nil
-}
-
-// manifestFiles lists the .yaml, .yml and .json files of dir in lexical
-// order; recursive, those of the whole tree (as kubectl -R walks it),
-// otherwise those of dir alone, and its subdirectories apart.
-func manifestFiles(dir string, recursive bool) (files, subdirs []string, err error) {
-	isManifest := func(name string) bool {
-		switch strings.ToLower(filepath.Ext(name)) {
-		case ".yaml", ".yml", ".json":
-			return true
-		}
-		return false
-	}
-	if recursive {
-		err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && isManifest(d.Name()) {
-				files = append(files, path)
-			}
-			return err
-		})
-		return files, nil, err
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, e := range entries {
-		switch {
-		case e.IsDir():
-			subdirs = append(subdirs, e.Name())
-		case isManifest(e.Name()):
-			files = append(files, filepath.Join(dir, e.Name()))
-		}
-	}
-	sort.Strings(files)
-	return files, subdirs, nil
 }
 
 func (l *Loader) loadFile(c *Cluster, name string) error {
@@ -172,23 +135,31 @@ func (l *Loader) loadFile(c *Cluster, name string) error {
 }
 
 func (l *Loader) loadStream(c *Cluster, name string, r io.Reader) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(&countingReader{r: r, b: l.budget}))
+	l.files = append(l.files, name)
+	docs := newDocReader(&countingReader{r: r, b: l.budget})
 	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
+		raw, start, err := docs.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
+		src := Source{File: name, Doc: doc}
 		if err != nil {
-			return &InputError{Source{File: name, Doc: doc}, err}
+			// The rest of the stream cannot be split into documents.
+			src.Line = start
+			return &InputError{Source: src, Err: err}
 		}
 		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
 			continue
 		}
-		if err := l.countObject(Source{File: name, Doc: doc}); err != nil {
+		if err := l.countObject(src); err != nil {
 			return err
 		}
-		if err := l.loadDocument(c, Source{File: name, Doc: doc}, raw); err != nil {
-			return err
+		l.lines[src] = newLineIndex(raw, start)
+		if err := l.loadDocument(c, src, raw); err != nil {
+			l.problem(err)
+		}
+		if l.budget.exceeded() {
+			return nil
 		}
 	}
 }
@@ -233,20 +204,37 @@ var wantAPIVersion = map[string]string{
 	"MutatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
 }
 
+// Kinds lists the kinds the loader reads (every other kind is skipped with
+// a warning), sorted, for messages that name them.
+func Kinds() []string {
+	out := make([]string, 0, len(wantAPIVersion))
+	for k := range wantAPIVersion {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// loadDocument reads one object (or List), recording each of its problems;
+// the error returned is the one that stopped it from being read at all.
 func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 	data, err := yaml.YAMLToJSONStrict(raw)
 	if err != nil {
-		return &InputError{src, err}
+		line, msg := syntaxLine(err)
+		if line > 0 {
+			src.Line = l.lines[src].start + line - 1
+		}
+		return &InputError{Source: src, Err: errors.New(msg)}
 	}
 	var tm typeMeta
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &tm); err != nil {
-		return &InputError{src, fmt.Errorf("not a Kubernetes object: %v", err)}
+		return l.inputError(src, "", "", fmt.Errorf("not a Kubernetes object: %v", err))
 	}
 	if tm.Kind == "" {
-		return &InputError{src, errors.New("kind: Required value")}
+		return l.inputError(src, "", "kind", errors.New("kind: Required value"))
 	}
 	if tm.APIVersion == "" {
-		return &InputError{src, errors.New("apiVersion: Required value")}
+		return l.inputError(src, "", "apiVersion", errors.New("apiVersion: Required value"))
 	}
 	if strings.HasSuffix(tm.Kind, "List") && src.Item == 0 {
 		return l.loadList(c, src, data)
@@ -257,27 +245,64 @@ func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 		return nil
 	}
 	if tm.APIVersion != want {
-		return &InputError{src, fmt.Errorf("apiVersion: Unsupported value: %q: %s is read as %s", tm.APIVersion, tm.Kind, want)}
+		return l.inputError(src, "", "apiVersion", fmt.Errorf("apiVersion: Unsupported value: %q: %s is read as %s", tm.APIVersion, tm.Kind, want))
 	}
 	obj := newObject(tm.Kind)
-	if err := decodeStrict(data, obj); err != nil {
-		return &InputError{src, err}
+	strict, err := l.decode(src, data, obj)
+	if err != nil {
+		return err
 	}
+	return l.admit(c, src, obj, strict)
+}
+
+// decode decodes strictly: unknown and duplicate fields are returned one
+// by one (the object is still read, so that later checks see it), a value
+// of the wrong type stops the document.
+func (l *Loader) decode(src Source, data []byte, obj any) ([]fieldProblem, error) {
+	strict, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, l.inputError(src, "", typeErrorPath(err), err)
+	}
+	return strictProblems(strict, obj), nil
+}
+
+// admit defaults, validates and stores an object, recording its unknown
+// fields and every validation error (the validate command judges CSIDriver
+// objects itself).
+func (l *Loader) admit(c *Cluster, src Source, obj any, strict []fieldProblem) error {
 	if d, ok := obj.(*storagev1.CSIDriver); ok {
 		for _, f := range l.Defaults.droppedSet(d) {
 			l.warn(fmt.Sprintf("%s: CSIDriver %s: %s is set, but the API server of this release drops it (its feature gate is off at this --kubelet-version and --feature-gates), so no kubelet sees it", src, d.Name, f))
 		}
 	}
-	if err := l.Defaults.apply(obj); err != nil {
-		return &InputError{src, err}
+	err := l.Defaults.apply(obj)
+	// Named as the defaulted object is (its namespace set).
+	name := ObjectName(obj)
+	for _, p := range strict {
+		l.problem(l.inputError(src, name, p.path, errors.New(p.message)))
 	}
-	if l.NoValidation {
-		return c.Add(obj, src)
+	if err != nil {
+		return l.inputError(src, name, fieldPathOf(err.Error()), err)
 	}
-	if err := validate(obj, l.Defaults); err != nil {
-		return &InputError{src, err}
+	_, isDriver := obj.(*storagev1.CSIDriver)
+	if !l.NoValidation || !isDriver {
+		errs := validationErrors(obj, l.Defaults)
+		for _, e := range errs {
+			l.problem(l.inputError(src, name, fieldPathOf(e), errors.New(e)))
+		}
+		if len(errs) > 0 && !l.NoValidation {
+			l.refused[name] = true
+			return nil
+		}
 	}
-	return c.Add(obj, src)
+	if err := c.Add(obj, src); err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			ie.Source.Line = l.Line(src, "metadata.name")
+		}
+		return err
+	}
+	return nil
 }
 
 func (l *Loader) loadList(c *Cluster, src Source, data []byte) error {
@@ -287,25 +312,26 @@ func (l *Loader) loadList(c *Cluster, src Source, data []byte) error {
 		Items    []map[string]any `json:"items"`
 	}
 	if err := decodeStrict(data, &list); err != nil {
-		return &InputError{src, err}
+		return l.inputError(src, "", "", err)
 	}
 	if left := l.budget.limits.Objects - l.budget.objects; len(list.Items) > left {
 		s := src
 		s.Item = left + 1
-		return &InputError{s, fmt.Errorf("more than %d objects (documents and List items) in one run (the simulator's limit)", l.budget.limits.Objects)}
+		return &InputError{Source: s, Err: fmt.Errorf("more than %d objects (documents and List items) in one run (the simulator's limit)", l.budget.limits.Objects)}
 	}
 	for i, item := range list.Items {
 		b, err := json.Marshal(item)
 		if err != nil {
-			return &InputError{src, err}
+			return &InputError{Source: src, Err: err}
 		}
 		s := src
 		s.Item = i + 1
 		if err := l.countObject(s); err != nil {
 			return err
 		}
+		l.lines[s] = l.lines[src].sub(fmt.Sprintf("items[%d]", i))
 		if err := l.loadDocument(c, s, b); err != nil {
-			return err
+			l.problem(err)
 		}
 	}
 	return nil

@@ -189,17 +189,17 @@ func TestLoadErrors(t *testing.T) {
 			[]string{": document 1: ", `unknown field "spec.volumes[0].csi.readonly"`}},
 		{"bad YAML", pvDoc + "\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: [\n",
 			[]string{": document 2: ", "yaml"}},
-		{"no kind", "apiVersion: v1\nmetadata: {name: x}", []string{": document 1: kind: Required value"}},
-		{"no apiVersion", "kind: Pod\nmetadata: {name: x}", []string{": document 1: apiVersion: Required value"}},
+		{"no kind", "apiVersion: v1\nmetadata: {name: x}", []string{": document 1: line 1: kind: Required value"}},
+		{"no apiVersion", "kind: Pod\nmetadata: {name: x}", []string{": document 1: line 1: apiVersion: Required value"}},
 		{"wrong apiVersion", "apiVersion: storage.k8s.io/v1beta1\nkind: CSIDriver\nmetadata: {name: x}",
-			[]string{`: document 1: apiVersion: Unsupported value: "storage.k8s.io/v1beta1": CSIDriver is read as storage.k8s.io/v1`}},
+			[]string{`: document 1: line 1: apiVersion: Unsupported value: "storage.k8s.io/v1beta1": CSIDriver is read as storage.k8s.io/v1`}},
 		{"duplicate object", driverDoc + "\n---\n" + driverDoc,
-			[]string{": document 2: CSIDriver//hostpath.csi.k8s.io already defined at ", "m.yaml: document 1"}},
+			[]string{": document 2: line 8: CSIDriver hostpath.csi.k8s.io already defined at ", "m.yaml: document 1"}},
 		{"duplicate in a List", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(pvDoc, "\n", "\n  ") + "\n- " + strings.ReplaceAll(pvDoc, "\n", "\n  "),
-			[]string{": document 1, items[1]: PersistentVolume//pv-1 already defined at ", "m.yaml: document 1, items[0]"}},
+			[]string{": document 1, items[1]: line 13: PersistentVolume pv-1 already defined at ", "m.yaml: document 1, items[0]"}},
 		{"unknown field in a List item", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}, strinData: {}}",
 			[]string{": document 1, items[0]: ", `unknown field "strinData"`}},
-		{"no name", "apiVersion: v1\nkind: Secret\nmetadata: {namespace: x}", []string{": document 1: metadata.name: Required value"}},
+		{"no name", "apiVersion: v1\nkind: Secret\nmetadata: {namespace: x}", []string{": document 1: line 3: metadata.name: Required value"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

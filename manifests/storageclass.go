@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"errors"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +41,7 @@ const (
 // defaulting (pkg/apis/storage/validation): the object meta of a
 // cluster-scoped object, the provisioner a qualified name, the parameters
 // bounded, then the reclaim policy, binding mode and allowed topologies.
-func validateStorageClass(sc *storagev1.StorageClass) error {
+func validateStorageClass(sc *storagev1.StorageClass) []string {
 	errs := apivalidation.ValidateObjectMeta(&sc.ObjectMeta, false, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	p := field.NewPath("provisioner")
 	if sc.Provisioner == "" {
@@ -62,14 +61,11 @@ func validateStorageClass(sc *storagev1.StorageClass) error {
 	}
 	errs = append(errs, allowedTopologyErrs(sc.AllowedTopologies, field.NewPath("allowedTopologies"))...)
 	errs = append(errs, mountOptionErrs(sc.MountOptions, field.NewPath("mountOptions"))...)
-	if len(errs) == 0 {
-		return nil
-	}
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
 		msgs[i] = e.Error()
 	}
-	return errors.New(strings.Join(msgs, "; "))
+	return msgs
 }
 
 func classParameterErrs(params map[string]string, fld *field.Path) field.ErrorList {

@@ -23,23 +23,35 @@ func Validate(obj any, opts Defaults) error { return validate(obj, opts) }
 // (ObjectNameErrors), all of them. Full CSIDriver validation is the
 // `validate` command's job.
 func validate(obj any, opts Defaults) error {
-	if err := requiredFields(obj, opts); err != nil {
-		return err
-	}
-	if errs := ObjectNameErrors(obj); len(errs) > 0 {
+	if errs := validationErrors(obj, opts); len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-func requiredFields(obj any, opts Defaults) error {
+// validationErrors lists every error validate refuses an object for, each
+// starting with its field path.
+func validationErrors(obj any, opts Defaults) []string {
+	var out []string
+	seen := map[string]bool{}
+	// A missing driver is both a required field and an invalid name.
+	for _, e := range append(requiredFields(obj, opts), ObjectNameErrors(obj)...) {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func requiredFields(obj any, opts Defaults) []string {
 	switch o := obj.(type) {
 	case *corev1.Namespace:
 		return requireName(o.Name)
 	case *storagev1.StorageClass:
 		return validateStorageClass(o)
 	case *storagev1.CSIDriver:
-		return ValidateCSIDriver(o, opts)
+		return CSIDriverErrors(o, opts)
 	case *storagev1.VolumeAttachment:
 		return requireName(o.Name)
 	case *corev1.Node:
@@ -51,52 +63,49 @@ func requiredFields(obj any, opts Defaults) error {
 	case *corev1.PersistentVolumeClaim:
 		return requireName(o.Name)
 	case *corev1.PersistentVolume:
-		if err := requireName(o.Name); err != nil {
-			return err
-		}
+		errs := requireName(o.Name)
 		if c := o.Spec.CSI; c != nil {
 			if c.Driver == "" {
-				return fmt.Errorf("spec.csi.driver: Required value")
+				errs = append(errs, "spec.csi.driver: Required value")
 			}
 			if c.VolumeHandle == "" {
-				return fmt.Errorf("spec.csi.volumeHandle: Required value")
+				errs = append(errs, "spec.csi.volumeHandle: Required value")
 			}
 		}
+		return errs
 	case *corev1.Pod:
-		if err := requireName(o.Name); err != nil {
-			return err
-		}
-		return validatePodVolumes(o)
+		return append(requireName(o.Name), podVolumeErrors(o)...)
 	}
 	return nil
 }
 
-func requireName(name string) error {
+func requireName(name string) []string {
 	if name == "" {
-		return fmt.Errorf("metadata.name: Required value")
+		return []string{"metadata.name: Required value"}
 	}
 	return nil
 }
 
-func validatePodVolumes(p *corev1.Pod) error {
+func podVolumeErrors(p *corev1.Pod) []string {
+	var errs []string
 	seen := map[string]bool{}
 	for i, v := range p.Spec.Volumes {
 		path := fmt.Sprintf("spec.volumes[%d]", i)
-		if v.Name == "" {
-			return fmt.Errorf("%s.name: Required value", path)
-		}
-		if seen[v.Name] {
-			return fmt.Errorf("%s.name: Duplicate value: %q", path, v.Name)
+		switch {
+		case v.Name == "":
+			errs = append(errs, path+".name: Required value")
+		case seen[v.Name]:
+			errs = append(errs, fmt.Sprintf("%s.name: Duplicate value: %q", path, v.Name))
 		}
 		seen[v.Name] = true
 		if v.CSI != nil && v.CSI.Driver == "" {
-			return fmt.Errorf("%s.csi.driver: Required value", path)
+			errs = append(errs, path+".csi.driver: Required value")
 		}
 		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "" {
-			return fmt.Errorf("%s.persistentVolumeClaim.claimName: Required value", path)
+			errs = append(errs, path+".persistentVolumeClaim.claimName: Required value")
 		}
 	}
-	return nil
+	return errs
 }
 
 // ValidateCSIDriver is the API server's validation of a CSIDriver after

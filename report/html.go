@@ -16,36 +16,18 @@ import (
 // filters lanes and marks the page as rendered (for the browser test).
 
 const (
-	plotWidth  = 1100 // pixels for the run's whole time span
-	labelWidth = 300  // pixels for the lane names
+	// The timeline fits a 1280-pixel window (label, plot and margins);
+	// the page's zoom widens the plot.
+	plotWidth  = 880 // pixels for the run's whole time span
+	labelWidth = 300 // pixels for the lane names
 	axisHeight = 24
 	histBarW   = 22
 	histHeight = 120
 	histTop    = 16 // room for the count above the tallest bar
+	// labelEvery bars at least between two axis labels: a label ("800µs")
+	// is up to three bars wide.
+	labelEvery = 3
 )
-
-// resultColors colour a bar by how the call ended; one colour per gRPC
-// code so that two kinds of failure are told apart at a glance.
-var resultColors = map[string]string{
-	"OK":                 "#3a9e5c",
-	"timed out":          "#1f1f1f",
-	"Canceled":           "#9e9e9e",
-	"Unknown":            "#8c564b",
-	"InvalidArgument":    "#e377c2",
-	"DeadlineExceeded":   "#ff7f0e",
-	"NotFound":           "#bcbd22",
-	"AlreadyExists":      "#17becf",
-	"PermissionDenied":   "#9467bd",
-	"ResourceExhausted":  "#e7ba52",
-	"FailedPrecondition": "#d62728",
-	"Aborted":            "#ad494a",
-	"OutOfRange":         "#637939",
-	"Unimplemented":      "#7f7f7f",
-	"Internal":           "#b2182b",
-	"Unavailable":        "#2166ac",
-	"DataLoss":           "#543005",
-	"Unauthenticated":    "#762a83",
-}
 
 // result names how a call ended, as the page's legend does.
 func result(r Record) string {
@@ -56,13 +38,6 @@ func result(r Record) string {
 		return "OK"
 	}
 	return r.Code.String()
-}
-
-func colorOf(res string) string {
-	if c, ok := resultColors[res]; ok {
-		return c
-	}
-	return "#444444"
 }
 
 // laneKey groups a call with the others of the same volume of the same
@@ -80,6 +55,8 @@ func laneKey(r Record) string {
 
 type page struct {
 	Title     string
+	Header    Header
+	Story     *story // the pod's story, on a run's page
 	Sum       Summary
 	Drawn     int
 	Seen      int64
@@ -90,7 +67,10 @@ type page struct {
 	Generated string
 }
 
-type legendItem struct{ Name, Color string }
+type legendItem struct {
+	Name, Color string
+	Error       bool // the mark of a failed call, not a method
+}
 
 type timeline struct {
 	Width, Height, LaneH, PlotX, PlotW int
@@ -102,6 +82,7 @@ type timeline struct {
 
 type tick struct {
 	X     float64
+	T     float64 // µs from the start, for the zoom
 	Label string
 }
 
@@ -116,9 +97,11 @@ type lane struct {
 
 type bar struct {
 	X, W  float64
+	S, D  float64 // start (from the run's start) and duration in µs, for the zoom
 	Color string
 	Title string
 	Res   string
+	Err   bool
 }
 
 type histo struct {
@@ -143,17 +126,27 @@ type histBar struct {
 // the timeline draws the calls the Recorder kept and says so when it kept
 // fewer than it saw.
 func WriteHTML(w io.Writer, title string, rec Recorded, sum Summary) error {
+	return WriteHTMLWithHeader(w, title, Header{}, rec, sum)
+}
+
+// WriteHTMLWithHeader is WriteHTML with what ran against what, and the
+// verdict, at the top of the page.
+func WriteHTMLWithHeader(w io.Writer, title string, hdr Header, rec Recorded, sum Summary) error {
 	p := page{
 		Title:     title,
+		Header:    hdr,
 		Sum:       sum,
 		Drawn:     len(rec.Records),
 		Seen:      max(rec.Seen, int64(len(rec.Records))),
 		Generated: time.Now().UTC().Format(time.RFC3339),
 	}
 	p.Capped = p.Seen > int64(p.Drawn)
+	if hdr.Command == "run" {
+		p.Story = drawStory(rec.Records)
+	}
 	p.Timeline, p.Legend = drawTimeline(rec.Records)
 	p.Histos = drawHistograms(sum)
-	if err := pageTemplate.Execute(w, p); err != nil {
+	if err := pageTemplate().Execute(w, p); err != nil {
 		return fmt.Errorf("write the HTML report: %w", err)
 	}
 	return nil
@@ -179,7 +172,7 @@ func drawTimeline(recs []Record) (timeline, []legendItem) {
 
 	byKey := map[string]*lane{}
 	var order []*lane
-	seenRes := map[string]bool{}
+	seenMethods, failed := map[string]bool{}, false
 	for _, r := range recs {
 		k := laneKey(r)
 		l := byKey[k]
@@ -192,14 +185,19 @@ func drawTimeline(recs []Record) (timeline, []legendItem) {
 			l.first = r.Start
 		}
 		res := result(r)
-		seenRes[res] = true
+		seenMethods[r.Method] = true
+		failed = failed || res != "OK"
 		x := float64(labelWidth) + float64(r.Start.Sub(first))*scale
+		title := fmt.Sprintf("#%d %s (%s): %s\npod %s, volume %s\nstarted at +%s, took %s",
+			r.Seq, r.Method, r.Labels.Operation, res, orDash(r.Labels.Pod), orDash(r.Labels.Volume),
+			fmtDur(r.Start.Sub(first)), fmtDur(r.Duration))
+		if r.Err != "" {
+			title += "\nerror: " + r.Err
+		}
 		l.Bars = append(l.Bars, bar{
 			X: round1(x), W: round1(math.Max(1, float64(r.Duration)*scale)),
-			Color: colorOf(res), Res: res,
-			Title: fmt.Sprintf("#%d %s (%s): %s\npod %s, volume %s\nstarted at +%s, took %s",
-				r.Seq, r.Method, r.Labels.Operation, res, orDash(r.Labels.Pod), orDash(r.Labels.Volume),
-				fmtDur(r.Start.Sub(first)), fmtDur(r.Duration)),
+			S: float64(r.Start.Sub(first).Microseconds()), D: float64(r.Duration.Microseconds()),
+			Color: methodColor(r.Method), Res: res, Err: res != "OK", Title: title,
 		})
 	}
 	order = arrangeLanes(order)
@@ -213,7 +211,7 @@ func drawTimeline(recs []Record) (timeline, []legendItem) {
 	}
 	tl.Height = axisHeight + len(order)*tl.LaneH + 4
 	tl.Ticks = ticks(span, scale)
-	return tl, legend(seenRes)
+	return tl, legend(seenMethods, failed)
 }
 
 // arrangeLanes folds a volume's calls made for no pod (UnmountDevice:
@@ -277,24 +275,40 @@ func laneHeight(lanes int) int {
 	return 4
 }
 
-func legend(seen map[string]bool) []legendItem {
+// legend names the methods' colours, in the order a volume's life calls
+// them (nodeOrder),
+// then the mark of a failed call when there is one.
+func legend(seen map[string]bool, failed bool) []legendItem {
 	var names []string
 	for n := range seen {
 		names = append(names, n)
 	}
+	rank := func(m string) int {
+		for i, k := range nodeOrder {
+			if k == m {
+				return i
+			}
+		}
+		return len(nodeOrder)
+	}
 	sort.Slice(names, func(i, j int) bool {
-		// OK first, then failures by name.
-		if (names[i] == "OK") != (names[j] == "OK") {
-			return names[i] == "OK"
+		if ri, rj := rank(names[i]), rank(names[j]); ri != rj {
+			return ri < rj
 		}
 		return names[i] < names[j]
 	})
-	out := make([]legendItem, 0, len(names))
+	out := make([]legendItem, 0, len(names)+1)
 	for _, n := range names {
-		out = append(out, legendItem{n, colorOf(n)})
+		out = append(out, legendItem{Name: n, Color: methodColor(n)})
+	}
+	if failed {
+		out = append(out, legendItem{Name: "failed or timed out (red outline)", Color: errorColor, Error: true})
 	}
 	return out
 }
+
+// errorColor outlines a failed call's bar.
+const errorColor = "#d62728"
 
 // ticks are about ten 1-2-5 steps over the span.
 func ticks(span time.Duration, scale float64) []tick {
@@ -313,7 +327,7 @@ func ticks(span time.Duration, scale float64) []tick {
 		if t == 0 {
 			label = "0"
 		}
-		out = append(out, tick{X: round1(float64(labelWidth) + float64(t)*scale), Label: label})
+		out = append(out, tick{X: round1(float64(labelWidth) + float64(t)*scale), T: float64(t.Microseconds()), Label: label})
 	}
 	return out
 }
@@ -331,18 +345,23 @@ func drawHistograms(sum Summary) []histo {
 		for _, b := range m.Histogram {
 			most = max(most, b.Count)
 		}
+		lastLabel := -labelEvery
 		for i, b := range m.Histogram {
-			bh := math.Max(1, float64(b.Count)/float64(most)*histHeight)
+			bh := float64(b.Count) / float64(most) * histHeight
+			if b.Count > 0 {
+				bh = math.Max(1, bh)
+			}
 			x := float64(24 + i*histBarW)
 			hb := histBar{
 				X: x, Y: round1(base - bh), H: round1(bh), Count: b.Count,
 				LabelX: x + histBarW/2 - 1, CntY: round1(base - bh - 3),
-				Title: fmt.Sprintf("%s: %d calls took %s to %s", m.Method, b.Count, fmtMS(b.FromMS), fmtMS(b.ToMS)),
+				Title: fmt.Sprintf("%s: %s took %s to %s", m.Method, plural(b.Count, "call"), fmtMS(b.FromMS), fmtMS(b.ToMS)),
 			}
-			// Edges at 1, 2 and 5 are named; the bars between them are
-			// read off their neighbours.
-			if isOneTwoFive(b.FromMS) || i == 0 {
+			// Edges at 1, 2 and 5 are named, far enough apart that two
+			// labels never touch; the bars between are read off them.
+			if (isOneTwoFive(b.FromMS) || i == 0) && i-lastLabel >= labelEvery {
 				hb.Label = strings.NewReplacer(".00s", "s", ".0s", "s", ".0ms", "ms").Replace(fmtMS(b.FromMS))
+				lastLabel = i
 			}
 			h.Bars = append(h.Bars, hb)
 		}
@@ -360,37 +379,4 @@ func isOneTwoFive(ms float64) bool {
 		us /= 10
 	}
 	return math.Abs(us-1) < 1e-6 || math.Abs(us-2) < 1e-6 || math.Abs(us-5) < 1e-6
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n+1:]
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func round1(f float64) float64 { return math.Round(f*10) / 10 }
-
-// fmtDur prints a duration with the unit a person reads best.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d >= 10*time.Second:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-	}
-	return fmt.Sprintf("%dµs", d/time.Microsecond)
-}
-
-func fmtMS(ms float64) string {
-	return fmtDur(time.Duration(ms * float64(time.Millisecond)))
 }

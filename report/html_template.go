@@ -1,14 +1,24 @@
 package report
 
-import "html/template"
+import (
+	"html/template"
+	"sync"
+)
 
 // pageTemplate is the whole page. html/template escapes every name that
-// comes from the run (pods, volumes, the title).
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"mib":      func(b int64) float64 { return float64(b) / (1 << 20) },
-	"add":      func(a, b int) int { return a + b },
-	"subtract": func(a, b int) int { return a - b },
-}).Parse(`<!DOCTYPE html>
+// comes from the run (pods, volumes, the title, error texts). It is parsed
+// the first time a page is written, not when the program starts: most
+// runs write none.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"mib":      func(b int64) float64 { return float64(b) / (1 << 20) },
+		"add":      func(a, b int) int { return a + b },
+		"subtract": func(a, b int) int { return a - b },
+		"plural":   plural,
+	}).Parse(pageHTML))
+})
+
+const pageHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -40,15 +50,43 @@ section.hist p { margin: .2em 0; color: #555; font-variant-numeric: tabular-nums
 svg .hbar { fill: #4a78b5; }
 svg .hbar:hover { fill: #23466f; }
 input#filter { font: inherit; padding: .2em .4em; width: 22em; }
+table.ran { border-collapse: collapse; margin: .3em 0 .6em; }
+table.ran th { text-align: left; font-weight: 600; padding: .1em 1em .1em 0; color: #555; }
+table.ran td { padding: .1em 0; overflow-wrap: anywhere; }
+.verdict { font-size: 1.15em; font-weight: 600; padding: .4em .7em; border-radius: 4px; display: inline-block; margin: .2em 0; }
+.verdict.ok { background: #e3f4e8; color: #1d6b36; border: 1px solid #8cc9a0; }
+.verdict.failed { background: #fde5e5; color: #9b1c1c; border: 1px solid #e39b9b; }
+svg rect.bar.err { stroke: #d62728; stroke-width: 2; }
+.legend i.err { background: #fff !important; border: 2px solid #d62728; box-sizing: border-box; }
+.zoom button { font: inherit; padding: 0 .5em; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p class="meta">{{.Sum.Calls}} calls in {{printf "%.3f" .Sum.WallSeconds}} s{{if .Sum.Calls}} from {{.Sum.Start.Format "2006-01-02 15:04:05.000 UTC"}}{{end}},
-{{printf "%.1f" .Sum.CallsPerSecond}} calls/s, at most {{.Sum.MaxInFlight}} in flight at once, {{.Sum.Errors}} errors ({{.Sum.TimedOut}} timed out).
+{{with .Header}}{{if .Verdict}}<p id="verdict" class="verdict {{if .Failed}}failed{{else}}ok{{end}}">{{if .Failed}}FAILED: {{else}}Verdict: {{end}}{{.Verdict}}</p>
+<p id="left-behind"><b>Left behind:</b> {{if .LeftBehind}}{{.LeftBehind}}{{else}}nothing{{end}}</p>{{end}}
+<table class="ran" id="ran">
+{{if .Command}}<tr><th>command</th><td>{{.Command}}</td></tr>{{end}}
+<tr><th>driver</th><td id="driver">{{if .Driver}}{{.Driver}}{{if .DriverVersion}} {{.DriverVersion}}{{end}}{{else}}(not registered){{end}}</td></tr>
+<tr><th>endpoint</th><td id="endpoint">{{if .Endpoint}}{{.Endpoint}}{{else}}-{{end}}</td></tr>
+<tr><th>node</th><td id="node">{{if .Node}}{{.Node}}{{else}}-{{end}}</td></tr>
+<tr><th>kubelet</th><td id="kubelet">{{if .Kubelet}}{{.Kubelet}}{{else}}-{{end}}</td></tr>
+<tr><th>feature gates</th><td id="gates">{{if .Gates}}{{.Gates}}{{else}}the release's defaults{{end}}</td></tr>
+</table>{{end}}
+<p class="meta">{{plural .Sum.Calls "call"}} in {{printf "%.3f" .Sum.WallSeconds}} s{{if .Sum.Calls}} from {{.Sum.Start.Format "2006-01-02 15:04:05.000 UTC"}}{{end}},
+{{printf "%.1f" .Sum.CallsPerSecond}} calls/s, at most {{.Sum.MaxInFlight}} in flight at once, {{plural .Sum.Errors "error"}} ({{.Sum.TimedOut}} timed out).
 The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS {{printf "%.1f" (mib .Sum.Process.PeakRSSBytes)}} MiB. Generated {{.Generated}}.</p>
 {{if .Capped}}<p class="warn" id="capped">The timeline draws the first {{.Drawn}} of the run's {{.Seen}} calls; the table and the histograms count them all.</p>{{end}}
 
+{{with .Story}}<h2>The pod's story</h2>
+<p>Registration, stage, publish, the running pod and its teardown on one time axis; the running pod's republish and stats rounds are marked where they happened (hover for each).</p>
+<p class="legend" id="story-legend">{{range .Phases}}<span><i style="background: {{.Color}}"></i>{{.Name}}</span>{{end}}{{if .Marks}}<span>▲ republish (dark green), stats (yellow), expand (blue); red: failed</span>{{end}}</p>
+<svg id="story" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}">
+<g class="axis">{{range .Ticks}}<line x1="{{.X}}" x2="{{.X}}" y1="16" y2="100%"></line><text x="{{.X}}" y="12" text-anchor="middle">{{.Label}}</text>{{end}}</g>
+{{range .Phases}}<g class="phase" data-phase="{{.Name}}"><rect x="{{.X}}" y="22" width="{{.W}}" height="20" fill="{{.Color}}"><title>{{.Title}}</title></rect></g>
+{{end}}{{range .Marks}}<path class="round" data-kind="{{.Kind}}" d="M{{.X}} 44 l-4 7 h8 z" fill="{{.Color}}"><title>{{.Title}}</title></path>
+{{end}}</svg>
+{{end}}
 <h2>Calls per method</h2>
 <table class="sum" id="summary">
 <tr><th>method</th><th>calls</th><th>errors</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>max ms</th><th>calls/s</th><th>in flight</th><th>errors by code</th></tr>
@@ -57,14 +95,15 @@ The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS 
 </table>
 
 <h2>Timeline</h2>
-<p class="legend">{{range .Legend}}<span><i style="background: {{.Color}}"></i>{{.Name}}</span>{{end}}</p>
+<p class="legend" id="legend">{{range .Legend}}<span{{if .Error}} class="err"{{end}}><i{{if .Error}} class="err"{{end}} style="background: {{.Color}}"></i>{{.Name}}</span>{{end}}</p>
 <p>One lane per volume of a pod (with the volume's unstage when one pod uses it; calls for no volume by their operation), each call a bar from its start to its end; hover a bar for its details.
-<label>Show lanes matching <input id="filter" type="search" placeholder="pod or volume name"></label></p>
+<label>Show lanes matching <input id="filter" type="search" placeholder="pod or volume name"></label>
+<span class="zoom">zoom <button id="zoom-out" type="button">−</button> <button id="zoom-fit" type="button">fit</button> <button id="zoom-in" type="button">+</button> <span id="zoom-level">1×</span></span></p>
 <div class="timeline">
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Timeline.Width}}" height="{{.Timeline.Height}}">
-<g class="axis">{{range .Timeline.Ticks}}<line x1="{{.X}}" x2="{{.X}}" y1="16" y2="100%"></line><text x="{{.X}}" y="12" text-anchor="middle">{{.Label}}</text>{{end}}</g>
+<g class="axis">{{range .Timeline.Ticks}}<g class="tick" data-t="{{.T}}"><line x1="{{.X}}" x2="{{.X}}" y1="16" y2="100%"></line><text x="{{.X}}" y="12" text-anchor="middle">{{.Label}}</text></g>{{end}}</g>
 {{$lh := .Timeline.LaneH}}{{$labels := .Timeline.Labels}}{{$w := .Timeline.Width}}{{$by := .Timeline.BarY}}{{$bh := .Timeline.BarH}}
-{{range .Timeline.Lanes}}<g class="lane" data-key="{{.Key}}" transform="translate(0,{{.Y}})"><title>{{.Key}}</title><rect class="bg" x="0" y="0" width="{{$w}}" height="{{$lh}}"></rect>{{if $labels}}<text x="4" y="{{subtract $lh 4}}">{{.Short}}</text>{{end}}{{range .Bars}}<rect class="bar" data-result="{{.Res}}" x="{{.X}}" y="{{$by}}" width="{{.W}}" height="{{$bh}}" fill="{{.Color}}"><title>{{.Title}}</title></rect>{{end}}</g>
+{{range .Timeline.Lanes}}<g class="lane" data-key="{{.Key}}" transform="translate(0,{{.Y}})"><title>{{.Key}}</title><rect class="bg" x="0" y="0" width="{{$w}}" height="{{$lh}}"></rect>{{if $labels}}<text x="4" y="{{subtract $lh 4}}">{{.Short}}</text>{{end}}{{range .Bars}}<rect class="bar{{if .Err}} err{{end}}" data-result="{{.Res}}" data-s="{{.S}}" data-d="{{.D}}" x="{{.X}}" y="{{$by}}" width="{{.W}}" height="{{$bh}}" fill="{{.Color}}"><title>{{.Title}}</title></rect>{{end}}</g>
 {{end}}</svg>
 </div>
 
@@ -72,9 +111,10 @@ The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS 
 <div class="hists">
 {{range .Histos}}<section class="hist" data-method="{{.Method}}">
 <h3>{{.Method}}</h3>
-<p>{{.Calls}} call{{if ne .Calls 1}}s{{end}}; p50 {{printf "%.1f" .P50}} ms, p90 {{printf "%.1f" .P90}} ms, p99 {{printf "%.1f" .P99}} ms, max {{printf "%.1f" .Max}} ms</p>
+<p>{{plural .Calls "call"}}; p50 {{printf "%.1f" .P50}} ms, p90 {{printf "%.1f" .P90}} ms, p99 {{printf "%.1f" .P99}} ms, max {{printf "%.1f" .Max}} ms</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}">{{$base := .Baseh}}
-{{range .Bars}}<rect class="hbar" x="{{.X}}" y="{{.Y}}" width="20" height="{{.H}}"><title>{{.Title}}</title></rect><text x="{{.LabelX}}" y="{{.CntY}}" text-anchor="middle">{{.Count}}</text>{{if .Label}}<text x="{{.LabelX}}" y="{{add $base 14}}" text-anchor="middle">{{.Label}}</text>{{end}}
+<line x1="22" x2="{{subtract .Width 10}}" y1="{{$base}}" y2="{{$base}}" stroke="#999"></line>
+{{range .Bars}}<rect class="hbar" x="{{.X}}" y="{{.Y}}" width="20" height="{{.H}}"><title>{{.Title}}</title></rect>{{if .Count}}<text x="{{.LabelX}}" y="{{.CntY}}" text-anchor="middle">{{.Count}}</text>{{end}}{{if .Label}}<line x1="{{.X}}" x2="{{.X}}" y1="{{$base}}" y2="{{add $base 4}}" stroke="#999"></line><text class="xlabel" x="{{.X}}" y="{{add $base 15}}" text-anchor="middle">{{.Label}}</text>{{end}}
 {{end}}</svg>
 </section>
 {{end}}</div>
@@ -97,6 +137,43 @@ The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS 
     });
     svg.setAttribute("height", y + 4);
   });
+  // Zoom widens the plot (the labels stay): bars and ticks are placed
+  // again from their start and duration.
+  var plotX = {{.Timeline.PlotX}}, plotW = {{.Timeline.PlotW}}, zoom = 1;
+  var spanUS = 0;
+  svg.querySelectorAll("rect.bar").forEach(function (b) {
+    spanUS = Math.max(spanUS, +b.getAttribute("data-s") + +b.getAttribute("data-d"));
+  });
+  function place() {
+    var scale = plotW * zoom / Math.max(spanUS, 1);
+    svg.querySelectorAll("rect.bar").forEach(function (b) {
+      b.setAttribute("x", (plotX + b.getAttribute("data-s") * scale).toFixed(1));
+      b.setAttribute("width", Math.max(1, b.getAttribute("data-d") * scale).toFixed(1));
+    });
+    svg.querySelectorAll("g.tick").forEach(function (t) {
+      var x = (plotX + t.getAttribute("data-t") * scale).toFixed(1);
+      var l = t.querySelector("line"), s = t.querySelector("text");
+      l.setAttribute("x1", x); l.setAttribute("x2", x); s.setAttribute("x", x);
+    });
+    var w = plotX + plotW * zoom + 10;
+    svg.setAttribute("width", w);
+    svg.querySelectorAll("rect.bg").forEach(function (r) { r.setAttribute("width", w); });
+    document.getElementById("zoom-level").textContent = zoom + "×";
+  }
+  document.getElementById("zoom-in").addEventListener("click", function () { zoom = Math.min(zoom * 2, 256); place(); });
+  document.getElementById("zoom-out").addEventListener("click", function () { zoom = Math.max(zoom / 2, 1); place(); });
+  document.getElementById("zoom-fit").addEventListener("click", function () { zoom = 1; place(); });
+  // #zoom=N opens the page zoomed in (a link to a close-up).
+  var zm = /zoom=(\d+)/.exec(location.hash);
+  if (zm) { zoom = Math.min(Math.max(+zm[1], 1), 256); place(); }
+  // Axis labels that touch, counted for the browser test.
+  var overlaps = 0;
+  document.querySelectorAll("section.hist svg").forEach(function (h) {
+    var boxes = Array.prototype.map.call(h.querySelectorAll("text.xlabel"), function (t) { return t.getBBox(); });
+    for (var i = 1; i < boxes.length; i++) {
+      if (boxes[i].x < boxes[i - 1].x + boxes[i - 1].width + 2) { overlaps++; }
+    }
+  });
   // A marker the browser test reads: what the page holds once drawn.
   var m = document.createElement("div");
   m.id = "rendered";
@@ -104,10 +181,16 @@ The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS 
   m.setAttribute("data-lanes", lanes.length);
   m.setAttribute("data-bars", svg.querySelectorAll("rect.bar").length);
   m.setAttribute("data-hists", document.querySelectorAll("section.hist").length);
+  m.setAttribute("data-svg-width", Math.round(svg.getBoundingClientRect().width));
+  var box = svg.parentNode;
+  m.setAttribute("data-overflow", box.scrollWidth - box.clientWidth);
+  m.setAttribute("data-page-overflow", document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  m.setAttribute("data-label-overlaps", overlaps);
+  m.setAttribute("data-window-width", window.innerWidth);
   m.setAttribute("data-errors", errors.join("; "));
   document.body.appendChild(m);
 })();
 </script>
 </body>
 </html>
-`))
+`

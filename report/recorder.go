@@ -25,6 +25,8 @@ type Record struct {
 	Labels   csiclient.Labels
 	Code     codes.Code
 	TimedOut bool
+	// Err is the call's error text, without the request's secrets.
+	Err string
 }
 
 // Recorded is the calls a Recorder kept and how many it saw in all.
@@ -63,7 +65,7 @@ func (r *Recorder) Call(c csiclient.Call) {
 	}
 	r.recs = append(r.recs, Record{
 		Seq: c.Seq, Start: c.Start, Duration: c.Duration, Method: c.Method,
-		Labels: c.Labels, Code: c.Code, TimedOut: c.TimedOut,
+		Labels: c.Labels, Code: c.Code, TimedOut: c.TimedOut, Err: errorText(c),
 	})
 }
 

@@ -210,7 +210,7 @@ type admissionPrinter struct {
 
 func (p *admissionPrinter) print(r *remote.Report, err error) {
 	if p.json {
-		m := map[string]any{"kind": "admission", "object": r.Kind + " " + objName(r), "webhooks": r.Webhooks, "changes": r.Changes}
+		m := map[string]any{"schemaVersion": csiclient.SchemaVersion, "kind": "admission", "object": r.Kind + " " + objName(r), "webhooks": r.Webhooks, "changes": r.Changes}
 		if err != nil {
 			m["error"] = err.Error()
 		}

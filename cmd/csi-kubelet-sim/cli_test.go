@@ -114,7 +114,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--hold"}, "csi-kubelet-sim: flag needs an argument: --hold"},
 		{[]string{"run", "--selinux=maybe"}, `csi-kubelet-sim: invalid argument "maybe" for "--selinux" flag: want true or false`},
 		{[]string{"version", "extra"}, "csi-kubelet-sim: version: unexpected arguments [extra] (it reads no files)"},
-		{[]string{"version", "-o", "yaml"}, `csi-kubelet-sim: --output "yaml": want text or json`},
+		{[]string{"version", "-o", "xml"}, `csi-kubelet-sim: --output "xml": want text, json, yaml, jsonpath=TEMPLATE, jsonpath-file=FILE, go-template=TEMPLATE or go-template-file=FILE`},
 		{[]string{"cleanup", "--root-dir", dir, manifest}, "csi-kubelet-sim: cleanup: unexpected arguments [" + manifest + "] (it reads no files)"},
 		{[]string{"tokens", "jwks", "--key", manifest, manifest}, "csi-kubelet-sim: tokens jwks: unexpected arguments [" + manifest + "] (it reads no files)"},
 		{[]string{"validate"}, "csi-kubelet-sim: validate: no input: give files with -f or as arguments"},
@@ -170,7 +170,7 @@ func TestValidateEveryFile(t *testing.T) {
 	bad := writeTestFile(t, dir, "b.yaml", badCSIDriver)
 	for _, args := range [][]string{{"validate", "-f", good, bad}, {"validate", good, bad}, {"validate", bad, "-f", good}} {
 		stdout, stderr, code := cli(t, "", args...)
-		if code != exitUsage || !strings.Contains(stdout, bad+": document 1: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
+		if code != exitUsage || !strings.Contains(stdout, bad+": document 1: line 4: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
 			!strings.Contains(stdout, "CSIDriver drv.example.com: valid") {
 			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
 		}

@@ -39,6 +39,8 @@ type conformanceOptions struct {
 	NodeName         string
 	Verbose          int
 	Parallel         int
+	List             bool
+	Report           string
 	admission        admissionOptions
 
 	endpoint    csiclient.Endpoint
@@ -59,7 +61,9 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
 	fs.StringVar(&o.Focus, "focus", "", "run only the scenarios whose name matches this regexp")
 	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
+	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
 	fs.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
+	fs.StringVar(&o.Report, "report", "", "also write an HTML report (the scenarios as rows, a failure with its calls) to this file")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "text, or json (one object per scenario, then a summary)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
 	fs.StringVar(&o.KubeletVersion, "kubelet-version", o.KubeletVersion, "the kubelet release to reproduce, "+node.SupportedReleases())
@@ -139,7 +143,7 @@ func (o *conformanceOptions) complete(s streams) error {
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return withCode(exitUsage, loader.WithReferences(c, err))
 	}
 	o.cluster = c
 	o.csiDrivers = c.CSIDrivers()
@@ -197,6 +201,9 @@ func newConformanceCommand(s streams) *cobra.Command {
 		Example: conformanceExample,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Filenames = filesFrom(o.Filenames, args)
+			if o.List {
+				return printScenarioList(s.Out, o.Output)
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -208,6 +215,8 @@ func newConformanceCommand(s streams) *cobra.Command {
 	}
 	o.addFlags(c.Flags())
 	markFilenameFlag(c)
+	_ = c.RegisterFlagCompletionFunc("focus", completeFocus)
+	_ = c.RegisterFlagCompletionFunc("skip", completeFocus)
 	return c
 }
 
@@ -253,6 +262,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		return err
 	}
 	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
+	p.rerun = o.rerunHint
 	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg := conformance.Config{
 		Conn:             dialer,
@@ -294,12 +304,15 @@ func (o *conformanceOptions) finish(rep *conformance.Report, p *conformancePrint
 	if o.JUnit != "" {
 		junitErr = writeJUnit(o.JUnit, rep)
 	}
+	reportErr := o.writeConformanceReport(rep)
 	p.summary(rep, o.JUnit)
 	switch {
 	case junitErr != nil:
 		return withCode(exitEnvironment, fmt.Errorf("--junit: %w", junitErr))
 	case rep.Abandoned:
 		return withCode(exitInterrupted, fmt.Errorf("interrupted during the teardown of the running scenarios, which was abandoned; what they made is left; finish with: csi-kubelet-sim cleanup --root-dir %s --endpoint %s", root, o.Endpoint))
+	case reportErr != nil:
+		return withCode(exitEnvironment, reportErr)
 	case rep.Interrupted:
 		return withCode(exitInterrupted, errors.New("interrupted; the running scenarios were torn down and cleaned up"))
 	case rep.Failed():

@@ -9,6 +9,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 )
 
 // conformancePrinter prints the results of `conformance` as they come: a
@@ -18,6 +19,8 @@ type conformancePrinter struct {
 	json    bool
 	verbose int
 	red     csiclient.Redactor
+	// rerun is the command line that runs one scenario again.
+	rerun func(name string) string
 }
 
 // newConformancePrinter prints to s.Out: text through red's writer, JSON
@@ -30,7 +33,8 @@ func newConformancePrinter(s streams, json bool, verbose int, red csiclient.Reda
 	return &conformancePrinter{s: s, json: json, verbose: verbose, red: red}
 }
 
-func (p *conformancePrinter) object(v any) {
+func (p *conformancePrinter) object(v map[string]any) {
+	v["schemaVersion"] = csiclient.SchemaVersion
 	fmt.Fprintf(p.s.Out, "%s\n", p.red.JSONLine(v))
 }
 
@@ -74,7 +78,7 @@ func listOrNone(s []string) string {
 
 func (p *conformancePrinter) start(sc conformance.Scenario) {
 	if !p.json && p.verbose > 0 {
-		fmt.Fprintf(p.s.Out, "=== %s: %s (docs/kubelet.md §%s)\n", sc.Name, sc.Checks, sc.Section)
+		fmt.Fprintf(p.s.Out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, docsRef()))
 	}
 }
 
@@ -92,7 +96,7 @@ func (p *conformancePrinter) result(r conformance.Result) {
 			fs = append(fs, failure{f.Did, f.Needed, f.Section})
 		}
 		p.object(map[string]any{
-			"kind": "scenario", "name": r.Name, "status": r.Status, "duration_ms": ms(r.Duration),
+			"kind": "scenario", "name": r.Name, "status": r.Status, "result": scenarioResult(r.Status), "duration_ms": ms(r.Duration),
 			"message": r.Message, "failures": fs, "notes": nonNil(r.Notes), "calls": r.Calls,
 			"kubelet_specific": r.KubeletSpecific,
 		})
@@ -100,14 +104,17 @@ func (p *conformancePrinter) result(r conformance.Result) {
 	}
 	w := p.s.Out
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
-	line := fmt.Sprintf("%s  %-44s %9.1fms", status, r.Name, ms(r.Duration))
+	line := fmt.Sprintf("%s  %-44s %9.1fms", paletteFor(w).outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
-		line += "  " + r.Message
+		line += "  " + docs.WithLinks(r.Message, docsRef())
 	}
 	fmt.Fprintln(w, line)
 	if r.Status == conformance.Fail {
 		for _, f := range r.Failures {
-			fmt.Fprintf(w, "      %s\n", f)
+			fmt.Fprintf(w, "      %s\n", docs.WithLinks(f.String(), docsRef()))
+		}
+		if p.rerun != nil {
+			fmt.Fprintf(w, "      rerun just this one: %s\n", p.rerun(r.Name))
 		}
 	}
 	if p.verbose > 0 {
@@ -115,6 +122,18 @@ func (p *conformancePrinter) result(r conformance.Result) {
 			fmt.Fprintf(w, "      · %s\n", n)
 		}
 	}
+}
+
+// scenarioResult is a scenario's status in the words of every record's
+// "result".
+func scenarioResult(s conformance.Status) string {
+	switch s {
+	case conformance.Pass:
+		return csiclient.ResultOK
+	case conformance.Skip:
+		return csiclient.ResultSkipped
+	}
+	return csiclient.ResultFailed
 }
 
 func nonNil(s []string) []string {
@@ -133,9 +152,9 @@ func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
 		}
 	}
 	calls, callTime := rep.CallCount()
-	result := "pass"
+	result := csiclient.ResultOK
 	if rep.Failed() {
-		result = "fail"
+		result = csiclient.ResultFailed
 	}
 	if p.json {
 		m := map[string]any{
@@ -182,5 +201,6 @@ func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
 	if junit != "" {
 		fmt.Fprintf(w, "  junit       %s\n", junit)
 	}
-	fmt.Fprintf(w, "  result      %s\n", strings.ToUpper(result))
+	word := map[string]string{csiclient.ResultOK: "PASS", csiclient.ResultFailed: "FAIL"}[result]
+	fmt.Fprintf(w, "  result      %s\n", paletteFor(w).outcome(word))
 }

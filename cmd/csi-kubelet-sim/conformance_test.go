@@ -50,7 +50,7 @@ func TestConformanceUsage(t *testing.T) {
 		want string
 	}{
 		{"no endpoint", []string{"--endpoint", ""}, exitUsage, "--endpoint"},
-		{"bad output", []string{"--endpoint", sock, "-o", "yaml"}, exitUsage, `--output "yaml"`},
+		{"bad output", []string{"--endpoint", sock, "-o", "xml"}, exitUsage, `--output "xml"`},
 		{"bad focus", []string{"--endpoint", sock, "--focus", "("}, exitUsage, "--focus: error parsing regexp"},
 		{"bad skip", []string{"--endpoint", sock, "--skip", "[z-a]"}, exitUsage, "--skip: error parsing regexp"},
 		{"bad version", []string{"--endpoint", sock, "--kubelet-version", "1.20"}, exitUsage, "--kubelet-version"},
@@ -173,7 +173,7 @@ func TestConformanceJSON(t *testing.T) {
 		t.Errorf("failure %v", f)
 	}
 	sum := objs[1]
-	if sum["failed"] != 1.0 || sum["result"] != "fail" || sum["csidriver"] != nil || sum["not_selected"] != 19.0 {
+	if sum["failed"] != 1.0 || sum["result"] != "FAILED" || sum["csidriver"] != nil || sum["not_selected"] != 19.0 {
 		t.Errorf("summary %v", sum)
 	}
 }

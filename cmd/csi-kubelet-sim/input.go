@@ -37,7 +37,7 @@ func judgeInput(c *manifests.Cluster, files []string) error {
 	if len(files) == 0 || c.Count() > 0 {
 		return nil
 	}
-	return withCode(exitUsage, fmt.Errorf("nothing usable in %s: no object the kubelet reads (CSIDriver, Pod, PersistentVolume, PersistentVolumeClaim, StorageClass, Secret, ServiceAccount, VolumeAttachment, Node)", strings.Join(files, ", ")))
+	return withCode(exitUsage, fmt.Errorf("nothing usable in %s: no object the kubelet reads (%s)", strings.Join(files, ", "), strings.Join(manifests.Kinds(), ", ")))
 }
 
 // defaultPodReason says why the default pod is used, or "" when the input

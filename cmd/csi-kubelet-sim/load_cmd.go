@@ -169,7 +169,7 @@ func (o *loadOptions) run(ctx context.Context, s streams, createdDirs []string) 
 	}
 	exit := ss.exitErr(out)
 	sum := stats.Summary()
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %d pods, %s", out.Pods, o.release.Describe())); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
 	ss.loadSummary(out, sum, exit)
@@ -285,7 +285,7 @@ func newReportPage(ss *session, file string) *reportPage {
 }
 
 // write writes the page, when one was asked for.
-func (p *reportPage) write(title string) error {
+func (p *reportPage) write(title string, hdr loadreport.Header) error {
 	if p.rec == nil {
 		return nil
 	}
@@ -293,7 +293,7 @@ func (p *reportPage) write(title string) error {
 	if err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
-	if err := loadreport.WriteHTML(f, title, p.rec.Recorded(), p.stats.Summary()); err != nil {
+	if err := loadreport.WriteHTMLWithHeader(f, title, hdr, p.rec.Recorded(), p.stats.Summary()); err != nil {
 		f.Close()
 		return fmt.Errorf("--report: %w", err)
 	}

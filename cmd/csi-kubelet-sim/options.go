@@ -115,7 +115,7 @@ func (o *commonOptions) complete(ctx context.Context, s streams, warn func(strin
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return withCode(exitUsage, loader.WithReferences(c, err))
 	}
 	if err := judgeInput(c, o.Filenames); err != nil {
 		return err

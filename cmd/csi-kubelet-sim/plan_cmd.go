@@ -22,6 +22,7 @@ type planOptions struct {
 	Capabilities []string
 	Topology     map[string]string
 	MaxVolumes   int64
+	Report       string
 }
 
 const planLong = `Print the requests a kubelet would send a CSI driver for the pods of the
@@ -63,6 +64,7 @@ func (o *planOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Capabilities, "node-capabilities", []string{"STAGE_UNSTAGE_VOLUME"}, "node capabilities the driver reports")
 	fs.StringToStringVar(&o.Topology, "topology", nil, "accessible topology segments the driver reports, key=value,...")
 	fs.Int64Var(&o.MaxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node the driver reports")
+	fs.StringVar(&o.Report, "report", "", "also write an HTML report of the planned calls (a lane per volume) to this file")
 }
 
 // run prints the requests a kubelet would send, answering for the
@@ -101,8 +103,14 @@ func (o *planOptions) run(ctx context.Context, s streams) error {
 		MaxVolumesPerNode: o.MaxVolumes, Topology: o.Topology, Capabilities: caps,
 	}
 	ss := newSession("plan", &o.commonOptions, s, conn, true, createdDirs)
+	page := newReportPage(ss, o.Report)
 	out := ss.lifecycle(ctx, ss.plan(ctx, 0, node.RunningSchedule{}))
 	exit := ss.exitErr(out)
+	hdr := ss.reportHeader(out, exit)
+	hdr.Endpoint = "none (planned: the driver's answers come from the flags)"
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim plan: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), hdr); err != nil && exit == nil {
+		exit = withCode(exitEnvironment, err)
+	}
 	ss.summary(out, exit)
 	return exit
 }

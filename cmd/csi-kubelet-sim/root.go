@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 )
 
 // Exit codes (README, "Exit codes").
@@ -140,7 +141,10 @@ func completionUsage(c *cobra.Command, s streams) {
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, s streams) int {
+	out := newOutputSwitch(s.Out)
+	s.Out = out
 	root := newRootCommand(s)
+	structuredOutput(root, out)
 	root.SetArgs(args)
 	return report(root.ExecuteContext(ctx), s.Err)
 }
@@ -156,8 +160,9 @@ func report(err error, w io.Writer) int {
 		code = exitUsage
 	}
 	// One line, whatever the error quotes (a driver's message, a file's
-	// bytes): control characters are escaped.
-	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", csiclient.Printable(err.Error()))
+	// bytes): control characters are escaped; then the docs citations
+	// gain their addresses.
+	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(csiclient.Printable(err.Error()), docsRef()))
 	return code
 }
 
@@ -200,7 +205,7 @@ func noArgsError(cmd string, args []string) error {
 // take one of a few, in every command that has them.
 func completeFlagValues(c *cobra.Command) {
 	values := map[string][]string{
-		"output":          {"text", "json"},
+		"output":          outputValues,
 		"kubelet-version": readVersionInfo().Releases,
 	}
 	for flag, vs := range values {

@@ -129,7 +129,7 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	plan.Controller = o.sidecars.controller
 	out := ss.lifecycle(ctx, plan)
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %d pods, %s", out.Pods, o.release.Describe())); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
 	if o.JUnit != "" {

@@ -116,7 +116,7 @@ func (ss *session) header() {
 		ss.text.Printf("  selinux     %s\n", ss.opts.selinux.Why)
 	}
 	if !ss.quiet {
-		ss.text.Printf("  # component operation      method                result   time     detail\n")
+		ss.text.Printf("%s", csiclient.TraceHeader())
 	}
 }
 
@@ -193,6 +193,7 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		if timedOut != "" {
 			msg += fmt.Sprintf(" (%s did not answer within --timeout %s)", timedOut, ss.opts.Timeout)
 		}
+		msg += notFoundHint(out)
 		if driverFailed {
 			return withCode(exitFailed, errors.New(msg+ss.cleanupHint(out)))
 		}
@@ -282,10 +283,12 @@ func (ss *session) summary(out *node.Outcome, exit error) {
 	if l := out.Leftovers; l != nil && len(l.KubeletPaths) > 0 && l.Clean() {
 		p.Printf("  note        a real kubelet also leaves %s (removed here)\n", strings.Join(relPaths(ss.opts.RootDir, l.KubeletPaths), ", "))
 	}
+	// The error itself is printed once, on stderr, as the last line.
+	pal := paletteFor(ss.s.Out)
 	if exit != nil {
-		p.Printf("  result      %v\n", exit)
+		p.Printf("  result      %s (exit %d: the error is on stderr)\n", pal.outcome("FAILED"), exitCode(exit))
 	} else {
-		p.Printf("  result      OK\n")
+		p.Printf("  result      %s\n", pal.outcome("OK"))
 	}
 }
 

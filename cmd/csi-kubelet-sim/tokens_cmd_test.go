@@ -318,7 +318,7 @@ func TestTokensMintErrors(t *testing.T) {
 		{"too short", append([]string{"--service-account-key-file", e.priv, "--expiration-seconds", "60"}, pod...),
 			"csi-kubelet-sim: TokenRequest: TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes\n"},
 		{"not a number", append([]string{"--service-account-key-file", e.priv, "--expiration-seconds", "1h"}, pod...), "want an integer"},
-		{"output", append([]string{"--service-account-key-file", e.priv, "-o", "yaml"}, pod...), "csi-kubelet-sim: --output \"yaml\": want text or json\n"},
+		{"output", append([]string{"--service-account-key-file", e.priv, "-o", "xml"}, pod...), "csi-kubelet-sim: --output \"xml\": want text, json, yaml, jsonpath=TEMPLATE, jsonpath-file=FILE, go-template=TEMPLATE or go-template-file=FILE\n"},
 		{"node uid alone", append([]string{"--service-account-key-file", e.priv, "--node-uid", "x"}, pod...), "csi-kubelet-sim: tokens mint: --node-uid needs --node\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

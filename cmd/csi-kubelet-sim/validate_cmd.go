@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -97,23 +95,32 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	}
 	defaults := gates.APIServerDefaults()
 	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
-	c, err := loader.Load(o.Filenames)
-	if err != nil {
-		return withCode(exitUsage, err)
+	c, loadErr := loader.Load(o.Filenames)
+	if c == nil {
+		return withCode(exitUsage, loadErr)
 	}
+	p := &preflight{loader: loader, c: c}
 	webhooks, err := webhookFindings(ctx, c, s)
 	if err != nil {
 		return err
 	}
-	findings := append(objectFindings(c, defaults), webhooks...)
+	findings := p.problems(loadErr)
+	findings = append(findings, p.locate(objectFindings(c, defaults))...)
+	findings = append(findings, p.references()...)
+	findings = append(findings, p.locate(webhooks)...)
+	findings = dropValid(findings)
+	p.sort(findings)
 	if len(findings) == 0 {
 		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
 	}
 	var liveErr error
 	if o.Endpoint != "" {
-		live, err := liveFindings(ctx, c, o)
+		live, driver, err := liveFindings(ctx, c, o)
 		liveErr = err
-		findings = append(findings, live...)
+		findings = append(findings, p.locate(live)...)
+		if driver != nil {
+			findings = append(findings, p.podDrivers(driver)...)
+		}
 	}
 	// What the objects are worth is printed even when the driver cannot be
 	// reached; invalid objects then decide the exit code, else the driver.
@@ -152,31 +159,12 @@ func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding
 		}
 		src := c.SourceOf("PersistentVolume", "", pv.Name).String()
 		obj := "PersistentVolume " + pv.Name
-		for _, e := range manifests.DriverNameErrors(pv.Spec.CSI.Driver, field.NewPath("spec", "csi", "driver")) {
-			out = append(out, finding{src, obj, "error", e})
-		}
 		if !known(pv.Spec.CSI.Driver) {
 			out = append(out, finding{src, obj, "warning", fmt.Sprintf("no CSIDriver named %q: the kubelet treats the driver as having none (attach required, no pod info, persistent volumes only)", pv.Spec.CSI.Driver)})
 		}
 	}
-	for _, p := range c.Pods() {
-		src := c.SourceOf("Pod", p.Namespace, p.Name).String()
-		for i, vol := range p.Spec.Volumes {
-			if vol.CSI == nil {
-				continue
-			}
-			obj := "Pod " + p.Namespace + "/" + p.Name
-			path := field.NewPath("spec", "volumes").Index(i).Child("csi", "driver")
-			for _, e := range manifests.DriverNameErrors(vol.CSI.Driver, path) {
-				out = append(out, finding{src, obj, "error", e})
-			}
-			if !known(vol.CSI.Driver) {
-				out = append(out, finding{src, obj, "error", fmt.Sprintf("%s: no CSIDriver named %q: the kubelet refuses inline volumes of a driver without one: volume mode \"Ephemeral\" not supported by driver %s (no CSIDriver object)", path, vol.CSI.Driver, vol.CSI.Driver)})
-			} else if d, _ := c.CSIDriver(vol.CSI.Driver); !slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral) {
-				out = append(out, finding{src, obj, "error", fmt.Sprintf("%s: volume mode \"Ephemeral\" not supported by driver %s (only supports %q)", path, d.Name, d.Spec.VolumeLifecycleModes)})
-			}
-		}
-	}
+	// The pods' names and inline drivers are judged by the loader, what
+	// they name by the reference check (preflight).
 	return out
 }
 
@@ -188,13 +176,13 @@ func csiDriverSummary(d *storagev1.CSIDriver) string {
 
 // liveFindings compares the CSIDriver objects with what the driver says
 // of itself.
-func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions) ([]finding, error) {
+func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions) ([]finding, *liveDriver, error) {
 	ep, err := csiclient.ParseEndpoint(o.Endpoint)
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
 	}
 	if err := ep.Check(); err != nil {
-		return nil, withCode(exitEnvironment, err)
+		return nil, nil, withCode(exitEnvironment, err)
 	}
 	conn := &csiclient.Dialer{Endpoint: ep}
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.Timeout) }
@@ -202,21 +190,22 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions)
 	info, err := csi.NewIdentityClient(conn).GetPluginInfo(cctx, &csi.GetPluginInfoRequest{})
 	cancel()
 	if err != nil {
-		return nil, withCode(exitEnvironment, fmt.Errorf("GetPluginInfo: %w", err))
+		return nil, nil, withCode(exitEnvironment, fmt.Errorf("GetPluginInfo: %w", err))
 	}
 	name := info.GetName()
 	src := "driver " + string(ep)
 	var out []finding
-	d, ok := c.CSIDriver(name)
-	if !ok {
-		out = append(out, finding{src, "driver " + name, "mismatch", fmt.Sprintf("the driver registers as %q but no CSIDriver has that name: the kubelet treats it as having none (attach required, no pod info, persistent volumes only)", name)})
-		return out, nil
-	}
 	cctx, cancel = call()
 	nodeCaps, err := csi.NewNodeClient(conn).NodeGetCapabilities(cctx, &csi.NodeGetCapabilitiesRequest{})
 	cancel()
 	if err != nil {
-		return nil, withCode(exitFailed, fmt.Errorf("NodeGetCapabilities: %w", err))
+		return nil, nil, withCode(exitFailed, fmt.Errorf("NodeGetCapabilities: %w", err))
+	}
+	live := newLiveDriver(string(ep), name, nodeCaps)
+	d, ok := c.CSIDriver(name)
+	if !ok {
+		out = append(out, finding{src, "driver " + name, "mismatch", fmt.Sprintf("the driver registers as %q but no CSIDriver has that name: the kubelet treats it as having none (attach required, no pod info, persistent volumes only)", name)})
+		return out, live, nil
 	}
 	publish := controllerPublishes(ctx, conn, o)
 	obj := "CSIDriver " + name
@@ -232,7 +221,7 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions)
 		}
 	}
 	out = append(out, finding{src, obj, "info", fmt.Sprintf("the driver registers as %q (vendor version %s): this CSIDriver applies to it", name, info.GetVendorVersion())})
-	return out, nil
+	return out, live, nil
 }
 
 // controllerPublishes tells whether the driver has a controller service
@@ -265,20 +254,21 @@ func controllerPublishes(ctx context.Context, conn *csiclient.Dialer, o *validat
 	return false
 }
 
-func printFindings(w io.Writer, output string, fs []finding) {
+func printFindings(w io.Writer, output string, fs []located) {
 	if output == "json" {
 		enc := json.NewEncoder(w)
 		for _, f := range fs {
+			f.SchemaVersion = csiclient.SchemaVersion
 			_ = enc.Encode(f)
 		}
 		return
 	}
 	for _, f := range fs {
-		fmt.Fprintf(w, "%-8s %s: %s: %s\n", strings.ToUpper(f.Severity), f.Source, f.Object, f.Message)
+		fmt.Fprintln(w, f.text())
 	}
 }
 
-func validateExit(fs []finding) error {
+func validateExit(fs []located) error {
 	var errs, mismatches int
 	for _, f := range fs {
 		switch f.Severity {
@@ -290,7 +280,7 @@ func validateExit(fs []finding) error {
 	}
 	switch {
 	case errs > 0:
-		return withCode(exitUsage, fmt.Errorf("%d invalid field(s)", errs))
+		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input", errs))
 	case mismatches > 0:
 		return withCode(exitFailed, fmt.Errorf("%d mismatch(es) with the live driver", mismatches))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
@@ -18,15 +19,16 @@ var version = "dev"
 
 // versionInfo is what `version -o json` prints.
 type versionInfo struct {
-	Version     string   `json:"version"`
-	Module      string   `json:"module"`
-	Revision    string   `json:"vcs_revision,omitempty"`
-	Time        string   `json:"vcs_time,omitempty"`
-	Modified    bool     `json:"vcs_modified,omitempty"`
-	GoVersion   string   `json:"go_version"`
-	Platform    string   `json:"platform"`
-	Releases    []string `json:"kubelet_releases"`
-	DefaultKube string   `json:"kubelet_default"`
+	SchemaVersion int      `json:"schemaVersion"`
+	Version       string   `json:"version"`
+	Module        string   `json:"module"`
+	Revision      string   `json:"vcs_revision,omitempty"`
+	Time          string   `json:"vcs_time,omitempty"`
+	Modified      bool     `json:"vcs_modified,omitempty"`
+	GoVersion     string   `json:"go_version"`
+	Platform      string   `json:"platform"`
+	Releases      []string `json:"kubelet_releases"`
+	DefaultKube   string   `json:"kubelet_default"`
 }
 
 // readVersionInfo reads the build info the Go toolchain stamps into the
@@ -34,11 +36,12 @@ type versionInfo struct {
 // builds inside a git checkout), and the Go version.
 func readVersionInfo() versionInfo {
 	v := versionInfo{
-		Version:     version,
-		Module:      "github.com/csi-kubelet-sim/csi-kubelet-sim",
-		GoVersion:   runtime.Version(),
-		Platform:    runtime.GOOS + "/" + runtime.GOARCH,
-		DefaultKube: node.DefaultVersion.String(),
+		SchemaVersion: csiclient.SchemaVersion,
+		Version:       version,
+		Module:        "github.com/csi-kubelet-sim/csi-kubelet-sim",
+		GoVersion:     runtime.Version(),
+		Platform:      runtime.GOOS + "/" + runtime.GOARCH,
+		DefaultKube:   node.DefaultVersion.String(),
 	}
 	for m := node.MinMinor; m <= node.MaxMinor; m++ {
 		v.Releases = append(v.Releases, fmt.Sprintf("1.%d", m))

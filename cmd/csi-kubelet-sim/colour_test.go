@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// Colour only on a terminal: a buffer, a pipe and NO_COLOR get none.
+func TestPalette(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for name, out := range map[string]any{"buffer": &bytes.Buffer{}, "pipe": w, "switch over a pipe": newOutputSwitch(w)} {
+		var p palette
+		switch o := out.(type) {
+		case *bytes.Buffer:
+			p = paletteFor(o)
+		case *os.File:
+			p = paletteFor(o)
+		case *outputSwitch:
+			p = paletteFor(o)
+		}
+		if got := p.outcome("FAIL"); got != "FAIL" {
+			t.Errorf("%s: %q, want no colour", name, got)
+		}
+	}
+	t.Setenv("NO_COLOR", "1")
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if paletteFor(tty).on {
+			t.Errorf("NO_COLOR set, yet colour on a terminal")
+		}
+	}
+	if got := (palette{on: true}).outcome("FAIL"); got != "\x1b[31mFAIL\x1b[0m" {
+		t.Errorf("FAIL on a terminal: %q, want red", got)
+	}
+	if got := (palette{on: true}).outcome("OK"); got != "\x1b[32mOK\x1b[0m" {
+		t.Errorf("OK on a terminal: %q, want green", got)
+	}
+}

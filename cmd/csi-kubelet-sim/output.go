@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/yaml"
+)
+
+// kubectl's output conventions: -o yaml, -o jsonpath=TEMPLATE,
+// -o jsonpath-file=FILE, -o go-template=TEMPLATE and -o go-template-file=FILE
+// on every command that prints objects, besides text and json. Every such
+// command prints JSON records (one object per line) with -o json; the
+// other formats are that JSON rendered record by record, so the fields are
+// the same in every format. k8s.io/cli-runtime's printers would bring the
+// resource builder (and kustomize) into the binary and its start-up; the
+// jsonpath package and text/template give kubectl's semantics without.
+
+// outputFormat is a parsed -o value.
+type outputFormat struct {
+	name string // text, json, yaml, jsonpath, go-template
+	arg  string // the template
+}
+
+// structured tells whether the command prints JSON to be rendered.
+func (f outputFormat) structured() bool {
+	return f.name == "yaml" || f.name == "jsonpath" || f.name == "go-template"
+}
+
+// outputValues are the -o forms, for help and completion.
+var outputValues = []string{"text", "json", "yaml", "jsonpath=", "jsonpath-file=", "go-template=", "go-template-file="}
+
+// parseOutput reads -o as kubectl does: a format, or a format=argument
+// (the template itself, or a file holding it).
+func parseOutput(s string) (outputFormat, error) {
+	name, arg, hasArg := strings.Cut(s, "=")
+	switch name {
+	case "text", "json", "yaml":
+		if hasArg {
+			return outputFormat{}, fmt.Errorf("--output %q: %s takes no argument", s, name)
+		}
+		return outputFormat{name: name}, nil
+	case "jsonpath", "go-template":
+		if arg == "" {
+			return outputFormat{}, fmt.Errorf("--output %q: %s needs a template: -o %s=TEMPLATE", s, name, name)
+		}
+		return outputFormat{name: name, arg: arg}, nil
+	case "jsonpath-file", "go-template-file":
+		b, err := os.ReadFile(arg)
+		if err != nil {
+			return outputFormat{}, fmt.Errorf("--output %s: %w", name, err)
+		}
+		return outputFormat{name: strings.TrimSuffix(name, "-file"), arg: string(b)}, nil
+	}
+	return outputFormat{}, fmt.Errorf("--output %q: want text, json, yaml, jsonpath=TEMPLATE, jsonpath-file=FILE, go-template=TEMPLATE or go-template-file=FILE", s)
+}
+
+// renderer turns one JSON record into the chosen format.
+type renderer func(w io.Writer, record map[string]any, first bool) error
+
+func newRenderer(f outputFormat) (renderer, error) {
+	switch f.name {
+	case "yaml":
+		return renderYAML, nil
+	case "jsonpath":
+		jp := jsonpath.New("output").AllowMissingKeys(true)
+		if err := jp.Parse(f.arg); err != nil {
+			return nil, fmt.Errorf("--output jsonpath: %w", err)
+		}
+		return func(w io.Writer, rec map[string]any, _ bool) error {
+			return lineAfter(w, func(b io.Writer) error { return jp.Execute(b, rec) })
+		}, nil
+	case "go-template":
+		t, err := template.New("output").Funcs(templateFuncs).Parse(f.arg)
+		if err != nil {
+			return nil, fmt.Errorf("--output go-template: %w", err)
+		}
+		return func(w io.Writer, rec map[string]any, _ bool) error {
+			return lineAfter(w, func(b io.Writer) error { return t.Execute(b, rec) })
+		}, nil
+	}
+	return nil, fmt.Errorf("--output %s: not a structured format", f.name)
+}
+
+// templateFuncs are kubectl's additions to go-template.
+var templateFuncs = template.FuncMap{
+	"base64decode": func(s string) (string, error) {
+		b, err := base64.StdEncoding.DecodeString(s)
+		return string(b), err
+	},
+}
+
+// renderYAML prints a record as a YAML document, "---" between records.
+func renderYAML(w io.Writer, rec map[string]any, first bool) error {
+	b, err := yaml.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if !first {
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// lineAfter runs a template and ends its output with a newline, so that
+// the records of a stream are one line each (a single object, as kubectl
+// prints it, just gains the newline a shell prompt wants).
+func lineAfter(w io.Writer, run func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := run(&b); err != nil {
+		return err
+	}
+	if b.Len() > 0 && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// recordWriter takes the JSON lines a command prints and writes each
+// object rendered; a line that is no JSON object passes unchanged.
+type recordWriter struct {
+	mu     sync.Mutex
+	out    io.Writer
+	render renderer
+	buf    []byte
+	n      int
+	err    error
+}
+
+func (r *recordWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, p...)
+	for {
+		i := bytes.IndexByte(r.buf, '\n')
+		if i < 0 {
+			return len(p), r.err
+		}
+		line := r.buf[:i+1]
+		r.buf = r.buf[i+1:]
+		r.line(line)
+	}
+}
+
+func (r *recordWriter) line(line []byte) {
+	var rec map[string]any
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	if d.Decode(&rec) != nil {
+		_, _ = r.out.Write(line)
+		return
+	}
+	if err := r.render(r.out, rec, r.n == 0); err != nil && r.err == nil {
+		r.err = err
+	}
+	r.n++
+}
+
+// flush writes what is left without a newline.
+func (r *recordWriter) flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) > 0 {
+		r.line(append(r.buf, '\n'))
+		r.buf = nil
+	}
+	return r.err
+}
+
+// outputSwitch is stdout as commands see it: the terminal or pipe, or a
+// recordWriter over it while a command prints a structured format.
+type outputSwitch struct {
+	mu   sync.Mutex
+	base io.Writer
+	cur  io.Writer
+}
+
+func newOutputSwitch(w io.Writer) *outputSwitch { return &outputSwitch{base: w, cur: w} }
+
+func (o *outputSwitch) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	w := o.cur
+	o.mu.Unlock()
+	return w.Write(p)
+}
+
+func (o *outputSwitch) set(w io.Writer) {
+	o.mu.Lock()
+	o.cur = w
+	o.mu.Unlock()
+}
+
+// structuredOutput gives every command with an -o flag the structured
+// formats: the command runs with -o json, and its output is rendered.
+func structuredOutput(root *cobra.Command, out *outputSwitch) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		flag := c.Flags().Lookup("output")
+		if flag == nil || c.RunE == nil {
+			return
+		}
+		flag.Usage = strings.Replace(flag.Usage, "text or json", "text, json, yaml, jsonpath=TEMPLATE or go-template=TEMPLATE", 1)
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			f, err := parseOutput(flag.Value.String())
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			if !f.structured() {
+				return run(cmd, args)
+			}
+			render, err := newRenderer(f)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			if err := flag.Value.Set("json"); err != nil {
+				return err
+			}
+			rw := &recordWriter{out: out.base, render: render}
+			out.set(rw)
+			defer out.set(out.base)
+			runErr := run(cmd, args)
+			if err := rw.flush(); err != nil && runErr == nil {
+				return withCode(exitUsage, fmt.Errorf("--output %s: %w", f.name, err))
+			}
+			return runErr
+		}
+	}
+	walk(root)
+}

@@ -1,0 +1,32 @@
+package csiclient
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+)
+
+// The text trace is printed as the calls happen, so its columns cannot be
+// sized after the fact: each is as wide as the longest value it can hold
+// (the result column fits every gRPC code, so DeadlineExceeded or
+// FailedPrecondition keep the columns in line).
+const (
+	seqWidth       = 3
+	componentWidth = 9
+	operationWidth = 14
+	methodWidth    = 21
+)
+
+var resultWidth = func() int {
+	w := len("OK")
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		w = max(w, len(c.String()))
+	}
+	return w
+}()
+
+// TraceHeader is the header line of the text trace, over its columns.
+func TraceHeader() string {
+	return fmt.Sprintf("%*s %-*s %-*s %-*s %-*s %-8s %s\n", seqWidth, "#", componentWidth, "component", operationWidth, "operation",
+		methodWidth, "method", resultWidth, "result", "time", "detail")
+}
