@@ -73,13 +73,17 @@ race:
 # One `go test -cover` run: the coverage floors are read from its output,
 # so no package is linked and tested twice. The browser test's line comes
 # last, where it is seen.
+# The end-to-end tests mostly wait (on the driver's hangs, the pods' holds,
+# the kubelet's periods), so more of them run at once than the 2 CPUs
+# (go test's default -parallel is GOMAXPROCS).
+TEST_PARALLEL ?= 8
 TEST_ENV = CSI_SANITY=$(SANITY) CSI_MOCK_DRIVER=$(MOCK) CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
 	CSI_KUBELET_SIM_ADMISSION=$(ADMIT)
 .PHONY: test-go
 test: build tools vet race chromium test-go
 
 test-go: build tools chromium
-	@mkdir -p $(BIN); { $(TEST_ENV) $(GO) test -count=1 -cover ./... 2>&1; echo $$? > $(BIN)/test.rc; } | tee $(BIN)/test.out; \
+	@mkdir -p $(BIN); { $(TEST_ENV) $(GO) test -count=1 -cover -parallel $(TEST_PARALLEL) ./... 2>&1; echo $$? > $(BIN)/test.rc; } | tee $(BIN)/test.out; \
 		rc=$$(cat $(BIN)/test.rc); hack/coverfloors.sh $(BIN)/test.out $(COVER_MIN) || rc=1; \
 		[ -x $(CHROMIUM) ] || echo "make test: report TestHTMLInChromium was skipped: no $(CHROMIUM) (install it with \`make chromium\`)"; \
 		exit $$rc
