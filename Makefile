@@ -117,7 +117,8 @@ clean:
 # test binary is built once (go test -c, into $(KUBEDIFF_BINDIR)) and run as
 # root in a mount namespace of its own (the block cases attach loop devices
 # and bind-mount them). Times and cache sizes are in e2e/kubeletdiff/README.md.
-# `.ci/run` runs every release after `make test`; `make test` leaves it out.
+# `.ci/run` runs the releases a change can affect (kubeletdiff-ci, below)
+# after `make test`; `make test` leaves it out.
 KUBE_VERSION       ?= v1.37.2
 KUBEDIFF_RELEASES  := v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
 KUBEDIFF_MODFILE    = $(if $(wildcard e2e/kubeletdiff/go.$(KUBE_VERSION).mod),go.$(KUBE_VERSION).mod,go.mod)
@@ -130,7 +131,9 @@ KUBEDIFF_TIMEOUT   ?= 30m
 # module: it imports k8s.io/kubernetes v1.37.2): the Kubernetes e2e webhook
 # server (agnhost) called through it, and MutatingWebhookConfiguration
 # validation compared with the API server's. No root needed. Cold: about 14
-# min (at nice 19 on 2 busy cores) and 1.5 GB of build cache; warm: about 20 s.
+# min (at nice 19 on 2 busy cores) and 1.5 GB of build cache, 3 min when the
+# admission helper was built before it (.ci/run: they share the API server's
+# packages); warm: about 20 s.
 .PHONY: webhookdiff
 webhookdiff:
 	cd e2e/webhookdiff && $(GO) test -count=1 -timeout 10m ./...
