@@ -19,6 +19,7 @@ import (
 var cfSection = regexp.MustCompile(`\(docs/kubelet\.md §[0-9]+(\.[0-9]+)?\)`)
 
 func TestConformanceFaults(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	// Scenarios skipped against the reference driver with refCSIDriver on
 	// any host, and why: tokens go to volume_context
 	// (serviceAccountTokenInSecrets unset, docs/kubelet.md §4.4); no

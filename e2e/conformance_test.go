@@ -239,6 +239,7 @@ spec:
 // the root dir, and nothing in the driver's data dir (the volume made by
 // CreateVolume is deleted again).
 func TestConformanceRefDriver(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	for _, stage := range []bool{true, false} {
 		for _, withObject := range []bool{true, false} {
 			name := fmt.Sprintf("stage-unstage=%v/csidriver=%v", stage, withObject)

@@ -147,6 +147,7 @@ func (t *fmxTally) add(direct bool) {
 }
 
 func TestFaultMatrix(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	scenarios := fmxScenarios()
 	var tally fmxTally
 	start := time.Now()

@@ -220,6 +220,7 @@ const (
 // system while the driver hangs in that call (an injected
 // NodeUnstageVolume/NodeUnpublishVolume=hang:800ms:1, which then succeeds).
 func TestSemanticsByCode(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	finals := []string{"Internal", "InvalidArgument", "NotFound", "FailedPrecondition"}
 	uncertains := []string{"DeadlineExceeded", "Unavailable", "ResourceExhausted", "Aborted"}
 	type tcase struct {

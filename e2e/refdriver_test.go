@@ -46,6 +46,7 @@ func volDataJSON(m map[string]string) string {
 // vol_data.json files (1.6) are as the kubelet writes them; afterwards the run
 // exits 0 and nothing is left.
 func TestRefDriverSamples(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	for _, s := range refSamples {
 		t.Run(s.dir, func(t *testing.T) {
 			t.Parallel()

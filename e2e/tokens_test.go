@@ -817,6 +817,7 @@ func verifyToken(t *testing.T, label, token string, set jose.JSONWebKeySet, w to
 }
 
 func TestTokensVerifiedWithServedJWKS(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	cases := []struct {
 		name     string
 		keyType  string
@@ -956,6 +957,7 @@ func TestTokensVerifiedWithServedJWKS(t *testing.T) {
 func fingerprint(tok string) string { return "<token sha256:" + sha256hex(tok)[:8] + ">" }
 
 func TestTokensNeverPrinted(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	cases := []struct {
 		name      string
 		inSecrets bool
@@ -1087,6 +1089,7 @@ func writeCertPEM(t *testing.T, file string) {
 }
 
 func TestTokensBadInput(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	work := workDir(t)
 	_, pubFile := tokKeygen(t, work, "rsa")
 	cert := filepath.Join(work, "cert.pem")
@@ -1202,6 +1205,7 @@ func TestTokensBadInput(t *testing.T) {
 // 5. Republish re-sends the cached token (docs/kubelet.md §4.6, §5, §21.9)
 
 func TestTokensRepublishSameToken(t *testing.T) {
+	t.Parallel() // own work dir, driver and root dir; mostly waiting on the driver
 	work := workDir(t)
 	mock := startMock(t, work, "--disable-attach")
 	root := filepath.Join(work, "root")

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -20,15 +19,24 @@ import (
 // elsewhere (a pipe, a CI log) it only counts, so logs stay clean. It is a
 // csiclient sink for the calls; the command tells it about pods. Safe for
 // concurrent use.
+//
+// It draws the line itself (a carriage return, the text, a bar): a
+// progress bar library brought its dependencies' package initialisation
+// (a regular expression compiled at start) to every command, though only
+// `load` draws.
 type Progress struct {
 	pods, mounted, tornDown, calls, errors atomic.Int64
 
-	p    *mpb.Progress // nil when not drawing
-	bar  *mpb.Bar
+	w    io.Writer     // nil when not drawing
+	done chan struct{} // closed by Stop
+	drew chan struct{} // closed when the drawing goroutine has ended
 	stop sync.Once
 }
 
 var _ csiclient.Sink = (*Progress)(nil)
+
+// progressRefresh is how often the line is redrawn.
+const progressRefresh = 150 * time.Millisecond
 
 // NewProgress starts the line on out if out is a terminal. pods is how
 // many pods the run will mount (0 when not known yet; see AddPods). Call
@@ -43,15 +51,39 @@ func newProgress(w io.Writer, draw bool, pods int) *Progress {
 	if !draw {
 		return pr
 	}
-	pr.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(100), mpb.WithRefreshRate(150*time.Millisecond),
-		mpb.WithAutoRefresh())
-	// The bar fills as pods are mounted and then torn down: each pod is
-	// two steps of the run's work.
-	pr.bar = pr.p.New(int64(2*pods), mpb.BarStyle(),
-		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return pr.line() })),
-		mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5})),
-	)
+	pr.w, pr.done, pr.drew = w, make(chan struct{}), make(chan struct{})
+	go pr.redraw()
 	return pr
+}
+
+// redraw draws the line every progressRefresh until Stop.
+func (pr *Progress) redraw() {
+	defer close(pr.drew)
+	t := time.NewTicker(progressRefresh)
+	defer t.Stop()
+	for {
+		pr.draw()
+		select {
+		case <-pr.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// draw writes the line over the previous one: the counts, a bar that
+// fills as pods are mounted and then torn down (each pod is two steps of
+// the run's work), and the percentage.
+func (pr *Progress) draw() {
+	const width = 30
+	total, doneSteps := 2*pr.pods.Load(), pr.mounted.Load()+pr.tornDown.Load()
+	pct := int64(0)
+	if total > 0 {
+		pct = min(100, 100*doneSteps/total)
+	}
+	filled := int(pct * width / 100)
+	fmt.Fprintf(pr.w, "\r%s[%s%s] %3d %%\x1b[K", pr.line(),
+		strings.Repeat("=", filled), strings.Repeat("-", width-filled), pct)
 }
 
 // line is the text of the progress line.
@@ -61,28 +93,13 @@ func (pr *Progress) line() string {
 }
 
 // AddPods grows the run by n pods (pod churn, replicas made later).
-func (pr *Progress) AddPods(n int) {
-	total := pr.pods.Add(int64(n))
-	if pr.bar != nil {
-		pr.bar.SetTotal(2*total, false)
-	}
-}
+func (pr *Progress) AddPods(n int) { pr.pods.Add(int64(n)) }
 
 // PodMounted counts a pod whose volumes are all mounted.
-func (pr *Progress) PodMounted() {
-	pr.mounted.Add(1)
-	if pr.bar != nil {
-		pr.bar.IncrBy(1)
-	}
-}
+func (pr *Progress) PodMounted() { pr.mounted.Add(1) }
 
 // PodTornDown counts a pod whose volumes are all torn down.
-func (pr *Progress) PodTornDown() {
-	pr.tornDown.Add(1)
-	if pr.bar != nil {
-		pr.bar.IncrBy(1)
-	}
-}
+func (pr *Progress) PodTornDown() { pr.tornDown.Add(1) }
 
 // Call counts a call and whether it failed (csiclient.Sink).
 func (pr *Progress) Call(c csiclient.Call) {
@@ -99,10 +116,12 @@ func (pr *Progress) Step(csiclient.Step) {}
 // be called more than once.
 func (pr *Progress) Stop() {
 	pr.stop.Do(func() {
-		if pr.p == nil {
+		if pr.w == nil {
 			return
 		}
-		pr.bar.Abort(false)
-		pr.p.Wait()
+		close(pr.done)
+		<-pr.drew
+		pr.draw()
+		fmt.Fprintln(pr.w)
 	})
 }

@@ -100,6 +100,7 @@ func newLoadCommand(s streams) *cobra.Command {
 // reporting stats on its own period, then torn down; and reports per CSI
 // method what the driver did under that load.
 func runLoad(ctx context.Context, o *loadOptions, s streams) error {
+	defaultGC() // a long run: the heap kept near what is live (gc.go)
 	if err := o.validate(); err != nil {
 		return err
 	}

@@ -42,4 +42,18 @@ GOVERSION=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$GOMOD")
 rm -f "${MODFILE%.mod}.sum"
 # shellcheck disable=SC2086
 go mod tidy $FLAG
+# The default release shares its build with ../webhookdiff, which imports
+# k8s.io/kubernetes of the same release through the simulator's module: the
+# dependencies both build are raised to the versions webhookdiff resolves,
+# so that each compiled package is the same and built once (Go's build cache
+# keys a package on its dependencies' versions). The CSI spec stays the
+# release's own: only the kubelet side uses it.
+if [ "$V" = "$DEFAULT" ] && [ -f ../webhookdiff/go.mod ]; then
+	(cd ../webhookdiff && go list -m -f "{{.Path}} {{.Version}}" all) | sort > "$MODFILE.wh.tmp"
+	ALIGN=$(go list -m -f "{{.Path}} {{.Version}}" all | sort | join - "$MODFILE.wh.tmp" |
+		awk '$2 != $3 && $2 != "v0.0.0" && $3 != "v0.0.0" && $1 != "github.com/container-storage-interface/spec" { print $1 "@" $3 }')
+	rm -f "$MODFILE.wh.tmp"
+	# shellcheck disable=SC2086
+	[ -z "$ALIGN" ] || { go get $ALIGN && go mod tidy; }
+fi
 echo "genmod.sh: wrote $MODFILE (k8s.io/kubernetes $V, $(echo "$STAGED" | wc -w) staging modules at $STAGING)"

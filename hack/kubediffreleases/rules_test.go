@@ -1,0 +1,116 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var testReleases = []string{"v1.30.14", "v1.31.14", "v1.32.13", "v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"}
+
+// pick runs the rules over a diff, with the oldest and newest always in.
+func pick(t *testing.T, diff string, files map[string]string) []string {
+	t.Helper()
+	rels, err := parseReleases(testReleases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSelection(rels)
+	s.add(30, "oldest")
+	s.add(37, "newest")
+	read := func(p string) (string, bool) { c, ok := files[p]; return c, ok }
+	for _, f := range parseDiff(diff) {
+		applyRules(s, f, read)
+	}
+	return s.names()
+}
+
+func diffOf(path string, removed, added []string) string {
+	var b strings.Builder
+	b.WriteString("diff --git a/" + path + " b/" + path + "\nindex 1..2 100644\n--- a/" + path + "\n+++ b/" + path + "\n@@ -1 +1 @@\n")
+	for _, l := range removed {
+		b.WriteString("-" + l + "\n")
+	}
+	for _, l := range added {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String()
+}
+
+func TestReleasesChosen(t *testing.T) {
+	all := testReleases
+	always := []string{"v1.30.14", "v1.37.2"}
+	cases := []struct {
+		name  string
+		diff  string
+		files map[string]string
+		want  []string
+	}{
+		{"nothing of the kubelet's", diffOf("README.md", []string{"a"}, []string{"b"}), nil, always},
+		{"a version predicate moved", diffOf("node/version.go",
+			[]string{"func (v Version) KeepsTargetOnFailedRemount() bool { return v.Minor >= 36 }"},
+			[]string{"func (v Version) KeepsTargetOnFailedRemount() bool { return v.Minor >= 34 }"}), nil,
+			[]string{"v1.30.14", "v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"}},
+		{"a comment in a rule file", diffOf("node/version.go", nil, []string{"// more words"}), nil, always},
+		{"a rule line naming no release", diffOf("node/features.go", nil, []string{"	return g.enabled[name]"}), nil, all},
+		{"a gate's stage in one release", diffOf("node/features.go", nil, []string{"	\"SELinuxMount\": {33: beta},"}), nil,
+			[]string{"v1.30.14", "v1.32.13", "v1.33.13", "v1.34.4", "v1.37.2"}},
+		{"a new case from 1.35", diffOf("e2e/kubeletdiff/cases_test.go", nil,
+			[]string{`		{Name: "x", MinMinor: 35, Caps: caps("STAGE_UNSTAGE_VOLUME")},`}), nil,
+			[]string{"v1.30.14", "v1.35.4", "v1.36.3", "v1.37.2"}},
+		{"a case up to 1.31", diffOf("e2e/kubeletdiff/cases_test.go", nil, []string{`{Name: "y", MaxMinor: 31},`}), nil,
+			[]string{"v1.30.14", "v1.31.14", "v1.37.2"}},
+		{"a case of every release", diffOf("e2e/kubeletdiff/cases_test.go", nil, []string{`{Name: "z", Sample: "staged"},`}), nil, all},
+		{"an adapter", diffOf("e2e/kubeletdiff/adapt_1_31_to_1_33_test.go", nil, []string{"x"}),
+			map[string]string{"e2e/kubeletdiff/adapt_1_31_to_1_33_test.go": "//go:build before1_34 && !before1_31\n\npackage kubeletdiff\n"},
+			[]string{"v1.30.14", "v1.31.14", "v1.32.13", "v1.33.13", "v1.37.2"}},
+		{"a deleted adapter", diffOf("e2e/kubeletdiff/adapt_since1_36_test.go", []string{"//go:build !before1_36", "", "package kubeletdiff"}, nil), nil,
+			[]string{"v1.30.14", "v1.36.3", "v1.37.2"}},
+		{"a release's module file", diffOf("e2e/kubeletdiff/go.v1.33.13.sum", nil, []string{"x"}), nil,
+			[]string{"v1.30.14", "v1.33.13", "v1.37.2"}},
+		{"the harness", diffOf("e2e/kubeletdiff/kubelet_test.go", nil, []string{"x"}), nil, all},
+		{"the recorder", diffOf("e2e/kubeletdiff/recorder/recorder.go", nil, []string{"x"}), nil, all},
+		{"docs naming a release", diffOf("docs/kubelet.md", nil, []string{"From 1.32 on, any access mode (v1.32.13)."}), nil,
+			[]string{"v1.30.14", "v1.32.13", "v1.37.2"}},
+		{"product code naming none", diffOf("node/stage.go", nil, []string{"	return nil"}), nil, always},
+		{"product code comparing a minor", diffOf("tokens/issuer.go", nil, []string{"	if r.Minor >= 34 {"}), nil,
+			[]string{"v1.30.14", "v1.33.13", "v1.34.4", "v1.35.4", "v1.37.2"}},
+		{"the Makefile's list of releases", diffOf("Makefile", nil, []string{"KUBEDIFF_RELEASES  := v1.30.14 v1.38.0"}), nil, all},
+		{"the Makefile's build tags", diffOf("Makefile", nil, []string{"KUBEDIFF_TAGS       = $(shell seq 1)"}), nil, all},
+		{"other Makefile lines", diffOf("Makefile", nil, []string{"kubeletdiff-ci: build", "	@$(MAKE) kubeletdiff-all KUBEDIFF_RELEASES=\"$$rels\""}), nil, always},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := pick(t, c.diff, c.files); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestMinorsNamed(t *testing.T) {
+	for line, want := range map[string][]int{
+		"since 1.36, not 11.36 nor 1.361": {36},
+		"v1.33.13 and 1.30-1.33":          {33, 30, 33},
+		"Minor <= 33":                     {33},
+		"timeout 30 * time.Second":        nil,
+	} {
+		if got := minors(line); !reflect.DeepEqual(got, want) {
+			t.Errorf("minors(%q) = %v, want %v", line, got, want)
+		}
+	}
+}
+
+// TestNoBaseRunsAll: without the previous commit (a shallow clone, a first
+// commit) every release runs.
+func TestNoBaseRunsAll(t *testing.T) {
+	rels, _ := parseReleases(testReleases)
+	var w strings.Builder
+	got := choose(rels, "no-such-revision-kubediffreleases", &w)
+	if !reflect.DeepEqual(got, testReleases) {
+		t.Errorf("got %v, want every release", got)
+	}
+	if !strings.Contains(w.String(), "cannot tell what changed") {
+		t.Errorf("no reason given: %s", w.String())
+	}
+}
