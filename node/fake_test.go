@@ -428,14 +428,14 @@ status:
 // The standard objects: PV pv-1 (handle vol-1) bound to claim data-1, used
 // by pod app-1 (uid pod-uid-1) as volume "data".
 var (
-	pv1      = pvDoc("pv-1", "vol-1", "data-1")
-	pvc1     = pvcDoc("data-1", "pv-1")
-	pod1     = podDoc("app-1", "pod-uid-1", claimVol("data", "data-1"))
+	pv1  = pvDoc("pv-1", "vol-1", "data-1")
+	pvc1 = pvcDoc("data-1", "pv-1")
+	pod1 = podDoc("app-1", "pod-uid-1", claimVol("data", "data-1"))
 	// blockPod1 is pod1 with "data" in volumeDevices.
 	blockPod1 = blockPodDoc("app-1", "pod-uid-1", claimVol("data", "data-1"))
-	capStage = csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME
-	capSNMW  = csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER
-	capVMG   = csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
+	capStage  = csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME
+	capSNMW   = csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER
+	capVMG    = csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
 )
 
 // Literal kubelet facts for the standard objects (docs/kubelet.md §1.3, §10, §2),
