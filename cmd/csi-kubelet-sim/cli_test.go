@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -395,5 +396,75 @@ func TestRunJUnitCases(t *testing.T) {
 	}
 	if doc.Tests != 5 || doc.Failures != 2 {
 		t.Errorf("tests %d failures %d", doc.Tests, doc.Failures)
+	}
+}
+
+// -v is verbose at every place of the command line, klog's --v=N too;
+// the version is printed only by `version` and --version (issue 17): a CI
+// step `csi-kubelet-sim -v plan pod.yaml` must plan, not print a version
+// and exit 0.
+func TestVerboseEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTestFile(t, dir, "in.yaml", csiDriverYAML+"---\n"+inlinePodYAML)
+	plan := func(args ...string) (string, int) {
+		t.Helper()
+		stdout, stderr, code := cli(t, "", append(args, "--driver-name", testDriver, "--root-dir", filepath.Join(t.TempDir(), "root"))...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "NodePublishVolume") {
+			t.Fatalf("%v: no plan printed:\n%s", args, stdout)
+		}
+		return stdout, strings.Count(stdout, "·")
+	}
+	_, quiet := plan("plan", in)
+	for _, args := range [][]string{
+		{"-v", "plan", in},
+		{"plan", "-v", in},
+		{"--verbose", "plan", in},
+		{"--v=2", "plan", in},
+		{"plan", "--v", "1", in},
+		{"-vv", "plan", in},
+	} {
+		if _, steps := plan(args...); steps <= quiet {
+			t.Errorf("%v: %d kubelet steps printed, want more than the %d without -v", args, steps, quiet)
+		}
+	}
+	if _, _, code := cli(t, "", "plan", "--v=x", in, "--driver-name", testDriver); code != exitUsage {
+		t.Errorf("--v=x: exit %d, want %d", code, exitUsage)
+	}
+	if stdout, _, code := cli(t, "", "-v"); code != exitUsage || strings.Contains(stdout, "csi-kubelet-sim ") {
+		t.Errorf("-v alone: exit %d, stdout %q; want the usage error, no version", code, stdout)
+	}
+	if stdout, _, code := cli(t, "", "--version"); code != 0 || !strings.HasPrefix(stdout, "csi-kubelet-sim ") || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+}
+
+// The build info is read only when a version is printed: a start that
+// prints none (every run of every other command) does not pay for it.
+func TestBuildInfoReadOnlyForVersion(t *testing.T) {
+	reads := 0
+	orig := readBuildInfo
+	readBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
+	t.Cleanup(func() { readBuildInfo = orig })
+	in := writeTestFile(t, t.TempDir(), "in.yaml", csiDriverYAML+"---\n"+inlinePodYAML)
+	for _, args := range [][]string{
+		{"plan", in, "--driver-name", testDriver},
+		{"validate", in},
+		{"help", "run"},
+		{"run", "--help"},
+	} {
+		cli(t, "", args...)
+		if reads != 0 {
+			t.Fatalf("%v read the build info %d times, want none", args, reads)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		reads = 0
+		cli(t, "", args...)
+		if reads != 1 {
+			t.Errorf("%v read the build info %d times, want once", args, reads)
+		}
 	}
 }

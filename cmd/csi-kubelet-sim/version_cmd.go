@@ -16,6 +16,12 @@ import (
 // build info is used.
 var version = "dev"
 
+// readBuildInfo is debug.ReadBuildInfo, which parses the build info on
+// every call: it is called only when a version is printed (`version`,
+// `--version`), never on a start that prints none. A variable so that a
+// test can tell.
+var readBuildInfo = debug.ReadBuildInfo
+
 // versionInfo is what `version -o json` prints.
 type versionInfo struct {
 	Version     string   `json:"version"`
@@ -40,10 +46,8 @@ func readVersionInfo() versionInfo {
 		Platform:    runtime.GOOS + "/" + runtime.GOARCH,
 		DefaultKube: node.DefaultVersion.String(),
 	}
-	for m := node.MinMinor; m <= node.MaxMinor; m++ {
-		v.Releases = append(v.Releases, fmt.Sprintf("1.%d", m))
-	}
-	bi, ok := debug.ReadBuildInfo()
+	v.Releases = kubeletReleases()
+	bi, ok := readBuildInfo()
 	if !ok {
 		return v
 	}
@@ -64,8 +68,22 @@ func readVersionInfo() versionInfo {
 	return v
 }
 
-// buildVersion is the one-word version for --version.
-func buildVersion() string { return readVersionInfo().Version }
+// kubeletReleases are the releases --kubelet-version accepts, "1.30" to
+// the newest.
+func kubeletReleases() []string {
+	var out []string
+	for m := node.MinMinor; m <= node.MaxMinor; m++ {
+		out = append(out, fmt.Sprintf("1.%d", m))
+	}
+	return out
+}
+
+// printShortVersion is --version: one line, as cobra's version flag
+// printed it.
+func printShortVersion(s streams) error {
+	_, err := fmt.Fprintf(s.Out, "csi-kubelet-sim %s\n", readVersionInfo().Version)
+	return err
+}
 
 const versionExample = `  csi-kubelet-sim version
   csi-kubelet-sim version -o json | jq -r .kubelet_releases[]`
