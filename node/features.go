@@ -27,6 +27,10 @@ const (
 	RecoverVolumeExpansionFailure  Gate = "RecoverVolumeExpansionFailure"
 	VolumeLimitScaling             Gate = "VolumeLimitScaling"
 	CSINodeExpandSecret            Gate = "CSINodeExpandSecret"
+	// TokenRequestServiceAccountUIDValidation is the API server's: a
+	// TokenRequest whose metadata.uid is not its ServiceAccount's is
+	// refused (tokens.RequestUID).
+	TokenRequestServiceAccountUIDValidation Gate = "TokenRequestServiceAccountUIDValidation"
 )
 
 // stage is a gate's maturity in one release.
@@ -50,18 +54,19 @@ var (
 // from a gate's map does not have the gate. Sources: pkg/features of each
 // release, as the gate table of docs/kubelet.md §19.1 lists them.
 var gateTable = map[Gate]map[int]stage{
-	SELinuxMountReadWriteOncePod:   span(30, 35, betaOn, 36, 37, gaOn),
-	SELinuxMount:                   join(span(30, 32, alphaOff, 33, 36, betaOff), span(37, 37, gaOnUnlocked, 0, -1, stage{})),
-	SELinuxChangePolicy:            join(span(32, 32, alphaOff, 33, 35, betaOn), span(36, 37, gaOn, 0, -1, stage{})),
-	ReadWriteOncePod:               span(30, 30, gaOn, 0, -1, stage{}),
-	CSIVolumeHealth:                span(30, 37, alphaOff, 0, -1, stage{}),
-	CSIServiceAccountTokenSecrets:  span(35, 35, betaOn, 36, 37, gaOn),
-	MutableCSINodeAllocatableCount: join(span(33, 33, alphaOff, 34, 34, betaOff), span(35, 35, betaOn, 36, 37, gaOn)),
-	ServiceAccountTokenJTI:         span(30, 31, betaOn, 32, 37, gaOn),
-	ServiceAccountTokenPodNodeInfo: span(30, 31, betaOn, 32, 37, gaOn),
-	RecoverVolumeExpansionFailure:  join(span(30, 31, alphaOff, 32, 33, betaOn), span(34, 37, gaOn, 0, -1, stage{})),
-	VolumeLimitScaling:             span(35, 36, alphaOff, 37, 37, betaOn),
-	CSINodeExpandSecret:            span(30, 30, gaOn, 0, -1, stage{}),
+	SELinuxMountReadWriteOncePod:            span(30, 35, betaOn, 36, 37, gaOn),
+	SELinuxMount:                            join(span(30, 32, alphaOff, 33, 36, betaOff), span(37, 37, gaOnUnlocked, 0, -1, stage{})),
+	SELinuxChangePolicy:                     join(span(32, 32, alphaOff, 33, 35, betaOn), span(36, 37, gaOn, 0, -1, stage{})),
+	ReadWriteOncePod:                        span(30, 30, gaOn, 0, -1, stage{}),
+	CSIVolumeHealth:                         span(30, 37, alphaOff, 0, -1, stage{}),
+	CSIServiceAccountTokenSecrets:           span(35, 35, betaOn, 36, 37, gaOn),
+	MutableCSINodeAllocatableCount:          join(span(33, 33, alphaOff, 34, 34, betaOff), span(35, 35, betaOn, 36, 37, gaOn)),
+	ServiceAccountTokenJTI:                  span(30, 31, betaOn, 32, 37, gaOn),
+	ServiceAccountTokenPodNodeInfo:          span(30, 31, betaOn, 32, 37, gaOn),
+	RecoverVolumeExpansionFailure:           join(span(30, 31, alphaOff, 32, 33, betaOn), span(34, 37, gaOn, 0, -1, stage{})),
+	VolumeLimitScaling:                      span(35, 36, alphaOff, 37, 37, betaOn),
+	CSINodeExpandSecret:                     span(30, 30, gaOn, 0, -1, stage{}),
+	TokenRequestServiceAccountUIDValidation: span(34, 37, betaOn, 0, -1, stage{}),
 }
 
 // span gives stage a to releases from..to and stage b to from2..to2.

@@ -14,18 +14,19 @@ import (
 // L on and locked (GA), - the release does not have the gate.
 var gateReleases = map[Gate]string{
 	//                                 30......37
-	SELinuxMountReadWriteOncePod:   "ooooooLL",
-	SELinuxMount:                   "fffffffo",
-	SELinuxChangePolicy:            "--foooLL",
-	ReadWriteOncePod:               "L-------",
-	CSIVolumeHealth:                "ffffffff",
-	CSIServiceAccountTokenSecrets:  "-----oLL",
-	MutableCSINodeAllocatableCount: "---ffoLL",
-	ServiceAccountTokenJTI:         "ooLLLLLL",
-	ServiceAccountTokenPodNodeInfo: "ooLLLLLL",
-	RecoverVolumeExpansionFailure:  "ffooLLLL",
-	VolumeLimitScaling:             "-----ffo",
-	CSINodeExpandSecret:            "L-------",
+	SELinuxMountReadWriteOncePod:            "ooooooLL",
+	SELinuxMount:                            "fffffffo",
+	SELinuxChangePolicy:                     "--foooLL",
+	ReadWriteOncePod:                        "L-------",
+	CSIVolumeHealth:                         "ffffffff",
+	CSIServiceAccountTokenSecrets:           "-----oLL",
+	MutableCSINodeAllocatableCount:          "---ffoLL",
+	ServiceAccountTokenJTI:                  "ooLLLLLL",
+	ServiceAccountTokenPodNodeInfo:          "ooLLLLLL",
+	RecoverVolumeExpansionFailure:           "ffooLLLL",
+	VolumeLimitScaling:                      "-----ffo",
+	CSINodeExpandSecret:                     "L-------",
+	TokenRequestServiceAccountUIDValidation: "----oooo",
 }
 
 // Every gate at every release: its default, and the override to the other

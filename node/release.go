@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // Release is the one object every release-dependent decision is asked of:
@@ -65,6 +66,22 @@ type TokenClaims struct {
 // TokenClaims returns the claims the release's token issuer writes.
 func (r Release) TokenClaims() TokenClaims {
 	return TokenClaims{JTI: r.Enabled(ServiceAccountTokenJTI), PodNodeInfo: r.Enabled(ServiceAccountTokenPodNodeInfo)}
+}
+
+// TokenRequestUID is what the release's API server does with a
+// TokenRequest's metadata.uid: wiped up to 1.33, then checked against the
+// ServiceAccount's, refused on a mismatch with
+// TokenRequestServiceAccountUIDValidation (on by default) and only warned
+// about without it (docs/kubelet.md §4.2).
+func (r Release) TokenRequestUID() tokens.RequestUID {
+	switch {
+	case !r.TokenRequestKeepsUID():
+		return tokens.RequestUIDWiped
+	case r.Enabled(TokenRequestServiceAccountUIDValidation):
+		return tokens.RequestUIDValidated
+	default:
+		return tokens.RequestUIDWarned
+	}
 }
 
 // Describe is the release with the gates that differ from its defaults,

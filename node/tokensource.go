@@ -65,6 +65,7 @@ func (t *TokenSource) build() {
 	cfg := tokens.DefaultIssuerConfig()
 	claims := t.release.TokenClaims()
 	cfg.JTI, cfg.PodNodeInfo = claims.JTI, claims.PodNodeInfo
+	cfg.RequestUID = t.release.TokenRequestUID()
 	if t.opts.Issuer != "" {
 		cfg.Issuer = t.opts.Issuer
 	}

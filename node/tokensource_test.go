@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,11 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // The claims of the tokens the driver gets follow the release: jti with
@@ -76,4 +82,61 @@ func jwtClaims(t *testing.T, jwt string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A TokenRequest whose metadata.uid is not its ServiceAccount's: the API
+// server of 1.30 to 1.33 wipes the UID and checks nothing; from 1.34 it is
+// refused with TokenRequestServiceAccountUIDValidation (beta, on) and only
+// warned about with the gate off (docs/kubelet.md §4.2). The rule is the
+// release's, at its boundaries.
+func TestTokenRequestUIDByRelease(t *testing.T) {
+	tests := []struct {
+		minor    int
+		gates    string
+		want     tokens.RequestUID
+		conflict bool
+		warning  bool
+		respUID  string // metadata.uid of the response
+	}{
+		{30, "", tokens.RequestUIDWiped, false, false, ""},
+		{33, "", tokens.RequestUIDWiped, false, false, ""},
+		{34, "", tokens.RequestUIDValidated, true, false, ""},
+		{34, "TokenRequestServiceAccountUIDValidation=false", tokens.RequestUIDWarned, false, true, "other"},
+		{37, "", tokens.RequestUIDValidated, true, false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {
+			r, err := NewRelease(fmt.Sprintf("1.%d", tc.minor), tc.gates)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.TokenRequestUID(); got != tc.want {
+				t.Errorf("TokenRequestUID %v, want %v", got, tc.want)
+			}
+			var warnings []string
+			c := loadManifests(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: app-sa, namespace: default, uid: 5a000000-0000-4000-8000-000000000001}")
+			src := NewTokenSource(r, c, TokenOptions{NodeName: testNode, Warn: func(w string) { warnings = append(warnings, w) }})
+			req := &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "other"}}
+			resp, err := src.Token(context.Background(), "default", "app-sa", req)
+			if tc.conflict {
+				if !apierrors.IsConflict(err) {
+					t.Fatalf("error %v, want a Conflict", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error %v, want a token", err)
+			}
+			if string(resp.UID) != tc.respUID {
+				t.Errorf("response uid %q, want %q", resp.UID, tc.respUID)
+			}
+			if (len(warnings) > 0) != tc.warning {
+				t.Errorf("warnings %q, want some: %t", warnings, tc.warning)
+			}
+			sa, _ := jwtClaims(t, resp.Status.Token)["kubernetes.io"].(map[string]any)["serviceaccount"].(map[string]any)
+			if sa["uid"] != "5a000000-0000-4000-8000-000000000001" {
+				t.Errorf("serviceaccount claim %v, want the ServiceAccount's UID", sa)
+			}
+		})
+	}
 }

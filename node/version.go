@@ -77,3 +77,10 @@ func (v Version) StagingDataWithoutStaging() bool { return v.Minor <= 33 }
 // with RecoverVolumeExpansionFailure off; in 1.30 the gate alone decides
 // (checkForRecoveryFromExpansion).
 func (v Version) ExpansionByClaimStatus() bool { return v.Minor >= 31 }
+
+// TokenRequestKeepsUID: from 1.34 the API server keeps a TokenRequest's
+// metadata.uid (PreserveRequestObjectMetaSystemFieldsOnSubresourceCreate)
+// and fills an empty one with the ServiceAccount's; up to 1.33 it wipes
+// it, as every subresource's (WipeObjectMetaSystemFields), and checks
+// nothing (pkg/registry/core/serviceaccount/storage/token.go).
+func (v Version) TokenRequestKeepsUID() bool { return v.Minor >= 34 }
