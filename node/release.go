@@ -68,6 +68,18 @@ func (r Release) TokenClaims() TokenClaims {
 	return TokenClaims{JTI: r.Enabled(ServiceAccountTokenJTI), PodNodeInfo: r.Enabled(ServiceAccountTokenPodNodeInfo)}
 }
 
+// IssuerConfig is the release's API server configuration for tokens: the
+// defaults (tokens.DefaultIssuerConfig) with the claims (TokenClaims) and
+// the request UID rule (TokenRequestUID) of this release. `run` (through
+// TokenSource) and `tokens mint` both start from it.
+func (r Release) IssuerConfig() tokens.IssuerConfig {
+	cfg := tokens.DefaultIssuerConfig()
+	claims := r.TokenClaims()
+	cfg.JTI, cfg.PodNodeInfo = claims.JTI, claims.PodNodeInfo
+	cfg.RequestUID = r.TokenRequestUID()
+	return cfg
+}
+
 // TokenRequestUID is what the release's API server does with a
 // TokenRequest's metadata.uid: wiped up to 1.33, then checked against the
 // ServiceAccount's, refused on a mismatch with

@@ -62,10 +62,7 @@ func (t *TokenSource) Token(ctx context.Context, namespace, sa string, req *auth
 }
 
 func (t *TokenSource) build() {
-	cfg := tokens.DefaultIssuerConfig()
-	claims := t.release.TokenClaims()
-	cfg.JTI, cfg.PodNodeInfo = claims.JTI, claims.PodNodeInfo
-	cfg.RequestUID = t.release.TokenRequestUID()
+	cfg := t.release.IssuerConfig()
 	if t.opts.Issuer != "" {
 		cfg.Issuer = t.opts.Issuer
 	}
