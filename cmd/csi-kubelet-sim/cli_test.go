@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -465,6 +466,38 @@ func TestBuildInfoReadOnlyForVersion(t *testing.T) {
 		cli(t, "", args...)
 		if reads != 1 {
 			t.Errorf("%v read the build info %d times, want once", args, reads)
+		}
+	}
+}
+
+// A driver that answers GetPluginInfo with Unavailable is running: run
+// and conformance exit 1 with the driver's own code and message, never
+// "is the driver running". A socket nothing listens on is the environment:
+// exit 3, saying so (issue 17).
+func TestRegistrationUnavailableAnswer(t *testing.T) {
+	d := identityDriver(testDriver, nil)
+	d.Inject("GetPluginInfo", csifake.Fault{Err: status.Error(codes.Unavailable, "driver version not set"), Times: 2})
+	sock := csifake.ServeTest(t, d)
+	drv := writeTestFile(t, t.TempDir(), "drv.yaml", csiDriverYAML)
+	const want = `the driver answered with an error: code Unavailable, message "driver version not set"`
+	for _, args := range [][]string{{"run", "--endpoint", sock, drv}, {"conformance", "--endpoint", sock}} {
+		_, stderr, code := cli(t, "", args...)
+		if code != exitFailed || !strings.Contains(stderr, want) || strings.Contains(stderr, "is the driver running") || strings.Contains(stderr, "nothing listens") {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", args[0], code, stderr, exitFailed, want)
+		}
+	}
+
+	stale := filepath.Join(t.TempDir(), "csi.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	for _, args := range [][]string{{"run", "--endpoint", stale, drv}, {"conformance", "--endpoint", stale}} {
+		_, stderr, code := cli(t, "", args...)
+		if code != exitEnvironment || !strings.Contains(stderr, "nothing listens on the socket "+stale) || !strings.Contains(stderr, "connection refused") {
+			t.Errorf("%s on a dead socket: exit %d, stderr %q; want %d and nothing listens", args[0], code, stderr, exitEnvironment)
 		}
 	}
 }
