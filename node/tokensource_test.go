@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -136,6 +138,63 @@ func TestTokenRequestUIDByRelease(t *testing.T) {
 			sa, _ := jwtClaims(t, resp.Status.Token)["kubernetes.io"].(map[string]any)["serviceaccount"].(map[string]any)
 			if sa["uid"] != "5a000000-0000-4000-8000-000000000001" {
 				t.Errorf("serviceaccount claim %v, want the ServiceAccount's UID", sa)
+			}
+		})
+	}
+}
+
+// The simulator's node has a UID even without a Node object in the input,
+// so that tokens carry kubernetes.io.node {name, uid} as a real API server
+// writes it for a kubelet's pods (pkg/serviceaccount/claims.go; docs/kubelet.md
+// §4.5): derived from the node's name, the same on every run; the Node
+// object's when there is one. The trace says which, with -v.
+func TestTokensCarryNodeUID(t *testing.T) {
+	// StableUID("Node", "", "node-1") written out:
+	// sha256("csi-kubelet-sim/Node//node-1"), version and variant bits set.
+	sum := sha256.Sum256([]byte("csi-kubelet-sim/Node//" + testNode))
+	sum[6] = sum[6]&0x0f | 0x40
+	sum[8] = sum[8]&0x3f | 0x80
+	h := hex.EncodeToString(sum[:16])
+	derived := h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	const objectUID = "0d0e0000-0000-4000-8000-00000000000a"
+	nodeDoc := "apiVersion: v1\nkind: Node\nmetadata: {name: " + testNode + ", uid: " + objectUID + "}"
+	otherPod := strings.Replace(podDoc("app-2", "pod-uid-2", claimVol("data", "data-2")), "nodeName: node-1", "nodeName: node-2", 1)
+	tests := []struct {
+		name, extra, pod, wantUID, wantStep string
+	}{
+		{"no Node object", "", "app-1", derived, "the simulator's own, derived from the node name"},
+		{"the Node object", nodeDoc, "app-1", objectUID, "the Node object's"},
+		{"a pod of another node, no object: name only", "", "app-2", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1,
+				pvDoc("pv-2", "vol-2", "data-2"), pvcDoc("data-2", "pv-2"), otherPod)
+			if tc.extra != "" {
+				m = docs(m, tc.extra)
+			}
+			e := newUnregisteredEnv(t, m, newFakeDriver())
+			if _, err := e.k.Register(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			e.k.SetTokenIssuer(NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode}))
+			e.drv.ClearCalls()
+			e.mountOK(tc.pod)
+			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
+			var toks map[string]struct{ Token string }
+			if err := json.Unmarshal([]byte(raw), &toks); err != nil {
+				t.Fatalf("tokens %q: %v", raw, err)
+			}
+			node, _ := jwtClaims(t, toks["vault"].Token)["kubernetes.io"].(map[string]any)["node"].(map[string]any)
+			if uid, _ := node["uid"].(string); uid != tc.wantUID {
+				t.Errorf("kubernetes.io.node %v, want uid %q", node, tc.wantUID)
+			}
+			if tc.wantStep == "" {
+				return
+			}
+			steps := strings.Join(e.steps(false), "\n")
+			if !strings.Contains(steps, fmt.Sprintf("Node %q, uid %s: %s", testNode, tc.wantUID, tc.wantStep)) {
+				t.Errorf("the trace does not give the node's uid %s (%s):\n%s", tc.wantUID, tc.wantStep, steps)
 			}
 		})
 	}
