@@ -151,12 +151,13 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}
+	newest := node.DefaultVersion.String()
 	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.Module != "github.com/csi-kubelet-sim/csi-kubelet-sim" ||
-		len(v.Releases) != 8 || v.Releases[0] != "1.30" || v.Releases[7] != "1.37" || v.DefaultKube != "1.37" {
+		len(v.Releases) != node.MaxMinor-29 || v.Releases[0] != "1.30" || v.Releases[len(v.Releases)-1] != newest || v.DefaultKube != newest {
 		t.Errorf("version %+v", v)
 	}
 	text, _, _ := cli(t, "", "version")
-	if !strings.HasPrefix(text, "csi-kubelet-sim "+v.Version+" (simulates kubelet 1.30 to 1.37, default 1.37)\n") {
+	if !strings.HasPrefix(text, "csi-kubelet-sim "+v.Version+" (simulates kubelet 1.30 to "+newest+", default "+newest+")\n") {
 		t.Errorf("text %q", text)
 	}
 	if short, _, _ := cli(t, "", "--version"); short != "csi-kubelet-sim "+v.Version+"\n" {

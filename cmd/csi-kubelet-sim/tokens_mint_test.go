@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
 // `tokens mint --kubelet-version` (and --feature-gates) gives the claims of
@@ -46,7 +48,7 @@ func TestTokensMintRelease(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--kubelet-version", "1.29"}, `csi-kubelet-sim: --kubelet-version: kubelet version "1.29": want 1.30 to 1.37` + "\n"},
+		{[]string{"--kubelet-version", "1.29"}, `csi-kubelet-sim: --kubelet-version: kubelet version "1.29": want 1.30 to ` + node.DefaultVersion.String() + "\n"},
 		{[]string{"--kubelet-version", "1.37", "--feature-gates", "ServiceAccountTokenJTI=false"},
 			"csi-kubelet-sim: --feature-gates: cannot set feature gate ServiceAccountTokenJTI to false, feature is locked to true\n"},
 	} {

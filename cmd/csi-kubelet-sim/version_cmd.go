@@ -72,8 +72,8 @@ func readVersionInfo() versionInfo {
 // the newest.
 func kubeletReleases() []string {
 	var out []string
-	for m := node.MinMinor; m <= node.MaxMinor; m++ {
-		out = append(out, fmt.Sprintf("1.%d", m))
+	for _, v := range node.Releases() {
+		out = append(out, v.String())
 	}
 	return out
 }
