@@ -55,7 +55,11 @@ func Explain(err error) string {
 		errors.As(err, &de)
 		return de.NotListening()
 	case NoAnswer:
-		return "no answer within the timeout: is the driver running and answering on the socket?"
+		why := err.Error()
+		if st, ok := DriverStatus(err); ok {
+			why = fmt.Sprintf("%s: %s", st.Code(), st.Message())
+		}
+		return fmt.Sprintf("no answer within the timeout (%s): is the driver running and answering on the socket?", why)
 	}
 	if st, ok := DriverStatus(err); ok {
 		return fmt.Sprintf("the driver answered with an error: code %s, message %q", st.Code(), st.Message())

@@ -502,3 +502,24 @@ func TestRegistrationUnavailableAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A pod whose only CSI volume no container uses exercises nothing of the
+// driver: the kubelet skips the volume, and the run exits 2 saying why
+// (docs/kubelet.md §11).
+func TestRunOnlyUnusedCSIVolume(t *testing.T) {
+	d := identityDriver(testDriver, nil)
+	sock := csifake.ServeTest(t, d)
+	dir := t.TempDir()
+	unused := strings.Replace(inlinePodYAML, "containers: [{name: app, image: x, volumeMounts: [{name: v, mountPath: /v}]}]", "containers: [{name: app, image: x}]", 1)
+	in := writeTestFile(t, dir, "in.yaml", csiDriverYAML+"---\n"+unused)
+	stdout, stderr, code := cli(t, "", "run", "--endpoint", sock, in, "--root-dir", filepath.Join(dir, "root"))
+	if code != exitUsage || !strings.Contains(stderr, "no CSI volume that a container uses") ||
+		!strings.Contains(stdout, `skipping unused volume "v"`) || !strings.Contains(stdout, "skipped     default/web/v: unused") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, c := range d.Calls() {
+		if c.Method == "NodePublishVolume" {
+			t.Errorf("the unused volume was published")
+		}
+	}
+}

@@ -174,7 +174,7 @@ func (ss *session) exitErr(out *node.Outcome) error {
 		return withCode(exitUsage, errors.New(msg))
 	}
 	if out.Pods > 0 && !ss.exercisedVolume(out) {
-		return withCode(exitUsage, errors.New("no CSI volume of the driver was mounted: the pods have no CSI volume (see `skipped` above); nothing of the driver was exercised"))
+		return withCode(exitUsage, errors.New("no CSI volume of the driver was mounted: the pods have no CSI volume that a container uses (see `skipped` above); nothing of the driver was exercised"))
 	}
 	switch {
 	case len(later) > 0:
