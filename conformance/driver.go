@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
@@ -55,11 +53,15 @@ func (d *DriverInfo) Creates() bool {
 	return d.HasController(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME)
 }
 
-// UnreachableError is a driver that does not answer at all: the socket is
-// dead or the calls time out.
+// UnreachableError is a driver that does not answer at all: nothing
+// listens on the socket or the calls time out. A driver that answers with
+// an error, Unavailable included, is reachable.
 type UnreachableError struct{ Err error }
 
 func (e *UnreachableError) Error() string {
+	if csiclient.Classify(e.Err) == csiclient.NotListening {
+		return "the driver does not answer: " + csiclient.Explain(e.Err)
+	}
 	return fmt.Sprintf("the driver does not answer: %v (is it running and listening on the socket?)", e.Err)
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
@@ -74,10 +76,9 @@ var probeLabels = csiclient.Labels{Component: "check", Operation: "Probe"}
 func Probe(ctx context.Context, conn *csiclient.Recorder, timeout time.Duration) (*DriverInfo, error) {
 	ctx = csiclient.WithLabels(ctx, probeLabels)
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
-	unreachable := func(err error) bool {
-		c := status.Code(err)
-		return c == codes.Unavailable || c == codes.DeadlineExceeded
-	}
+	// Nothing listening, or no answer in time; a driver that answered
+	// with an error, Unavailable too, is running (csiclient.Classify).
+	unreachable := func(err error) bool { return csiclient.Classify(err) != csiclient.Answered }
 	info := &DriverInfo{}
 	cctx, cancel := call()
 	pi, err := csi.NewIdentityClient(conn).GetPluginInfo(cctx, &csi.GetPluginInfoRequest{})
@@ -86,7 +87,7 @@ func Probe(ctx context.Context, conn *csiclient.Recorder, timeout time.Duration)
 		if unreachable(err) {
 			return nil, &UnreachableError{Err: err}
 		}
-		return nil, fmt.Errorf("GetPluginInfo: %w", err)
+		return nil, fmt.Errorf("GetPluginInfo: %s", csiclient.Explain(err))
 	}
 	if pi.GetName() == "" {
 		return nil, errors.New("GetPluginInfo returned an empty name: node-driver-registrar cannot register the driver (docs/kubelet.md §13)")

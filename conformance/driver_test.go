@@ -52,10 +52,11 @@ func TestProbe(t *testing.T) {
 			controller: []string{"CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"},
 		},
 		{
-			name:      "socket dead",
+			// A driver that answers Unavailable (csi-driver-host-path built
+			// without a version does) is running: it is no dead socket.
+			name:      "driver answers Unavailable",
 			setup:     func(d *csifake.Driver) { d.FailNext("GetPluginInfo", codes.Unavailable, 1) },
-			unreach:   true,
-			wantErr:   "the driver does not answer: rpc error: code = Unavailable desc = csifake: injected Unavailable (is it running and listening on the socket?)",
+			wantErr:   `GetPluginInfo: the driver answered with an error: code Unavailable, message "csifake: injected Unavailable"`,
 			wantCalls: []string{"GetPluginInfo"},
 		},
 		{
@@ -68,7 +69,7 @@ func TestProbe(t *testing.T) {
 		{
 			name:      "GetPluginInfo fails",
 			setup:     func(d *csifake.Driver) { d.Errors("GetPluginInfo", status.Error(codes.Internal, "boom")) },
-			wantErr:   "GetPluginInfo: rpc error: code = Internal desc = boom",
+			wantErr:   `GetPluginInfo: the driver answered with an error: code Internal, message "boom"`,
 			wantCalls: []string{"GetPluginInfo"},
 		},
 		{

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -63,14 +64,43 @@ type Dialer struct {
 
 var _ grpc.ClientConnInterface = (*Dialer)(nil)
 
-// Invoke dials, makes one unary call and closes the connection.
+// Invoke dials, makes one unary call and closes the connection. A call
+// that failed because the socket could not be connected to is a
+// *DialError: gRPC reports it as Unavailable, the code a driver that is
+// running may answer with too.
 func (d *Dialer) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	conn, err := d.dial()
+	// gRPC dials on a goroutine of its own.
+	var mu sync.Mutex
+	var dialErr error
+	conn, err := d.dial(func(err error) { mu.Lock(); dialErr = err; mu.Unlock() })
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	return conn.Invoke(ctx, method, args, reply, opts...)
+	err = conn.Invoke(ctx, method, args, reply, opts...)
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil && dialErr != nil {
+		return &DialError{Endpoint: d.Endpoint, Dial: dialErr, Err: err}
+	}
+	return err
+}
+
+// DialError is a call that never reached a driver: nothing accepted the
+// connection on the socket (connection refused, no such file). Err is the
+// call's gRPC error (status Unavailable), Dial why the connect failed.
+type DialError struct {
+	Endpoint Endpoint
+	Dial     error
+	Err      error
+}
+
+func (e *DialError) Error() string { return e.Err.Error() }
+func (e *DialError) Unwrap() error { return e.Err }
+
+// NotListening says what a DialError means for a person.
+func (e *DialError) NotListening() string {
+	return fmt.Sprintf("nothing listens on the socket %s (%v): is the driver running, on this socket?", e.Endpoint, e.Dial)
 }
 
 // NewStream is not used by any CSI node call.
@@ -80,13 +110,18 @@ func (d *Dialer) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.Ca
 
 // dial mirrors the kubelet's options: authority "localhost", insecure
 // credentials, and a raw unix dialer on the socket path.
-func (d *Dialer) dial() (*grpc.ClientConn, error) {
+// failed is told why the connect failed, if it did.
+func (d *Dialer) dial(failed func(error)) (*grpc.ClientConn, error) {
 	path := string(d.Endpoint)
 	return grpc.NewClient("passthrough:///"+path,
 		grpc.WithAuthority("localhost"),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+			c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
+			if err != nil {
+				failed(err)
+			}
+			return c, err
 		}),
 	)
 }

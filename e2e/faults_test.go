@@ -164,6 +164,7 @@ spec:
   containers:
     - name: db
       image: registry.k8s.io/pause:3.10
+      volumeMounts: [{name: data, mountPath: /data}]
   volumes:
     - name: data
       persistentVolumeClaim:

@@ -20,6 +20,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -636,6 +637,17 @@ type tokWant struct {
 	noJTI, noNode bool
 }
 
+// derivedNodeUID is the UID of a node the input has no Node object for,
+// written out (docs/kubelet.md §4.5): SHA-256 of
+// "csi-kubelet-sim/Node//<name>", its first 16 bytes as a version 4 UUID.
+func derivedNodeUID(name string) string {
+	sum := sha256.Sum256([]byte("csi-kubelet-sim/Node//" + name))
+	sum[6] = sum[6]&0x0f | 0x40
+	sum[8] = sum[8]&0x3f | 0x80
+	h := hex.EncodeToString(sum[:16])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
 var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // verifyToken checks the token's signature with the JWKS key named by its
@@ -803,9 +815,11 @@ func verifyToken(t *testing.T, label, token string, set jose.JSONWebKeySet, w to
 	if k8s.Pod == nil || k8s.Pod.Name != w.pod || k8s.Pod.UID != w.podUID {
 		t.Errorf("%s: kubernetes.io.pod %+v, want {%s %s}", label, k8s.Pod, w.pod, w.podUID)
 	}
-	// No Node object in the manifests: the node by name only.
-	if !w.noNode && (k8s.Node == nil || k8s.Node.Name != w.node || k8s.Node.UID != "") {
-		t.Errorf("%s: kubernetes.io.node %+v, want {name: %s} without uid (no Node object)", label, k8s.Node, w.node)
+	// No Node object in the manifests: the simulator's node has a UID of
+	// its own, derived from its name (docs/kubelet.md §4.5), as a real
+	// kubelet's Node has one.
+	if !w.noNode && (k8s.Node == nil || k8s.Node.Name != w.node || k8s.Node.UID != derivedNodeUID(w.node)) {
+		t.Errorf("%s: kubernetes.io.node %+v, want {name: %s, uid: %s} (no Node object: the uid derived from the name)", label, k8s.Node, w.node, derivedNodeUID(w.node))
 	}
 	switch {
 	case !w.extended && k8s.WarnAfter != nil:

@@ -1,4 +1,4 @@
-// Package cluster holds the objects a kubelet would read from the API
+// Package manifests holds the objects a kubelet would read from the API
 // server (CSIDriver, Pod, PersistentVolume, PersistentVolumeClaim, Secret,
 // ServiceAccount, VolumeAttachment, Node), loaded from manifests with the
 // API server's defaults applied, and remembers which file and document each

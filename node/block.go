@@ -294,6 +294,9 @@ func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volume
 	if err == nil && fi.Mode()&os.ModeDevice != 0 {
 		k.trace.Note(ctx, true, fmt.Sprintf("bind mount of %s at %s already there (device node): map skipped", devicePath, linkPath))
 	} else {
+		// mount.New(""), as the kubelet's volumepathhandler
+		// (mapBindMountDevice): the bind mount runs in a systemd scope
+		// where systemd runs, a setting of that mounter.
 		if err := mount.New("").Mount(devicePath, linkPath, "", []string{"bind"}); err != nil {
 			return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: failed to bind mount devicePath: %s to linkPath %s: %v", devicePath, globalMapPath, pod.UID, true, devicePath, linkPath, err)
 		}

@@ -14,7 +14,7 @@ func TestBlockVolumeRequests(t *testing.T) {
 		csiDriverDoc("attachRequired: false", "podInfoOnMount: true", "tokenRequests: [{audience: vault}]"),
 		pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block", "mountOptions: [noatime]"),
 		pvcDoc("data-1", "pv-1"),
-		podDoc("app-1", "pod-uid-1", claimVol("data", "data-1")),
+		blockPod1,
 	)
 	for _, tc := range []struct {
 		name  string

@@ -87,6 +87,9 @@ func (f *fileSystem) unmapBindMountDevice(linkPath string) error {
 		return fmt.Errorf("failed to Lstat file %s: %v", linkPath, err)
 	}
 	if fi.Mode()&os.ModeDevice != 0 {
+		// mount.New(""), as the kubelet's volumepathhandler: its probed
+		// not-mounted behaviour decides what an unmount that finds nothing
+		// mounted returns, so this call needs its settings.
 		if err := mount.New("").Unmount(linkPath); err != nil {
 			return fmt.Errorf("failed to unmount linkPath %s: %v", linkPath, err)
 		}
@@ -97,6 +100,10 @@ func (f *fileSystem) unmapBindMountDevice(linkPath string) error {
 	return nil
 }
 
+// isMountPoint reads the mount table only, which needs none of a
+// mounter's settings: mount.New("") would fork and exec `umount` on every
+// call to probe its not-mounted behaviour (fs.go's newFileSystem says the
+// same), and cleanup asks this for every path it removes.
 func isMountPoint(p string) (bool, error) {
-	return mount.New("").IsMountPoint(p)
+	return (&mount.Mounter{}).IsMountPoint(p)
 }

@@ -191,7 +191,7 @@ func TestNodeExpandFailuresAndSecret(t *testing.T) {
 // with the staging path only when this map staged it.
 func TestExpandBlock(t *testing.T) {
 	claim := claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}}")
-	m := docs(noAttachDriver, pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), claim, pod1)
+	m := docs(noAttachDriver, pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), claim, blockPod1)
 	for _, tc := range []struct {
 		caps        []csi.NodeServiceCapability_RPC_Type
 		wantStaging bool

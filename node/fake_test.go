@@ -349,7 +349,9 @@ spec:
   volumeName: %s`, name, volumeName)
 }
 
-// podDoc is a pod in namespace default; volumes are YAML flow mappings.
+// podDoc is a pod in namespace default whose one container mounts every
+// volume (an unused volume is skipped: docs/kubelet.md §11); volumes are
+// YAML flow mappings "{name: N, ...}".
 func podDoc(name, uid string, volumes ...string) string {
 	s := fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -363,14 +365,35 @@ spec:
   containers:
   - name: app
     image: busybox
-  volumes:`, name, uid)
+    volumeMounts:`, name, uid)
 	if len(volumes) == 0 {
-		return s + " []"
+		return s + " []\n  volumes: []"
 	}
+	for _, v := range volumes {
+		s += fmt.Sprintf("\n    - {name: %s, mountPath: /mnt/%s}", volName(v), volName(v))
+	}
+	s += "\n  volumes:"
 	for _, v := range volumes {
 		s += "\n  - " + v
 	}
 	return s
+}
+
+// blockPodDoc is podDoc with the volumes as raw block devices
+// (volumeDevices), as a pod of a volumeMode Block claim has them.
+func blockPodDoc(name, uid string, volumes ...string) string {
+	s := podDoc(name, uid, volumes...)
+	s = strings.Replace(s, "volumeMounts:", "volumeDevices:", 1)
+	for _, v := range volumes {
+		s = strings.Replace(s, "mountPath: /mnt/"+volName(v), "devicePath: /dev/"+volName(v), 1)
+	}
+	return s
+}
+
+// volName is the name of a volume written as "{name: N, ...}".
+func volName(v string) string {
+	n, _, _ := strings.Cut(strings.TrimPrefix(v, "{name: "), ",")
+	return n
 }
 
 func claimVol(name, claim string) string {
@@ -405,12 +428,14 @@ status:
 // The standard objects: PV pv-1 (handle vol-1) bound to claim data-1, used
 // by pod app-1 (uid pod-uid-1) as volume "data".
 var (
-	pv1      = pvDoc("pv-1", "vol-1", "data-1")
-	pvc1     = pvcDoc("data-1", "pv-1")
-	pod1     = podDoc("app-1", "pod-uid-1", claimVol("data", "data-1"))
-	capStage = csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME
-	capSNMW  = csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER
-	capVMG   = csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
+	pv1  = pvDoc("pv-1", "vol-1", "data-1")
+	pvc1 = pvcDoc("data-1", "pv-1")
+	pod1 = podDoc("app-1", "pod-uid-1", claimVol("data", "data-1"))
+	// blockPod1 is pod1 with "data" in volumeDevices.
+	blockPod1 = blockPodDoc("app-1", "pod-uid-1", claimVol("data", "data-1"))
+	capStage  = csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME
+	capSNMW   = csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER
+	capVMG    = csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP
 )
 
 // Literal kubelet facts for the standard objects (docs/kubelet.md §1.3, §10, §2),

@@ -27,6 +27,10 @@ const (
 	RecoverVolumeExpansionFailure  Gate = "RecoverVolumeExpansionFailure"
 	VolumeLimitScaling             Gate = "VolumeLimitScaling"
 	CSINodeExpandSecret            Gate = "CSINodeExpandSecret"
+	// TokenRequestServiceAccountUIDValidation is the API server's: a
+	// TokenRequest whose metadata.uid is not its ServiceAccount's is
+	// refused (tokens.RequestUID).
+	TokenRequestServiceAccountUIDValidation Gate = "TokenRequestServiceAccountUIDValidation"
 )
 
 // stage is a gate's maturity in one release.
@@ -34,6 +38,7 @@ type stage struct {
 	on     bool
 	locked bool // GA gates are locked to their default
 	name   string
+	gone   bool // the release no longer has the gate
 }
 
 var (
@@ -44,43 +49,54 @@ var (
 	// gaOnUnlocked is a GA gate still settable: SELinuxMount in 1.37
 	// ("Lock in 1.38", pkg/features/kube_features.go).
 	gaOnUnlocked = stage{on: true, name: "GA"}
+	// removed: the gate is gone from this release on.
+	removed = stage{gone: true}
 )
 
-// gateTable holds each gate's stage per minor release; a release missing
-// from a gate's map does not have the gate. Sources: pkg/features of each
-// release, as the gate table of docs/kubelet.md §19.1 lists them.
-var gateTable = map[Gate]map[int]stage{
-	SELinuxMountReadWriteOncePod:   span(30, 35, betaOn, 36, 37, gaOn),
-	SELinuxMount:                   join(span(30, 32, alphaOff, 33, 36, betaOff), span(37, 37, gaOnUnlocked, 0, -1, stage{})),
-	SELinuxChangePolicy:            join(span(32, 32, alphaOff, 33, 35, betaOn), span(36, 37, gaOn, 0, -1, stage{})),
-	ReadWriteOncePod:               span(30, 30, gaOn, 0, -1, stage{}),
-	CSIVolumeHealth:                span(30, 37, alphaOff, 0, -1, stage{}),
-	CSIServiceAccountTokenSecrets:  span(35, 35, betaOn, 36, 37, gaOn),
-	MutableCSINodeAllocatableCount: join(span(33, 33, alphaOff, 34, 34, betaOff), span(35, 35, betaOn, 36, 37, gaOn)),
-	ServiceAccountTokenJTI:         span(30, 31, betaOn, 32, 37, gaOn),
-	ServiceAccountTokenPodNodeInfo: span(30, 31, betaOn, 32, 37, gaOn),
-	RecoverVolumeExpansionFailure:  join(span(30, 31, alphaOff, 32, 33, betaOn), span(34, 37, gaOn, 0, -1, stage{})),
-	VolumeLimitScaling:             span(35, 36, alphaOff, 37, 37, betaOn),
-	CSINodeExpandSecret:            span(30, 30, gaOn, 0, -1, stage{}),
+// since is a gate's stage from a release on, until its next change.
+type since struct {
+	minor int
+	stage stage
 }
 
-// span gives stage a to releases from..to and stage b to from2..to2.
-func span(from, to int, a stage, from2, to2 int, b stage) map[int]stage {
-	m := map[int]stage{}
-	for v := from; v <= to; v++ {
-		m[v] = a
-	}
-	for v := from2; v <= to2; v++ {
-		m[v] = b
-	}
-	return m
+// gateTable holds each gate's changes, oldest first, as the versioned
+// specs of pkg/features/kube_features.go write them: a stage holds from its
+// release to the next change, the last one for every newer release up to
+// MaxMinor, so that adding a release adds a row only for a gate that
+// changes in it. A release before the first change does not have the
+// gate. Sources: pkg/features of each release, as the gate table of
+// docs/kubelet.md §19.1 lists them.
+var gateTable = map[Gate][]since{
+	SELinuxMountReadWriteOncePod:            {{30, betaOn}, {36, gaOn}},
+	SELinuxMount:                            {{30, alphaOff}, {33, betaOff}, {37, gaOnUnlocked}},
+	SELinuxChangePolicy:                     {{32, alphaOff}, {33, betaOn}, {36, gaOn}},
+	ReadWriteOncePod:                        {{30, gaOn}, {31, removed}},
+	CSIVolumeHealth:                         {{30, alphaOff}},
+	CSIServiceAccountTokenSecrets:           {{35, betaOn}, {36, gaOn}},
+	MutableCSINodeAllocatableCount:          {{33, alphaOff}, {34, betaOff}, {35, betaOn}, {36, gaOn}},
+	ServiceAccountTokenJTI:                  {{30, betaOn}, {32, gaOn}},
+	ServiceAccountTokenPodNodeInfo:          {{30, betaOn}, {32, gaOn}},
+	RecoverVolumeExpansionFailure:           {{30, alphaOff}, {32, betaOn}, {34, gaOn}},
+	VolumeLimitScaling:                      {{35, alphaOff}, {37, betaOn}},
+	CSINodeExpandSecret:                     {{30, gaOn}, {31, removed}},
+	TokenRequestServiceAccountUIDValidation: {{34, betaOn}},
 }
 
-func join(a, b map[int]stage) map[int]stage {
-	for k, v := range b {
-		a[k] = v
+// stageAt is the gate's stage in a release; false when the release does
+// not have the gate (before its first stage, after its removal).
+func stageAt(g Gate, minor int) (stage, bool) {
+	var cur stage
+	found := false
+	for _, c := range gateTable[g] {
+		if c.minor > minor {
+			break
+		}
+		cur, found = c.stage, true
 	}
-	return a
+	if !found || cur.gone {
+		return stage{}, false
+	}
+	return cur, true
 }
 
 // FeatureGates are the gates of one kubelet release with the user's
@@ -96,8 +112,8 @@ type FeatureGates struct {
 // component-base's featuregate.
 func NewFeatureGates(v Version, overrides string) (*FeatureGates, error) {
 	f := &FeatureGates{version: v, enabled: map[Gate]bool{}}
-	for g, stages := range gateTable {
-		if s, ok := stages[v.Minor]; ok {
+	for g := range gateTable {
+		if s, ok := stageAt(g, v.Minor); ok {
 			f.enabled[g] = s.on
 		}
 	}
@@ -114,7 +130,7 @@ func NewFeatureGates(v Version, overrides string) (*FeatureGates, error) {
 			return nil, fmt.Errorf("invalid value of %s=%s, err: %v", name, val, err)
 		}
 		g := Gate(strings.TrimSpace(name))
-		s, ok := gateTable[g][v.Minor]
+		s, ok := stageAt(g, v.Minor)
 		if !ok {
 			return nil, fmt.Errorf("unrecognized feature gate: %s (kubelet %s)", g, v)
 		}

@@ -11,21 +11,23 @@ import (
 
 // gateReleases is the gate table (docs/kubelet.md §19.1) written out, one
 // letter per release from 1.30 to 1.37: o on (settable), f off (settable),
-// L on and locked (GA), - the release does not have the gate.
+// L on and locked (GA), - the release does not have the gate. A newer
+// release keeps a gate's last letter until a letter is written for it.
 var gateReleases = map[Gate]string{
 	//                                 30......37
-	SELinuxMountReadWriteOncePod:   "ooooooLL",
-	SELinuxMount:                   "fffffffo",
-	SELinuxChangePolicy:            "--foooLL",
-	ReadWriteOncePod:               "L-------",
-	CSIVolumeHealth:                "ffffffff",
-	CSIServiceAccountTokenSecrets:  "-----oLL",
-	MutableCSINodeAllocatableCount: "---ffoLL",
-	ServiceAccountTokenJTI:         "ooLLLLLL",
-	ServiceAccountTokenPodNodeInfo: "ooLLLLLL",
-	RecoverVolumeExpansionFailure:  "ffooLLLL",
-	VolumeLimitScaling:             "-----ffo",
-	CSINodeExpandSecret:            "L-------",
+	SELinuxMountReadWriteOncePod:            "ooooooLL",
+	SELinuxMount:                            "fffffffo",
+	SELinuxChangePolicy:                     "--foooLL",
+	ReadWriteOncePod:                        "L-------",
+	CSIVolumeHealth:                         "ffffffff",
+	CSIServiceAccountTokenSecrets:           "-----oLL",
+	MutableCSINodeAllocatableCount:          "---ffoLL",
+	ServiceAccountTokenJTI:                  "ooLLLLLL",
+	ServiceAccountTokenPodNodeInfo:          "ooLLLLLL",
+	RecoverVolumeExpansionFailure:           "ffooLLLL",
+	VolumeLimitScaling:                      "-----ffo",
+	CSINodeExpandSecret:                     "L-------",
+	TokenRequestServiceAccountUIDValidation: "----oooo",
 }
 
 // Every gate at every release: its default, and the override to the other
@@ -36,8 +38,9 @@ func TestGateTable(t *testing.T) {
 		t.Fatalf("gateTable has %d gates, this test %d: add the new gate here", len(gateTable), len(gateReleases))
 	}
 	for g, row := range gateReleases {
-		for i, c := range row {
-			minor := MinMinor + i
+		for _, v := range Releases() {
+			minor := v.Minor
+			c := rune(row[min(minor-MinMinor, len(row)-1)])
 			t.Run(fmt.Sprintf("%s/1.%d", g, minor), func(t *testing.T) {
 				v := Version{Minor: minor}
 				def, err := NewFeatureGates(v, "")
@@ -172,12 +175,12 @@ func TestNewRelease(t *testing.T) {
 		wantDescribe   string
 		wantClaims     TokenClaims
 	}{
-		{version: "", wantMinor: 37, wantDescribe: "kubelet 1.37", wantClaims: TokenClaims{JTI: true, PodNodeInfo: true}},
+		{version: "", wantMinor: MaxMinor, wantDescribe: "kubelet " + DefaultVersion.String(), wantClaims: TokenClaims{JTI: true, PodNodeInfo: true}},
 		{version: "v1.31.4", gates: "ServiceAccountTokenJTI=false", wantMinor: 31,
 			wantDescribe: "kubelet 1.31 (feature gates ServiceAccountTokenJTI=false)", wantClaims: TokenClaims{PodNodeInfo: true}},
 		{version: "1.36", gates: "SELinuxMount=true,CSIVolumeHealth=true,SELinuxChangePolicy=true", wantMinor: 36,
 			wantDescribe: "kubelet 1.36 (feature gates CSIVolumeHealth=true,SELinuxMount=true)", wantClaims: TokenClaims{JTI: true, PodNodeInfo: true}},
-		{version: "1.29", wantErr: `kubelet version "1.29": want 1.30 to 1.37`},
+		{version: "1.29", wantErr: `kubelet version "1.29": want 1.30 to ` + DefaultVersion.String()},
 		{version: "1.37", gates: "ReadWriteOncePod=true", wantErr: "unrecognized feature gate: ReadWriteOncePod (kubelet 1.37)"},
 	}
 	for _, tc := range tests {
@@ -206,13 +209,41 @@ func TestNewRelease(t *testing.T) {
 			}
 		})
 	}
-	if SupportedReleases() != "1.30 to 1.37" {
-		t.Errorf("SupportedReleases = %q", SupportedReleases())
+	if want := "1.30 to " + DefaultVersion.String(); SupportedReleases() != want {
+		t.Errorf("SupportedReleases = %q, want %q", SupportedReleases(), want)
 	}
-	if d := DefaultRelease(); d.Minor != 37 || d.Describe() != "kubelet 1.37" {
+	if d := DefaultRelease(); d.Minor != MaxMinor || d.Describe() != "kubelet "+DefaultVersion.String() {
 		t.Errorf("DefaultRelease = %s", d.Describe())
 	}
 	if (Release{}).valid() {
 		t.Errorf("the zero Release is valid")
+	}
+}
+
+// The gate table is open-ended: a release after the newest has every gate
+// as the newest has it, so that adding a release (README, "Adding a
+// release") means raising MaxMinor and adding a row only for a gate that
+// changes in it, not extending every row.
+func TestGateTableOpenEnded(t *testing.T) {
+	newest, err := NewFeatureGates(DefaultVersion, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := NewFeatureGates(Version{Minor: MaxMinor + 1}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.String() != newest.String() {
+		t.Errorf("1.%d gates\n %s\nwant the newest's\n %s", MaxMinor+1, next.String(), newest.String())
+	}
+	for g := range gateTable {
+		s1, ok1 := stageAt(g, MaxMinor)
+		s2, ok2 := stageAt(g, MaxMinor+1)
+		if s1 != s2 || ok1 != ok2 {
+			t.Errorf("%s: 1.%d %+v %t, 1.%d %+v %t", g, MaxMinor, s1, ok1, MaxMinor+1, s2, ok2)
+		}
+	}
+	if rs := Releases(); len(rs) != MaxMinor-MinMinor+1 || rs[0].Minor != MinMinor || rs[len(rs)-1] != DefaultVersion {
+		t.Errorf("Releases() = %v", rs)
 	}
 }

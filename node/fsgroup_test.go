@@ -257,7 +257,7 @@ kind: Pod
 metadata: {name: app-1, namespace: default, uid: pod-uid-1}
 spec:
   securityContext: {fsGroup: 4242}
-  containers: [{name: app, image: busybox}]
+  containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
   volumes: [` + claimVol("data", "data-1") + `]`
 	tests := []struct {
 		name     string
@@ -312,7 +312,7 @@ kind: Pod
 metadata: {name: app-1, namespace: default, uid: pod-uid-1}
 spec:
   securityContext: {fsGroup: 4242}
-  containers: [{name: app, image: busybox}]
+  containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
   volumes: [` + claimVol("data", "data-1") + `]`
 	drv := newFakeDriver(capStage)
 	drv.Update(func(c *csifake.Config) { c.ManageTargets = false })

@@ -35,6 +35,7 @@ func FuzzPaths(f *testing.F) {
 			return
 		}
 		for _, pod := range c.Pods() {
+			useEveryVolume(pod)
 			specs, _, err := resolveVolumes(c, pod)
 			if err != nil {
 				continue
@@ -44,6 +45,18 @@ func FuzzPaths(f *testing.F) {
 			}
 		}
 	})
+}
+
+// useEveryVolume has the pod's first container mount every volume, so that
+// no volume is skipped as unused and every path is checked.
+func useEveryVolume(pod *corev1.Pod) {
+	if len(pod.Spec.Containers) == 0 {
+		pod.Spec.Containers = []corev1.Container{{Name: "fuzz"}}
+	}
+	c := &pod.Spec.Containers[0]
+	for _, v := range pod.Spec.Volumes {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+	}
 }
 
 // FuzzDefaultPodPaths: the pod made when the manifests hold none takes its

@@ -58,6 +58,7 @@ func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod, parallel bool) 
 		return nil, err
 	}
 	res := &PodResult{Pod: pod, Skipped: skipped, Volumes: make([]VolumeResult, len(specs))}
+	k.noteUnused(ctx, pod, skipped)
 	if err := k.makePodDataDirs(pod); err != nil {
 		return nil, err
 	}
@@ -77,6 +78,19 @@ func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod, parallel bool) 
 	}
 	wg.Wait()
 	return res, nil
+}
+
+// noteUnused says which of the pod's volumes the kubelet leaves alone
+// because no container uses them, as its populator logs "Skipping unused
+// volume".
+func (k *Kubelet) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []SkippedVolume) {
+	for _, sk := range skipped {
+		if !sk.Unused {
+			continue
+		}
+		l := csiclient.Labels{Component: "kubelet", Operation: "MountVolume", Volume: sk.Name, Pod: podName(pod)}
+		k.trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("skipping unused volume %q: no container, init container or ephemeral container names it in volumeMounts or volumeDevices, and the kubelet leaves unused volumes alone (docs/kubelet.md §11)", sk.Name))
+	}
 }
 
 // mountOne runs the mount (or map) operation of one volume under the

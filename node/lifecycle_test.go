@@ -367,6 +367,60 @@ spec:
 	}
 }
 
+// A volume no container names in volumeMounts or volumeDevices is skipped
+// before its source is read, as the kubelet's populator does: no call for
+// it, no error for its missing claim, a step saying so. An init or an
+// ephemeral container's mount makes a volume used (docs/kubelet.md §11).
+func TestUnusedVolumeSkipped(t *testing.T) {
+	pod := `apiVersion: v1
+kind: Pod
+metadata: {name: app-1, namespace: default, uid: pod-uid-1}
+spec:
+  initContainers: [{name: init, image: busybox, volumeMounts: [{name: seed, mountPath: /seed}]}]
+  containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
+  ephemeralContainers: [{name: debug, image: busybox, volumeMounts: [{name: debug, mountPath: /debug}]}]
+  volumes:
+  - ` + claimVol("data", "data-1") + `
+  - ` + inlineVol("spare", "") + `
+  - ` + claimVol("gone", "no-such-claim") + `
+  - ` + inlineVol("seed", "") + `
+  - ` + inlineVol("debug", "")
+	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "volumeLifecycleModes: [Persistent, Ephemeral]"), pv1, pvc1, pod), newFakeDriver())
+	res := e.mountOK("app-1")
+	var published []string
+	for _, v := range res.Volumes {
+		published = append(published, v.PodVolume)
+	}
+	if want := []string{"data", "seed", "debug"}; !slices.Equal(published, want) {
+		t.Errorf("volumes mounted %q, want %q", published, want)
+	}
+	var skipped []string
+	for _, sk := range res.Skipped {
+		skipped = append(skipped, sk.Name)
+		if !sk.Unused || !strings.Contains(sk.Reason, "no container") {
+			t.Errorf("skipped %s: %+v, want unused with a reason naming the containers", sk.Name, sk)
+		}
+	}
+	if want := []string{"spare", "gone"}; !slices.Equal(skipped, want) {
+		t.Errorf("skipped %q, want %q", skipped, want)
+	}
+	if n := len(e.drv.Calls()); n == 0 {
+		t.Fatal("no calls at all")
+	}
+	for _, c := range e.drv.Calls() {
+		if req, ok := c.Request.(*csi.NodePublishVolumeRequest); ok && strings.Contains(req.GetTargetPath(), "/spare/") {
+			t.Errorf("the unused volume was published: %s", req.GetTargetPath())
+		}
+	}
+	steps := strings.Join(e.steps(false), "\n")
+	for _, name := range []string{"spare", "gone"} {
+		if !strings.Contains(steps, `skipping unused volume "`+name+`"`) {
+			t.Errorf("no step says %q is skipped as unused:\n%s", name, steps)
+		}
+	}
+	e.unmountOK("app-1")
+}
+
 // A generic ephemeral volume's claim is <pod>-<volume>; paths use its PV
 // name and readonly is false (docs/kubelet.md §1.2, §8).
 func TestGenericEphemeralVolume(t *testing.T) {

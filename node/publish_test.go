@@ -207,7 +207,7 @@ func TestPublishSecretNamespace(t *testing.T) {
 kind: Pod
 metadata: {name: app-1, namespace: team-a, uid: pod-uid-1}
 spec:
-  containers: [{name: app, image: busybox}]
+  containers: [{name: app, image: busybox, volumeMounts: [{name: scratch, mountPath: /scratch}]}]
   volumes:
   - {name: scratch, csi: {driver: hostpath.csi.k8s.io, nodePublishSecretRef: {name: pub}}}`
 	tests := []struct {

@@ -69,6 +69,8 @@ func (k *Kubelet) Register(ctx context.Context) (*Registration, error) {
 	}
 	kctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
 	defer cancel()
+	uid, from := NodeUID(k.cluster, k.cfg.NodeName)
+	k.trace.Note(kctx, true, fmt.Sprintf("Node %q, uid %s: %s; pod-bound tokens carry it in kubernetes.io.node", k.cfg.NodeName, uid, from))
 	k.trace.Note(kctx, false, fmt.Sprintf("plugin watcher: %s/%s-reg.sock offers CSIPlugin %q, supported_versions [1.0.0]", k.paths.RegistrationDir(), name, name))
 
 	ni, err := k.nodeClient().NodeGetInfo(kctx, &csi.NodeGetInfoRequest{})

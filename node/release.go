@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // Release is the one object every release-dependent decision is asked of:
@@ -65,6 +66,34 @@ type TokenClaims struct {
 // TokenClaims returns the claims the release's token issuer writes.
 func (r Release) TokenClaims() TokenClaims {
 	return TokenClaims{JTI: r.Enabled(ServiceAccountTokenJTI), PodNodeInfo: r.Enabled(ServiceAccountTokenPodNodeInfo)}
+}
+
+// IssuerConfig is the release's API server configuration for tokens: the
+// defaults (tokens.DefaultIssuerConfig) with the claims (TokenClaims) and
+// the request UID rule (TokenRequestUID) of this release. `run` (through
+// TokenSource) and `tokens mint` both start from it.
+func (r Release) IssuerConfig() tokens.IssuerConfig {
+	cfg := tokens.DefaultIssuerConfig()
+	claims := r.TokenClaims()
+	cfg.JTI, cfg.PodNodeInfo = claims.JTI, claims.PodNodeInfo
+	cfg.RequestUID = r.TokenRequestUID()
+	return cfg
+}
+
+// TokenRequestUID is what the release's API server does with a
+// TokenRequest's metadata.uid: wiped up to 1.33, then checked against the
+// ServiceAccount's, refused on a mismatch with
+// TokenRequestServiceAccountUIDValidation (on by default) and only warned
+// about without it (docs/kubelet.md §4.2).
+func (r Release) TokenRequestUID() tokens.RequestUID {
+	switch {
+	case !r.TokenRequestKeepsUID():
+		return tokens.RequestUIDWiped
+	case r.Enabled(TokenRequestServiceAccountUIDValidation):
+		return tokens.RequestUIDValidated
+	default:
+		return tokens.RequestUIDWarned
+	}
 }
 
 // Describe is the release with the gates that differ from its defaults,

@@ -190,7 +190,7 @@ func TestRepublishTokens(t *testing.T) {
 // A block volume's republish is the whole map operation again
 // (GenerateMapVolumeFunc): MapPodDevice, no SetUpDevice.
 func TestRepublishBlock(t *testing.T) {
-	m := docs(republishDriver("attachRequired: false"), pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), pvc1, pod1)
+	m := docs(republishDriver("attachRequired: false"), pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), pvc1, blockPod1)
 	e := newEnv(t, m, newFakeDriver(capStage), dryRun)
 	e.mountOK("app-1")
 	e.drv.ClearCalls()

@@ -155,7 +155,7 @@ kind: Pod
 metadata: {name: app-1, namespace: default, uid: pod-uid-1}
 spec:
   securityContext: {fsGroup: 2000}
-  containers: [{name: app, image: busybox}]
+  containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
   volumes:
   - {name: data, persistentVolumeClaim: {claimName: data-1}}`
 	tests := []struct {

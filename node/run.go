@@ -17,8 +17,9 @@ import (
 // Plan is a command's schedule for the kubelet: which pods come, when,
 // for how long, and how the kubelet works on them. `run` and `plan` give
 // every pod at once, one after the other; `load` gives many, at a rate,
-// with the reconciler's parallelism; `cleanup` gives none and recovers
-// what an earlier run left.
+// with the reconciler's parallelism. Only these three go through Run:
+// `cleanup` calls Recover, and conformance drives the steps (Register,
+// MountPod, UnmountPod, Republish, Cleanup) itself, scenario by scenario.
 type Plan struct {
 	// Pods are the pods to run; none: the cluster's pods, or the default
 	// pod when the cluster has none.

@@ -62,9 +62,7 @@ func (t *TokenSource) Token(ctx context.Context, namespace, sa string, req *auth
 }
 
 func (t *TokenSource) build() {
-	cfg := tokens.DefaultIssuerConfig()
-	claims := t.release.TokenClaims()
-	cfg.JTI, cfg.PodNodeInfo = claims.JTI, claims.PodNodeInfo
+	cfg := t.release.IssuerConfig()
 	if t.opts.Issuer != "" {
 		cfg.Issuer = t.opts.Issuer
 	}
@@ -90,15 +88,21 @@ func (t *TokenSource) serviceAccountUID(ns, name string) (types.UID, bool) {
 	return sa.UID, true
 }
 
-// podNode is the node the bound pod runs on, with the Node's UID when the
-// input has the Node object.
+// podNode is the node the bound pod runs on, with its UID: the
+// simulator's own node always has one (NodeUID); another node has the
+// Node object's, or none when the input lacks the object (the API server
+// then writes the name only).
 func (t *TokenSource) podNode(ns, podName string) (string, types.UID, bool) {
 	nodeName := t.opts.NodeName
 	if p, ok := t.cluster.Pod(ns, podName); ok && p.Spec.NodeName != "" {
 		nodeName = p.Spec.NodeName
 	}
-	if nodeName == "" {
+	switch {
+	case nodeName == "":
 		return "", "", false
+	case nodeName == t.opts.NodeName:
+		uid, _ := NodeUID(t.cluster, nodeName)
+		return nodeName, uid, true
 	}
 	if n, ok := t.cluster.Node(nodeName); ok {
 		return nodeName, n.UID, true

@@ -12,7 +12,9 @@ type Version struct {
 	Minor int
 }
 
-// Supported releases.
+// Supported releases: MaxMinor is the one place that names the newest
+// (README, "Adding a release"); Releases, SupportedReleases, the flags'
+// help, `version` and the errors all follow it.
 const (
 	MinMinor = 30
 	MaxMinor = 37
@@ -20,6 +22,15 @@ const (
 
 // DefaultVersion is the newest release simulated.
 var DefaultVersion = Version{Minor: MaxMinor}
+
+// Releases are the releases the simulator reproduces, oldest first.
+func Releases() []Version {
+	out := make([]Version, 0, MaxMinor-MinMinor+1)
+	for m := MinMinor; m <= MaxMinor; m++ {
+		out = append(out, Version{Minor: m})
+	}
+	return out
+}
 
 // ParseVersion reads "1.36", "v1.36" or "v1.36.3".
 func ParseVersion(s string) (Version, error) {
@@ -77,3 +88,10 @@ func (v Version) StagingDataWithoutStaging() bool { return v.Minor <= 33 }
 // with RecoverVolumeExpansionFailure off; in 1.30 the gate alone decides
 // (checkForRecoveryFromExpansion).
 func (v Version) ExpansionByClaimStatus() bool { return v.Minor >= 31 }
+
+// TokenRequestKeepsUID: from 1.34 the API server keeps a TokenRequest's
+// metadata.uid (PreserveRequestObjectMetaSystemFieldsOnSubresourceCreate)
+// and fills an empty one with the ServiceAccount's; up to 1.33 it wipes
+// it, as every subresource's (WipeObjectMetaSystemFields), and checks
+// nothing (pkg/registry/core/serviceaccount/storage/token.go).
+func (v Version) TokenRequestKeepsUID() bool { return v.Minor >= 34 }

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseVersion(t *testing.T) {
+	newest, next := DefaultVersion.String(), fmt.Sprintf("1.%d", MaxMinor+1)
 	tests := []struct {
 		in      string
 		want    int
@@ -16,11 +17,11 @@ func TestParseVersion(t *testing.T) {
 		{"v1.36.3", 36, ""},
 		{"1.30", 30, ""},
 		{"1.37", 37, ""},
-		{"1.29", 0, `kubelet version "1.29": want 1.30 to 1.37`},
-		{"1.38", 0, `kubelet version "1.38": want 1.30 to 1.37`},
-		{"2.1", 0, `kubelet version "2.1": want 1.30 to 1.37`},
-		{"1", 0, `kubelet version "1": want 1.30 to 1.37`},
-		{"1.x", 0, `kubelet version "1.x": want 1.30 to 1.37`},
+		{"1.29", 0, `kubelet version "1.29": want 1.30 to ` + newest},
+		{next, 0, `kubelet version "` + next + `": want 1.30 to ` + newest},
+		{"2.1", 0, `kubelet version "2.1": want 1.30 to ` + newest},
+		{"1", 0, `kubelet version "1": want 1.30 to ` + newest},
+		{"1.x", 0, `kubelet version "1.x": want 1.30 to ` + newest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -50,10 +51,10 @@ func TestCapabilityErrorsUncertain(t *testing.T) {
 	}
 }
 
-// New fills the defaults: 1.37 and the kubelet's 2 minute csiTimeout.
+// New fills the defaults: the newest release and the kubelet's 2 minute csiTimeout.
 func TestNewDefaults(t *testing.T) {
 	e := newUnregisteredEnv(t, "", newFakeDriver())
-	if e.k.release.Minor != 37 || e.k.cfg.Timeout.String() != "2m0s" {
+	if e.k.release.Minor != MaxMinor || e.k.cfg.Timeout.String() != "2m0s" {
 		t.Errorf("defaults: version %v, timeout %v", e.k.release.Version, e.k.cfg.Timeout)
 	}
 	if e.k.Paths().Root != e.root {
@@ -61,14 +62,14 @@ func TestNewDefaults(t *testing.T) {
 	}
 }
 
-// Every release rule that is not a gate, release by release 1.30 to 1.37,
+// Every release rule that is not a gate, release by release to the newest,
 // as docs/kubelet.md states it (section named per rule).
 func TestVersionRules(t *testing.T) {
 	rules := []struct {
 		name  string
 		rule  func(Version) bool
 		first int // the first release with the rule (0: none)
-		last  int // the last release with it (0: still there in 1.37)
+		last  int // the last release with it (0: still there in the newest)
 	}{
 		{"CapabilityErrorsUncertain (12)", Version.CapabilityErrorsUncertain, 36, 0},
 		{"KeepsTargetOnFailedRemount (5)", Version.KeepsTargetOnFailedRemount, 36, 0},
@@ -76,6 +77,7 @@ func TestVersionRules(t *testing.T) {
 		{"AsksVolumeCondition (11)", Version.AsksVolumeCondition, 30, 36},
 		{"StatsWithoutUsageForCondition (11)", Version.StatsWithoutUsageForCondition, 32, 0},
 		{"ExpansionByClaimStatus (11)", Version.ExpansionByClaimStatus, 31, 0},
+		{"TokenRequestKeepsUID (4.2)", Version.TokenRequestKeepsUID, 34, 0},
 	}
 	for _, r := range rules {
 		for minor := MinMinor; minor <= MaxMinor; minor++ {
@@ -109,6 +111,8 @@ func TestVersionRuleBoundaries(t *testing.T) {
 		{"StatsWithoutUsageForCondition", Version.StatsWithoutUsageForCondition, 32, true},
 		{"ExpansionByClaimStatus", Version.ExpansionByClaimStatus, 30, false},
 		{"ExpansionByClaimStatus", Version.ExpansionByClaimStatus, 31, true},
+		{"TokenRequestKeepsUID", Version.TokenRequestKeepsUID, 33, false},
+		{"TokenRequestKeepsUID", Version.TokenRequestKeepsUID, 34, true},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s/1.%d", tc.name, tc.minor), func(t *testing.T) {

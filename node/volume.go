@@ -63,17 +63,54 @@ func (v *volumeSpec) uniqueName(podUID string) string {
 type SkippedVolume struct {
 	Name   string
 	Reason string
+	// Unused: no container uses the volume.
+	Unused bool
+}
+
+// unusedVolumeReason is why the kubelet leaves a volume that no container
+// names alone (docs/kubelet.md §11).
+const unusedVolumeReason = "unused: no container, init container or ephemeral container names it in volumeMounts or volumeDevices"
+
+// usedVolumes is util.GetPodVolumeNames: the names of the pod's volumes
+// that a container (init, regular or ephemeral) mounts or maps. The
+// desired-state populator skips every other volume before it even looks
+// at its source ("Skipping unused volume"), so an unused volume's claim
+// is never read and its driver never called.
+func usedVolumes(pod *corev1.Pod) map[string]bool {
+	used := map[string]bool{}
+	note := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
+		for _, m := range mounts {
+			used[m.Name] = true
+		}
+		for _, d := range devices {
+			used[d.Name] = true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		note(c.VolumeMounts, c.VolumeDevices)
+	}
+	for _, c := range pod.Spec.Containers {
+		note(c.VolumeMounts, c.VolumeDevices)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		note(c.VolumeMounts, c.VolumeDevices)
+	}
+	return used
 }
 
 // resolveVolumes finds the CSI volumes of a pod as the kubelet's
-// desired-state populator does (createVolumeSpec, getPVCExtractPV,
-// getPVSpec): claims to bound PVs, readOnly from the pod's claim source.
+// desired-state populator does (processPodVolumes, createVolumeSpec,
+// getPVCExtractPV, getPVSpec): unused volumes skipped first, claims to
+// bound PVs, readOnly from the pod's claim source.
 func resolveVolumes(c *manifests.Cluster, pod *corev1.Pod) ([]*volumeSpec, []SkippedVolume, error) {
 	var specs []*volumeSpec
 	var skipped []SkippedVolume
 	podSrc := c.SourceOf("Pod", pod.Namespace, pod.Name)
+	used := usedVolumes(pod)
 	for i, v := range pod.Spec.Volumes {
 		switch {
+		case !used[v.Name]:
+			skipped = append(skipped, SkippedVolume{Name: v.Name, Reason: unusedVolumeReason, Unused: true})
 		case v.CSI != nil:
 			specs = append(specs, inlineSpec(pod, v))
 		case v.PersistentVolumeClaim != nil, v.Ephemeral != nil:

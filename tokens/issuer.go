@@ -79,6 +79,9 @@ type IssuerConfig struct {
 	// PodNodeInfo is the ServiceAccountTokenPodNodeInfo gate (1.29 alpha
 	// off, 1.30+ on): pod-bound tokens carry kubernetes.io.node.
 	PodNodeInfo bool
+	// RequestUID is what becomes of the request's metadata.uid; the zero
+	// value is the 1.34+ default (validated against the ServiceAccount).
+	RequestUID RequestUID
 	// Now is the API server's clock. Default time.Now.
 	Now func() time.Time
 	// NewUID makes jti values. Default: random UUIDv4.
@@ -183,7 +186,8 @@ func (i *Issuer) JWKS() ([]byte, error) { return JWKS(i.cfg.Key.Public()) }
 // POST /api/v1/namespaces/{namespace}/serviceaccounts/{serviceAccount}/token
 // does. req is not modified. The result carries the defaulted spec
 // (audiences, expirationSeconds as possibly shortened), metadata (name,
-// namespace, the ServiceAccount's UID, creationTimestamp) and the status
+// namespace, the ServiceAccount's UID as cfg.RequestUID has it,
+// creationTimestamp) and the status
 // {token, expirationTimestamp}, with times in whole seconds as they arrive
 // over the wire. Errors are API status errors (*apierrors.StatusError) with
 // the API server's texts.
@@ -227,7 +231,7 @@ func (i *Issuer) Token(ctx context.Context, namespace, serviceAccount string, re
 		Subject:   "system:serviceaccount:" + namespace + ":" + serviceAccount,
 		Kubernetes: KubernetesClaims{
 			Namespace:      namespace,
-			ServiceAccount: ObjectRef{Name: serviceAccount, UID: string(out.UID)},
+			ServiceAccount: ObjectRef{Name: serviceAccount, UID: string(i.serviceAccountUID(namespace, serviceAccount))},
 			Pod:            podRef,
 			Node:           nodeRef,
 			WarnAfter:      warnAfter,
@@ -270,11 +274,8 @@ func (i *Issuer) admitRequest(namespace, serviceAccount string, req *authenticat
 		return nil, apierrors.NewInvalid(tokenRequestGK, serviceAccount, field.ErrorList{
 			field.Invalid(field.NewPath("metadata").Child("namespace"), out.Namespace, "must match the service account namespace if specified")})
 	}
-	saUID := i.serviceAccountUID(namespace, serviceAccount)
-	// TokenRequestServiceAccountUIDValidation: beta and on since 1.34.
-	if out.UID != "" && out.UID != saUID {
-		return nil, apierrors.NewConflict(schema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, serviceAccount,
-			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", out.UID, saUID))
+	if err := i.applyRequestUID(out, serviceAccount, i.serviceAccountUID(namespace, serviceAccount)); err != nil {
+		return nil, err
 	}
 	if len(out.Spec.Audiences) == 0 {
 		out.Spec.Audiences = slices.Clone(i.auds)
@@ -284,9 +285,6 @@ func (i *Issuer) admitRequest(namespace, serviceAccount string, req *authenticat
 	}
 	if out.Namespace == "" {
 		out.Namespace = namespace
-	}
-	if out.UID == "" {
-		out.UID = saUID
 	}
 	return out, nil
 }

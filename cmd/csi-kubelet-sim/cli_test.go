@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -149,12 +151,13 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}
+	newest := node.DefaultVersion.String()
 	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.Module != "github.com/csi-kubelet-sim/csi-kubelet-sim" ||
-		len(v.Releases) != 8 || v.Releases[0] != "1.30" || v.Releases[7] != "1.37" || v.DefaultKube != "1.37" {
+		len(v.Releases) != node.MaxMinor-29 || v.Releases[0] != "1.30" || v.Releases[len(v.Releases)-1] != newest || v.DefaultKube != newest {
 		t.Errorf("version %+v", v)
 	}
 	text, _, _ := cli(t, "", "version")
-	if !strings.HasPrefix(text, "csi-kubelet-sim "+v.Version+" (simulates kubelet 1.30 to 1.37, default 1.37)\n") {
+	if !strings.HasPrefix(text, "csi-kubelet-sim "+v.Version+" (simulates kubelet 1.30 to "+newest+", default "+newest+")\n") {
 		t.Errorf("text %q", text)
 	}
 	if short, _, _ := cli(t, "", "--version"); short != "csi-kubelet-sim "+v.Version+"\n" {
@@ -395,5 +398,128 @@ func TestRunJUnitCases(t *testing.T) {
 	}
 	if doc.Tests != 5 || doc.Failures != 2 {
 		t.Errorf("tests %d failures %d", doc.Tests, doc.Failures)
+	}
+}
+
+// -v is verbose at every place of the command line, klog's --v=N too;
+// the version is printed only by `version` and --version (issue 17): a CI
+// step `csi-kubelet-sim -v plan pod.yaml` must plan, not print a version
+// and exit 0.
+func TestVerboseEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTestFile(t, dir, "in.yaml", csiDriverYAML+"---\n"+inlinePodYAML)
+	plan := func(args ...string) (string, int) {
+		t.Helper()
+		stdout, stderr, code := cli(t, "", append(args, "--driver-name", testDriver, "--root-dir", filepath.Join(t.TempDir(), "root"))...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "NodePublishVolume") {
+			t.Fatalf("%v: no plan printed:\n%s", args, stdout)
+		}
+		return stdout, strings.Count(stdout, "·")
+	}
+	_, quiet := plan("plan", in)
+	for _, args := range [][]string{
+		{"-v", "plan", in},
+		{"plan", "-v", in},
+		{"--verbose", "plan", in},
+		{"--v=2", "plan", in},
+		{"plan", "--v", "1", in},
+		{"-vv", "plan", in},
+	} {
+		if _, steps := plan(args...); steps <= quiet {
+			t.Errorf("%v: %d kubelet steps printed, want more than the %d without -v", args, steps, quiet)
+		}
+	}
+	if _, _, code := cli(t, "", "plan", "--v=x", in, "--driver-name", testDriver); code != exitUsage {
+		t.Errorf("--v=x: exit %d, want %d", code, exitUsage)
+	}
+	if stdout, _, code := cli(t, "", "-v"); code != exitUsage || strings.Contains(stdout, "csi-kubelet-sim ") {
+		t.Errorf("-v alone: exit %d, stdout %q; want the usage error, no version", code, stdout)
+	}
+	if stdout, _, code := cli(t, "", "--version"); code != 0 || !strings.HasPrefix(stdout, "csi-kubelet-sim ") || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+}
+
+// The build info is read only when a version is printed: a start that
+// prints none (every run of every other command) does not pay for it.
+func TestBuildInfoReadOnlyForVersion(t *testing.T) {
+	reads := 0
+	orig := readBuildInfo
+	readBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
+	t.Cleanup(func() { readBuildInfo = orig })
+	in := writeTestFile(t, t.TempDir(), "in.yaml", csiDriverYAML+"---\n"+inlinePodYAML)
+	for _, args := range [][]string{
+		{"plan", in, "--driver-name", testDriver},
+		{"validate", in},
+		{"help", "run"},
+		{"run", "--help"},
+	} {
+		cli(t, "", args...)
+		if reads != 0 {
+			t.Fatalf("%v read the build info %d times, want none", args, reads)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		reads = 0
+		cli(t, "", args...)
+		if reads != 1 {
+			t.Errorf("%v read the build info %d times, want once", args, reads)
+		}
+	}
+}
+
+// A driver that answers GetPluginInfo with Unavailable is running: run
+// and conformance exit 1 with the driver's own code and message, never
+// "is the driver running". A socket nothing listens on is the environment:
+// exit 3, saying so (issue 17).
+func TestRegistrationUnavailableAnswer(t *testing.T) {
+	d := identityDriver(testDriver, nil)
+	d.Inject("GetPluginInfo", csifake.Fault{Err: status.Error(codes.Unavailable, "driver version not set"), Times: 2})
+	sock := csifake.ServeTest(t, d)
+	drv := writeTestFile(t, t.TempDir(), "drv.yaml", csiDriverYAML)
+	const want = `the driver answered with an error: code Unavailable, message "driver version not set"`
+	for _, args := range [][]string{{"run", "--endpoint", sock, drv}, {"conformance", "--endpoint", sock}} {
+		_, stderr, code := cli(t, "", args...)
+		if code != exitFailed || !strings.Contains(stderr, want) || strings.Contains(stderr, "is the driver running") || strings.Contains(stderr, "nothing listens") {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", args[0], code, stderr, exitFailed, want)
+		}
+	}
+
+	stale := filepath.Join(t.TempDir(), "csi.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	for _, args := range [][]string{{"run", "--endpoint", stale, drv}, {"conformance", "--endpoint", stale}} {
+		_, stderr, code := cli(t, "", args...)
+		if code != exitEnvironment || !strings.Contains(stderr, "nothing listens on the socket "+stale) || !strings.Contains(stderr, "connection refused") {
+			t.Errorf("%s on a dead socket: exit %d, stderr %q; want %d and nothing listens", args[0], code, stderr, exitEnvironment)
+		}
+	}
+}
+
+// A pod whose only CSI volume no container uses exercises nothing of the
+// driver: the kubelet skips the volume, and the run exits 2 saying why
+// (docs/kubelet.md §11).
+func TestRunOnlyUnusedCSIVolume(t *testing.T) {
+	d := identityDriver(testDriver, nil)
+	sock := csifake.ServeTest(t, d)
+	dir := t.TempDir()
+	unused := strings.Replace(inlinePodYAML, "containers: [{name: app, image: x, volumeMounts: [{name: v, mountPath: /v}]}]", "containers: [{name: app, image: x}]", 1)
+	in := writeTestFile(t, dir, "in.yaml", csiDriverYAML+"---\n"+unused)
+	stdout, stderr, code := cli(t, "", "run", "--endpoint", sock, in, "--root-dir", filepath.Join(dir, "root"))
+	if code != exitUsage || !strings.Contains(stderr, "no CSI volume that a container uses") ||
+		!strings.Contains(stdout, `skipping unused volume "v"`) || !strings.Contains(stdout, "skipped     default/web/v: unused") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, c := range d.Calls() {
+		if c.Method == "NodePublishVolume" {
+			t.Errorf("the unused volume was published")
+		}
 	}
 }

@@ -82,26 +82,32 @@ const rootExample = `  # the kubelet's calls for your pod, against your driver
 // arguments), validates it and runs it; errors carry their exit code
 // (withCode) and are printed by run, once, on one line.
 func newRootCommand(s streams) *cobra.Command {
+	var showVersion bool
 	root := &cobra.Command{
 		Use:     "csi-kubelet-sim COMMAND",
 		Short:   "Shows a CSI driver exactly what a kubelet sends it, without a cluster",
 		Long:    rootLong,
 		Example: rootExample,
-		Version: buildVersion(),
+		// No cobra Version: its version flag takes -v, which every
+		// subcommand uses for verbose, and it reads the build info on
+		// every start. --version is ours, and -v is verbose everywhere.
 		// Errors are printed by run on one line, with their exit code;
 		// the usage is for --help, not for every mistake.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          unknownCommand,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if showVersion {
+				return printShortVersion(s)
+			}
 			fmt.Fprint(s.Err, c.UsageString())
 			return withCode(exitUsage, errors.New("a command is needed"))
 		},
 	}
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version and exit (`version` says more)")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(exitUsage, err) })
 	root.AddCommand(
@@ -115,7 +121,8 @@ func newRootCommand(s streams) *cobra.Command {
 		newVersionCommand(s),
 	)
 	root.InitDefaultCompletionCmd()
-	completeFlagValues(root)
+	addVerbosityFlags(root)
+	completeFlagValues(root, kubeletReleases())
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			completionUsage(c, s)
@@ -203,10 +210,10 @@ func noArgsError(cmd string, args []string) error {
 
 // completeFlagValues lets shells complete the values of the flags that
 // take one of a few, in every command that has them.
-func completeFlagValues(c *cobra.Command) {
+func completeFlagValues(c *cobra.Command, releases []string) {
 	values := map[string][]string{
 		"output":          outputValues,
-		"kubelet-version": readVersionInfo().Releases,
+		"kubelet-version": releases,
 	}
 	for flag, vs := range values {
 		if c.Flags().Lookup(flag) != nil {
@@ -214,7 +221,7 @@ func completeFlagValues(c *cobra.Command) {
 		}
 	}
 	for _, sub := range c.Commands() {
-		completeFlagValues(sub)
+		completeFlagValues(sub, releases)
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -200,7 +198,7 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		return withCode(exitUsage, errors.New(msg))
 	}
 	if out.Pods > 0 && !ss.exercisedVolume(out) {
-		return withCode(exitUsage, errors.New("no CSI volume of the driver was mounted: the pods have no CSI volume (see `skipped` above); nothing of the driver was exercised"))
+		return withCode(exitUsage, errors.New("no CSI volume of the driver was mounted: the pods have no CSI volume that a container uses (see `skipped` above); nothing of the driver was exercised"))
 	}
 	switch {
 	case len(later) > 0:
@@ -233,18 +231,24 @@ func (ss *session) cleanupHint(out *node.Outcome) string {
 	return fmt.Sprintf("; finish with: csi-kubelet-sim cleanup --root-dir %s --endpoint %s", ss.opts.RootDir, ep)
 }
 
-// registrationExit: a driver that cannot be reached is the environment;
-// one that answers with an error failed.
+// registrationExit: nothing listening on the socket, or no answer in
+// time, is the environment; a driver that answered with an error (even
+// Unavailable: it is running) failed, and its own code and message say
+// why.
 func registrationExit(err error) error {
-	unreachable := func(err error) bool {
-		st, ok := status.FromError(err)
-		return ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded)
-	}
+	step := "registration"
 	var re *node.RegistrationError
-	if errors.As(err, &re) && unreachable(re.Err) || unreachable(errors.Unwrap(err)) {
-		return withCode(exitEnvironment, fmt.Errorf("%w (is the driver running and answering on the socket?)", err))
+	if errors.As(err, &re) {
+		step = re.Step
 	}
-	return withCode(exitFailed, fmt.Errorf("%w (the driver answered registration with an error)", err))
+	switch csiclient.Classify(err) {
+	case csiclient.NotListening, csiclient.NoAnswer:
+		return withCode(exitEnvironment, fmt.Errorf("%s: %s", step, csiclient.Explain(err)))
+	}
+	if _, ok := csiclient.DriverStatus(err); !ok {
+		return withCode(exitFailed, fmt.Errorf("%w (the driver answered registration with an error)", err))
+	}
+	return withCode(exitFailed, fmt.Errorf("%s: %s (the driver answered registration with an error)", step, csiclient.Explain(err)))
 }
 
 // summary prints what the session did.

@@ -22,7 +22,7 @@ signature and claims (verify). run uses the same issuer for the tokens it
 hands the driver.`
 
 const tokensExample = `  csi-kubelet-sim tokens keygen --private-key sa.key --public-key sa.pub
-  csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e... --audience vault \\
+  csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --audience vault \
     | csi-kubelet-sim tokens verify --key sa.pub --audience vault -`
 
 // newTokensCommand is the `tokens` group; it runs nothing itself.

@@ -11,22 +11,29 @@ import (
 	"github.com/spf13/pflag"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 const tokensMintLong = `Issue the service-account token the API server gives the kubelet for a
 CSIDriver tokenRequests entry: bound to a pod (and its node), with the
-claims of the release, signed with the given key. It prints the token, or the
+claims of the release (--kubelet-version, --feature-gates: the same release
+as run's), signed with the given key. It prints the token, or the
 TokenRequest status with -o json.`
+
+const tokensMintExample = `  csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --audience vault
+  csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --kubelet-version 1.31
+  csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --now 2020-01-01T00:00:00Z  # an expired token`
 
 func newTokensMintCommand(s streams) *cobra.Command {
 	return newTokensSubcommand(newTokensMintOptions(s), &cobra.Command{
-		Use:   "mint --service-account-key-file FILE --pod NAME --pod-uid UID [--audience AUD]... [flags]",
-		Short: "Issue a pod-bound service-account token as the API server does",
-		Long:  tokensMintLong,
-		Example: `  csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e... --audience vault
-  csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e... --now 2020-01-01T00:00:00Z  # an expired token`,
+		Use:     "mint --service-account-key-file FILE --pod NAME --pod-uid UID [--audience AUD]... [flags]",
+		Short:   "Issue a pod-bound service-account token as the API server does",
+		Long:    tokensMintLong,
+		Example: tokensMintExample,
 	})
 }
 
@@ -46,6 +53,10 @@ type tokensMintOptions struct {
 	Expiration        optionalInt64
 	Output            string
 	Now               timeFlag
+	KubeletVersion    string
+	FeatureGates      string
+
+	release node.Release
 }
 
 func newTokensMintOptions(s streams) *tokensMintOptions {
@@ -66,6 +77,8 @@ func (o *tokensMintOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "an audience `AUD` of the request (repeatable; none: the API audiences, as a CSIDriver tokenRequest with audience \"\")")
 	fs.Var(&o.Expiration, "expiration-seconds", "spec.expirationSeconds: `N` seconds (default: unset, which the API server makes 3600)")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "text (the token) or json (the TokenRequest status)")
+	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the release whose API server issues the token (its claims), "+node.SupportedReleases()+", as run's")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "feature gates over the release's defaults, A=true,B=false (ServiceAccountTokenJTI, ServiceAccountTokenPodNodeInfo, ...), as run's")
 	fs.Var(&o.Now, "now", "the API server's clock: a `TIME`, RFC 3339 (default: the current time); a time in the past makes an expired token")
 }
 
@@ -84,6 +97,16 @@ func (o *tokensMintOptions) validate() error {
 	case o.Output != "text" && o.Output != "json":
 		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
 	}
+	// The pod UID run would refuse is refused here too: it is the same
+	// pod, and run would make pods/<uid> of it.
+	if err := manifests.ValidatePodUID(o.PodUID, field.NewPath("--pod-uid")); err != nil {
+		return withCode(exitUsage, err)
+	}
+	release, err := newRelease(o.KubeletVersion, o.FeatureGates)
+	if err != nil {
+		return err
+	}
+	o.release = release
 	return nil
 }
 
@@ -92,7 +115,7 @@ func (o *tokensMintOptions) run(ctx context.Context) error {
 	if err != nil {
 		return withCode(exitUsage, fileError("--service-account-key-file", err))
 	}
-	cfg := tokens.DefaultIssuerConfig()
+	cfg := o.release.IssuerConfig()
 	cfg.Issuer = o.Issuer
 	cfg.APIAudiences = o.APIAudiences
 	cfg.Key = key

@@ -17,6 +17,12 @@ import (
 // build info is used.
 var version = "dev"
 
+// readBuildInfo is debug.ReadBuildInfo, which parses the build info on
+// every call: it is called only when a version is printed (`version`,
+// `--version`), never on a start that prints none. A variable so that a
+// test can tell.
+var readBuildInfo = debug.ReadBuildInfo
+
 // versionInfo is what `version -o json` prints.
 type versionInfo struct {
 	SchemaVersion int      `json:"schemaVersion"`
@@ -43,10 +49,8 @@ func readVersionInfo() versionInfo {
 		Platform:      runtime.GOOS + "/" + runtime.GOARCH,
 		DefaultKube:   node.DefaultVersion.String(),
 	}
-	for m := node.MinMinor; m <= node.MaxMinor; m++ {
-		v.Releases = append(v.Releases, fmt.Sprintf("1.%d", m))
-	}
-	bi, ok := debug.ReadBuildInfo()
+	v.Releases = kubeletReleases()
+	bi, ok := readBuildInfo()
 	if !ok {
 		return v
 	}
@@ -67,8 +71,32 @@ func readVersionInfo() versionInfo {
 	return v
 }
 
-// buildVersion is the one-word version for --version.
-func buildVersion() string { return readVersionInfo().Version }
+// kubeletReleases are the releases --kubelet-version accepts, "1.30" to
+// the newest.
+func kubeletReleases() []string {
+	var out []string
+	for _, v := range node.Releases() {
+		out = append(out, v.String())
+	}
+	return out
+}
+
+// printShortVersion is --version: one line, as cobra's version flag
+// printed it.
+func printShortVersion(s streams) error {
+	_, err := fmt.Fprintf(s.Out, "csi-kubelet-sim %s\n", readVersionInfo().Version)
+	return err
+}
+
+// buildVersion is the version for messages that link the documents: the
+// one the Makefile stamps, else the build info's (read only then: an
+// error that cites the docs is printed once, at the end).
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	return readVersionInfo().Version
+}
 
 const versionExample = `  csi-kubelet-sim version
   csi-kubelet-sim version -o json | jq -r .kubelet_releases[]`

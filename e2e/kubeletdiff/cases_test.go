@@ -470,6 +470,27 @@ func table() []Case {
 			YAML: docs(csiDriver(noAttach+"seLinuxMount: true\n"), pv("ReadWriteOncePod", "", ""), pvc("ReadWriteOncePod", ""),
 				strings.Replace(pod(claimVolume(false), "", ""), "  containers:\n",
 					"  initContainers:\n  - name: init\n    image: registry.k8s.io/pause:3.10\n    securityContext:\n      seLinuxOptions:\n        level: s0:c5,c6\n    volumeMounts:\n    - name: vol\n      mountPath: /init\n  containers:\n", 1))},
+		// Volumes no container uses are skipped before their source is
+		// read (the populator's "Skipping unused volume"): no call for
+		// "spare", no error for the missing claim of "gone".
+		{Name: "unused-volumes", Caps: stage, YAML: docs(
+			csiDriver(noAttach+"volumeLifecycleModes: [Persistent, Ephemeral]\n"), pv("ReadWriteOnce", "", ""), pvc("ReadWriteOnce", ""),
+			pod(claimVolume(false), "", "")+"  - name: spare\n"+indent(inlineVolume(""), 4)+
+				"  - name: gone\n    persistentVolumeClaim:\n      claimName: no-such-claim\n")},
+		// What counts as used: a mount in any container type
+		// (GetPodVolumeNames visits init, regular and ephemeral containers).
+		// One used volume per case: the kubelet mounts several side by
+		// side, in no fixed order.
+		{Name: "volume-used-by-init-container-only", Caps: stage, YAML: docs(
+			csiDriver(noAttach), pv("ReadWriteOnce", "", ""), pvc("ReadWriteOnce", ""),
+			strings.Replace(strings.Replace(pod(claimVolume(false), "", ""), "    volumeMounts:\n    - name: vol\n      mountPath: /data\n", "", 1),
+				"  containers:\n", "  initContainers:\n  - name: init\n    image: registry.k8s.io/pause:3.10\n"+
+					"    volumeMounts:\n    - name: vol\n      mountPath: /init\n  containers:\n", 1)+"  - name: spare\n"+indent(inlineVolume(""), 4))},
+		{Name: "volume-used-by-ephemeral-container-only", Caps: stage, YAML: docs(
+			csiDriver(noAttach), pv("ReadWriteOnce", "", ""), pvc("ReadWriteOnce", ""),
+			strings.Replace(strings.Replace(pod(claimVolume(false), "", ""), "    volumeMounts:\n    - name: vol\n      mountPath: /data\n", "", 1),
+				"  volumes:\n", "  ephemeralContainers:\n  - name: debug\n    image: registry.k8s.io/pause:3.10\n"+
+					"    volumeMounts:\n    - name: vol\n      mountPath: /debug\n  volumes:\n", 1))},
 		{Name: "selinux-user-and-level", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
 			YAML: pvCase(noAttach+"seLinuxMount: true\n", "ReadWriteOncePod", "", "", "seLinuxOptions:\n  user: staff_u\n  level: s0:c7,c8\n", false)},
 		{Name: "selinux-role-and-type", Caps: stage, Gates: "SELinuxMount=true", SELinuxLevel: "s0:c1,c2",
