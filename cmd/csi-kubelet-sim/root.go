@@ -12,6 +12,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // Exit codes (README, "Exit codes").
@@ -168,8 +169,14 @@ func report(err error, w io.Writer) int {
 	}
 	// One line, whatever the error quotes (a driver's message, a file's
 	// bytes): control characters are escaped; then the docs citations
-	// gain their addresses.
-	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(csiclient.Printable(err.Error()), docsRef()))
+	// gain their addresses. The input's problems are the one exception: a
+	// pre-flight lists them one a line (each made one line when read).
+	text := csiclient.Printable(err.Error())
+	var problems manifests.Problems
+	if errors.As(err, &problems) {
+		text = csiclient.PrintableLines(err.Error())
+	}
+	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(text, docsRef()))
 	return code
 }
 
