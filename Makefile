@@ -175,10 +175,16 @@ kubeletdiff-all: build
 
 # What CI runs (.ci/run): the newest and the oldest release on every run,
 # and every release whose rules, version predicates, adapters, module file
-# or differential cases the change touches since KUBEDIFF_BASE (the previous
-# landing commit; every release when that cannot be told). The rules are in
-# hack/kubediffreleases; the README says what runs when.
-KUBEDIFF_BASE ?= HEAD~1
+# or differential cases the change touches since KUBEDIFF_BASE; every
+# release when that cannot be told. The rules are in hack/kubediffreleases;
+# the README says what runs when. KUBEDIFF_BASE: a submission is every
+# commit since the previous landing, which a clone cannot name; a session
+# lasts at most 3 hours, so the base is the newest commit of the main line
+# at least 4 hours older than HEAD (a change landed less than 4 hours
+# earlier is counted again: more releases, never fewer).
+KUBEDIFF_WINDOW ?= 14400
+KUBEDIFF_BASE ?= $(shell t=$$(git log -1 --format=%ct HEAD 2>/dev/null) && \
+	git rev-list -1 --first-parent --before=$$((t - $(KUBEDIFF_WINDOW))) HEAD 2>/dev/null)
 .PHONY: kubeletdiff-releases kubeletdiff-ci
 kubeletdiff-releases:
 	@$(GO) run ./hack/kubediffreleases -newest-first -base '$(KUBEDIFF_BASE)' $(KUBEDIFF_RELEASES)
