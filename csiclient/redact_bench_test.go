@@ -12,32 +12,8 @@ import (
 // an extension lookup for every field of every message, kept here so
 // that the benchmark compares both in the same run.
 func walkUncached(m protoreflect.Message, set bool, visit func(key, val string, secret bool) string) {
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		secret := isSecretField(fd)
-		switch {
-		case fd.IsMap() && fd.MapValue().Kind() == protoreflect.StringKind:
-			mv := v.Map()
-			mv.Range(func(k protoreflect.MapKey, val protoreflect.Value) bool {
-				out := visit(k.String(), val.String(), secret)
-				if set {
-					mv.Set(k, protoreflect.ValueOfString(out))
-				}
-				return true
-			})
-		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
-			l := v.List()
-			for i := range l.Len() {
-				walkUncached(l.Get(i).Message(), set, visit)
-			}
-		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
-			walkUncached(v.Message(), set, visit)
-		case fd.Kind() == protoreflect.StringKind && secret:
-			out := visit("", v.String(), true)
-			if set {
-				m.Set(fd, protoreflect.ValueOfString(out))
-			}
-		}
-		return true
+	walk(m, set, visit, func(protoreflect.MessageDescriptor) secretFields {
+		return secretFields{relevant: true, isSecret: isSecretField}
 	})
 }
 

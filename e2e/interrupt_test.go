@@ -121,26 +121,7 @@ func TestInterruptDuringAdmission(t *testing.T) {
 // can signal the whole group.
 func startSimInGroup(tb testing.TB, args ...string) *bgSim {
 	tb.Helper()
-	s := &bgSim{args: args, exited: make(chan struct{})}
-	s.cmd = exec.Command(simBin(tb), args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.errb
-	if err := s.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.exited)
-	}()
-	tb.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.exited
-		}
-	})
-	return s
+	return startSimWith(tb, &syscall.SysProcAttr{Setpgid: true}, args...)
 }
 
 // TestGroupSignalCountsOnce: SIGTERM sent to the process and then to its

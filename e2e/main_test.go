@@ -382,8 +382,16 @@ func (l *lockedBuffer) String() string {
 
 func startSim(tb testing.TB, args ...string) *bgSim {
 	tb.Helper()
+	return startSimWith(tb, nil, args...)
+}
+
+// startSimWith starts the simulator with attr (nil: as startSim); the
+// cleanup kills what is still running: its group when it has one.
+func startSimWith(tb testing.TB, attr *syscall.SysProcAttr, args ...string) *bgSim {
+	tb.Helper()
 	s := &bgSim{args: args, exited: make(chan struct{})}
 	s.cmd = exec.Command(simBin(tb), args...)
+	s.cmd.SysProcAttr = attr
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.errb
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -396,7 +404,11 @@ func startSim(tb testing.TB, args ...string) *bgSim {
 		select {
 		case <-s.exited:
 		default:
-			_ = s.cmd.Process.Kill()
+			if attr != nil && attr.Setpgid {
+				_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			} else {
+				_ = s.cmd.Process.Kill()
+			}
 			<-s.exited
 		}
 	})
