@@ -30,9 +30,10 @@ type planOptions struct {
 
 const planLong = `Print the requests a kubelet would send a CSI driver for the pods of the
 manifests, with no driver at all: the driver's answers come from the flags
-(--driver-name, --node-capabilities, --node-id, --topology). It runs the same
-kubelet code as run, so the paths, volume_context, secrets and tokens are the
-ones run would send.
+(--driver-name, --node-capabilities, --controller-capabilities, --node-id,
+--topology). It runs the same kubelet code as run, so the paths,
+volume_context, secrets and tokens are the ones run would send; a claim with
+a StorageClass and no PV is provisioned and attached as run does it.
 
 Manifests come from -f and from the arguments; without a Pod the default pod
 is used, and the trace says so.`
