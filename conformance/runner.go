@@ -10,6 +10,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
@@ -19,7 +20,10 @@ type runEnv struct {
 	info   *DriverInfo
 	volume *Volume
 	// pool hands the volumes to the scenarios that mount one.
-	pool   *volumePool
+	pool *volumePool
+	// record writes down the volumes CreateVolume makes, in the sidecars'
+	// record under the run's root dir, for `cleanup` after a kill -9.
+	record *sidecars.VolumeRecord
 	tokens *node.TokenSource
 	// traces of the probe and of every scenario run so far, for the timing
 	// check.
@@ -98,7 +102,7 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	if err != nil {
 		key = nil // the token source makes an RSA key instead
 	}
-	env := &runEnv{cfg: cfg, info: info, tokens: node.NewTokenSource(cfg.Release, manifests.New(), node.TokenOptions{NodeName: cfg.NodeName, Key: key})}
+	env := &runEnv{cfg: cfg, info: info, record: sidecars.NewVolumeRecord(cfg.RootDir, "conformance"), tokens: node.NewTokenSource(cfg.Release, manifests.New(), node.TokenOptions{NodeName: cfg.NodeName, Key: key})}
 	if probe != nil {
 		env.traces = append(env.traces, namedTrace{"probe", probe})
 	}
@@ -123,6 +127,9 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 		// A volume a scenario may still hold is not deleted under it.
 		env.deleteVolumes(env.teardownContext(ctx))
 	}
+	// Kept when a volume is left (abandoned, DeleteVolume failed, a
+	// CreateVolume without an answer): `cleanup` deletes it.
+	env.record.Close()
 	rep.ScenarioCalls = map[string][]csiclient.Call{}
 	for _, nt := range env.allTraces() {
 		calls := nt.trace.Calls()

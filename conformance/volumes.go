@@ -97,16 +97,31 @@ func (env *runEnv) createVolume(ctx context.Context) *Volume {
 	cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "provision", Operation: "CreateVolume"}), env.cfg.Timeout)
 	defer cancel()
 	size := resource.MustParse(volumeSize)
-	resp, err := csi.NewControllerClient(conn).CreateVolume(cctx, &csi.CreateVolumeRequest{
+	req := &csi.CreateVolumeRequest{
 		Name:               v.Name,
 		CapacityRange:      &csi.CapacityRange{RequiredBytes: size.Value()},
 		VolumeCapabilities: []*csi.VolumeCapability{env.controllerCapability(corev1.ReadWriteOnce)},
-	})
+	}
+	// Written down before the call, so that a kill -9 during the run
+	// leaves `cleanup` the volume to delete.
+	if err := env.record.Creating(req); err != nil {
+		v.Err = fmt.Errorf("CreateVolume %s not called: %w", v.Name, err)
+		return v
+	}
+	resp, err := csi.NewControllerClient(conn).CreateVolume(cctx, req)
 	if err != nil {
 		v.Err = fmt.Errorf("CreateVolume %s: %w", v.Name, err)
+		if rerr := env.record.Failed(v.Name, err); rerr != nil {
+			v.Err = fmt.Errorf("%w; %v", v.Err, rerr)
+		}
 		return v
 	}
 	v.Handle = resp.GetVolume().GetVolumeId()
+	if err := env.record.Created(v.Name, v.Handle); err != nil {
+		v.Err = err
+		v.Created = true
+		return v
+	}
 	// The external-provisioner copies the volume's context into the PV's
 	// volumeAttributes; the user's attributes go on top.
 	attrs := maps.Clone(resp.GetVolume().GetVolumeContext())
@@ -151,7 +166,7 @@ func (env *runEnv) deleteVolume(ctx context.Context, v *Volume) error {
 	if _, err := csi.NewControllerClient(conn).DeleteVolume(cctx, &csi.DeleteVolumeRequest{VolumeId: v.Handle}); err != nil {
 		return fmt.Errorf("DeleteVolume %s: %w (the volume may be left on the storage)", v.Handle, err)
 	}
-	return nil
+	return env.record.Deleted(v.Name, v.Handle)
 }
 
 // controllerCapability is the VolumeCapability the external-provisioner

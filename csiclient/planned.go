@@ -25,6 +25,9 @@ type Planned struct {
 	MaxVolumesPerNode int64
 	Topology          map[string]string
 	Capabilities      []csi.NodeServiceCapability_RPC_Type
+	// ControllerCapabilities are the controller's (none: no controller
+	// service), for the simulated provisioner and attacher.
+	ControllerCapabilities []csi.ControllerServiceCapability_RPC_Type
 }
 
 var _ grpc.ClientConnInterface = (*Planned)(nil)
@@ -58,7 +61,9 @@ func (p *Planned) Invoke(_ context.Context, method string, args, reply any, _ ..
 	case "NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume", "NodeUnpublishVolume":
 		return nil // empty responses: reply is already zero
 	default:
-		return status.Error(codes.Unimplemented, fmt.Sprintf("plan: %s is not planned", method))
+		if answer = p.controllerAnswer(method, args); answer == nil {
+			return status.Error(codes.Unimplemented, fmt.Sprintf("plan: %s is not planned", method))
+		}
 	}
 	m, ok := reply.(proto.Message)
 	if !ok {

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,4 +114,14 @@ func allowedTopologyErrs(terms []corev1.TopologySelectorTerm, fld *field.Path) f
 		}
 	}
 	return errs
+}
+
+// StorageClasses returns the StorageClasses, by name.
+func (c *Cluster) StorageClasses() []*storagev1.StorageClass {
+	out := make([]*storagev1.StorageClass, 0, len(c.classes))
+	for _, sc := range c.classes {
+		out = append(out, sc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

@@ -78,6 +78,7 @@ func TestVolumeStatsCalls(t *testing.T) {
 	tests := []struct {
 		name      string
 		pv        string
+		pod       string // "": pod1
 		caps      []csi.NodeServiceCapability_RPC_Type
 		fault     error
 		wantPath  string // under the root; "" : no NodeGetVolumeStats
@@ -86,7 +87,7 @@ func TestVolumeStatsCalls(t *testing.T) {
 	}{
 		{name: "filesystem", pv: pv1, caps: []csi.NodeServiceCapability_RPC_Type{capStage, statsCap},
 			wantPath: "/pods/pod-uid-1/volumes/kubernetes.io~csi/pv-1/mount", wantStep: "stats BYTES: used 40 of 100, available 60"},
-		{name: "block", pv: pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), caps: []csi.NodeServiceCapability_RPC_Type{capStage, statsCap},
+		{name: "block", pv: pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), pod: blockPod1, caps: []csi.NodeServiceCapability_RPC_Type{capStage, statsCap},
 			wantPath: "/plugins/kubernetes.io/csi/volumeDevices/pv-1/dev/pod-uid-1", wantStep: "stats BYTES: used 40 of 100, available 60"},
 		{name: "no GET_VOLUME_STATS", pv: pv1, caps: []csi.NodeServiceCapability_RPC_Type{capStage},
 			wantStep: "no GET_VOLUME_STATS: metrics are not supported by driver hostpath.csi.k8s.io; no call"},
@@ -96,7 +97,11 @@ func TestVolumeStatsCalls(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, docs(noAttachDriver, tc.pv, pvc1, pod1), newFakeDriver(tc.caps...), dryRun)
+			pod := tc.pod
+			if pod == "" {
+				pod = pod1
+			}
+			e := newEnv(t, docs(noAttachDriver, tc.pv, pvc1, pod), newFakeDriver(tc.caps...), dryRun)
 			e.mountOK("app-1")
 			e.drv.ClearCalls()
 			if tc.fault != nil {

@@ -180,6 +180,9 @@ func claimSpec(c *manifests.Cluster, pod *corev1.Pod, podVolume, claim string, r
 		return nil, "", &manifests.InputError{Source: pvSrc, Err: fmt.Errorf(
 			"spec.claimRef: PV %s is bound to %s/%s, not to claim %s/%s", pv.Name, ref.Namespace, ref.Name, pvc.Namespace, pvc.Name)}
 	}
+	if err := volumeModeErr(pod, podVolume, pv); err != nil {
+		return nil, "", err
+	}
 	if pv.Spec.CSI == nil {
 		return nil, fmt.Sprintf("PV %s is not a CSI volume", pv.Name), nil
 	}

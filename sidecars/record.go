@@ -61,7 +61,18 @@ func (c *Controllers) openRecord() (*record, error) {
 	if c.record != nil {
 		return c.record, nil
 	}
-	dir := filepath.Join(c.cfg.RootDir, recordDir)
+	r, err := openRecordIn(c.cfg.RootDir, "sidecars")
+	if err != nil {
+		return nil, err
+	}
+	c.record = r
+	return r, nil
+}
+
+// openRecordIn makes a new record under root's simulator dir, its file
+// named after its writer.
+func openRecordIn(root, writer string) (*record, error) {
+	dir := filepath.Join(root, recordDir)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("controller record: %w", err)
 	}
@@ -70,7 +81,7 @@ func (c *Controllers) openRecord() (*record, error) {
 	if fi, err := os.Lstat(dir); err != nil || fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
 		return nil, fmt.Errorf("controller record: %s is not a plain directory", dir)
 	}
-	p := filepath.Join(dir, fmt.Sprintf("sidecars-%d-%d%s", os.Getpid(), time.Now().UnixNano(), recordSuffix))
+	p := filepath.Join(dir, fmt.Sprintf("%s-%d-%d%s", writer, os.Getpid(), time.Now().UnixNano(), recordSuffix))
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("controller record: %w", err)
@@ -79,8 +90,7 @@ func (c *Controllers) openRecord() (*record, error) {
 		_ = d.Sync()
 		d.Close()
 	}
-	c.record = &record{path: p, f: f}
-	return c.record, nil
+	return &record{path: p, f: f}, nil
 }
 
 // write appends one entry and syncs it to disk. A nil record (nothing

@@ -109,7 +109,11 @@ func (co *cleanupOptions) run(ctx context.Context, s streams) error {
 		return nil
 	}
 	var firstErr error
-	for _, root := range roots {
+	// Deepest first: a `conformance` run's scenarios' roots lie under its
+	// root dir, whose record lists the volume they staged; it is deleted
+	// (DeleteVolume) only once they are torn down.
+	for i := len(roots) - 1; i >= 0; i-- {
+		root := roots[i]
 		if ctx.Err() != nil {
 			break // interrupted: the roots not reached are left as they are
 		}

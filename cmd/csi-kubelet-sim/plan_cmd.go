@@ -20,16 +20,20 @@ type planOptions struct {
 	DriverName   string
 	NodeID       string
 	Capabilities []string
-	Topology     map[string]string
-	MaxVolumes   int64
-	Report       string
+	// ControllerCapabilities are the controller's, for the provisioner
+	// and attacher of claims with a StorageClass.
+	ControllerCapabilities []string
+	Topology               map[string]string
+	MaxVolumes             int64
+	Report                 string
 }
 
 const planLong = `Print the requests a kubelet would send a CSI driver for the pods of the
 manifests, with no driver at all: the driver's answers come from the flags
-(--driver-name, --node-capabilities, --node-id, --topology). It runs the same
-kubelet code as run, so the paths, volume_context, secrets and tokens are the
-ones run would send.
+(--driver-name, --node-capabilities, --controller-capabilities, --node-id,
+--topology). It runs the same kubelet code as run, so the paths,
+volume_context, secrets and tokens are the ones run would send; a claim with
+a StorageClass and no PV is provisioned and attached as run does it.
 
 Manifests come from -f and from the arguments; without a Pod the default pod
 is used, and the trace says so.`
@@ -62,6 +66,7 @@ func (o *planOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DriverName, "driver-name", "", "the name the driver reports (default: the CSIDriver in the manifests, else the first CSI volume's driver)")
 	fs.StringVar(&o.NodeID, "node-id", "", "the node ID the driver reports in NodeGetInfo (default: the node name)")
 	fs.StringSliceVar(&o.Capabilities, "node-capabilities", []string{"STAGE_UNSTAGE_VOLUME"}, "node capabilities the driver reports")
+	fs.StringSliceVar(&o.ControllerCapabilities, "controller-capabilities", csiclient.DefaultPlannedControllerCapabilities, "controller capabilities the driver reports, for claims with a StorageClass and no PV (provisioned by CreateVolume, attached by ControllerPublishVolume); none: no controller service")
 	fs.StringToStringVar(&o.Topology, "topology", nil, "accessible topology segments the driver reports, key=value,...")
 	fs.Int64Var(&o.MaxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node the driver reports")
 	fs.StringVar(&o.Report, "report", "", "also write an HTML report of the planned calls (a lane per volume) to this file")
@@ -73,6 +78,10 @@ func (o *planOptions) run(ctx context.Context, s streams) error {
 	caps, err := csiclient.ParseCapabilities(o.Capabilities)
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("--node-capabilities: %w", err))
+	}
+	ctrlCaps, err := csiclient.ParseControllerCapabilities(o.ControllerCapabilities)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--controller-capabilities: %w", err))
 	}
 	if o.RootDir != "" {
 		if o.RootDir, err = filepath.Abs(o.RootDir); err != nil {
@@ -101,10 +110,14 @@ func (o *planOptions) run(ctx context.Context, s streams) error {
 	conn := &csiclient.Planned{
 		DriverName: o.DriverName, VendorVersion: "planned", NodeID: o.NodeID,
 		MaxVolumesPerNode: o.MaxVolumes, Topology: o.Topology, Capabilities: caps,
+		ControllerCapabilities: ctrlCaps,
 	}
 	ss := newSession("plan", &o.commonOptions, s, conn, true, createdDirs)
 	page := newReportPage(ss, o.Report)
-	out := ss.lifecycle(ctx, ss.plan(ctx, 0, node.RunningSchedule{}))
+	plan := ss.plan(ctx, 0, node.RunningSchedule{})
+	// The same provisioner and attacher as `run`, answered by the plan.
+	plan.Controller = plannedSidecars(ss, conn)
+	out := ss.lifecycle(ctx, plan)
 	exit := ss.exitErr(out)
 	hdr := ss.reportHeader(out, exit)
 	hdr.Endpoint = "none (planned: the driver's answers come from the flags)"
@@ -126,12 +139,28 @@ func (o *planOptions) guessDriver() string {
 				return strings.TrimSpace(v.CSI.Driver)
 			}
 			if v.PersistentVolumeClaim != nil {
-				if pvc, ok := o.cluster.PersistentVolumeClaim(p.Namespace, v.PersistentVolumeClaim.ClaimName); ok {
-					if pv, ok := o.cluster.PersistentVolume(pvc.Spec.VolumeName); ok && pv.Spec.CSI != nil {
-						return pv.Spec.CSI.Driver
-					}
+				if d := o.claimDriver(p.Namespace, v.PersistentVolumeClaim.ClaimName); d != "" {
+					return d
 				}
 			}
+		}
+	}
+	return ""
+}
+
+// claimDriver is the driver of a claim's PV, or of its StorageClass's
+// provisioner when it has none yet (the provisioner makes it).
+func (o *planOptions) claimDriver(namespace, name string) string {
+	pvc, ok := o.cluster.PersistentVolumeClaim(namespace, name)
+	if !ok {
+		return ""
+	}
+	if pv, ok := o.cluster.PersistentVolume(pvc.Spec.VolumeName); ok && pv.Spec.CSI != nil {
+		return pv.Spec.CSI.Driver
+	}
+	if pvc.Spec.VolumeName == "" && pvc.Spec.StorageClassName != nil {
+		if sc, ok := o.cluster.StorageClass(*pvc.Spec.StorageClassName); ok {
+			return sc.Provisioner
 		}
 	}
 	return ""

@@ -139,3 +139,19 @@ func cleanupSidecars(ctx context.Context, ss *session, node csiclient.Endpoint, 
 	}
 	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout})
 }
+
+// plannedSidecars are `plan`'s provisioner and attacher: those of `run`,
+// with the planned driver answering for the controller.
+func plannedSidecars(ss *session, conn *csiclient.Planned) *sidecars.Controllers {
+	ss.sidecars = sidecars.New(sidecars.Config{
+		Cluster:  ss.opts.cluster,
+		Conn:     conn,
+		Trace:    ss.trace,
+		RootDir:  ss.opts.RootDir,
+		NodeName: ss.opts.NodeName,
+		Timeout:  ss.opts.Timeout,
+		Endpoint: "planned by --controller-capabilities",
+		OnPV:     ss.printPV,
+	})
+	return ss.sidecars
+}

@@ -106,12 +106,13 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	}
 	findings := p.problems(loadErr)
 	findings = append(findings, p.locate(objectFindings(c, defaults))...)
+	findings = append(findings, p.locate(classFindings(c))...)
 	findings = append(findings, p.references()...)
 	findings = append(findings, p.locate(webhooks)...)
 	findings = dropValid(findings)
 	p.sort(findings)
 	if len(findings) == 0 {
-		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
+		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
 	}
 	var liveErr error
 	if o.Endpoint != "" {
