@@ -247,6 +247,7 @@ install:
 # case is compared with `csi-kubelet-sim run` on the same objects. The
 # binaries go to bin/realkubelet/<release>/; cold, the kubelet takes about
 # 20 min at nice 19 on 2 busy cores (times in e2e/realkubelet/README.md).
+# TestRealKubeletRepublish holds a pod 25 s on each side (the cadence).
 # REALKUBELET_FLAGS=-test.v is passed to the test binary.
 REALKUBELET_BINDIR  = $(CURDIR)/bin/realkubelet/$(KUBE_VERSION)
 REALKUBELET_ETCD   ?= /usr/bin/etcd

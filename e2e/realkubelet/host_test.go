@@ -1,6 +1,7 @@
 package realkubelet
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,7 +50,9 @@ func reexecInNamespace(t *testing.T) bool {
 	if os.Geteuid() != 0 {
 		t.Fatalf("TestRealKubelet needs root (bind mounts over /var/lib, /var/log and /proc/sys entries in a mount namespace of its own)")
 	}
+	// This test only (the last -test.run wins): the others re-execute themselves.
 	args := append([]string{"-m", "--propagation", "private", os.Args[0]}, os.Args[1:]...)
+	args = append(args, "-test.run", childRunPattern(t.Name()))
 	cmd := exec.Command("unshare", args...)
 	cmd.Env = append(os.Environ(), inNamespaceEnv+"="+self)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -57,6 +60,18 @@ func reexecInNamespace(t *testing.T) bool {
 		t.Fatalf("the test in its mount namespace: %v", err)
 	}
 	return true
+}
+
+// childRunPattern selects test name only, and the subtests the parent's
+// -test.run selects (what follows its first slash).
+func childRunPattern(name string) string {
+	p := "^" + name + "$"
+	if f := flag.Lookup("test.run"); f != nil {
+		if _, sub, ok := strings.Cut(f.Value.String(), "/"); ok {
+			p += "/" + sub
+		}
+	}
+	return p
 }
 
 // hostState is what the test must leave as it found it.

@@ -46,6 +46,18 @@ func TestRealKubelet(t *testing.T) {
 		return
 	}
 	sim := simulator(t)
+	s, drv, startup := setup(t)
+	out := os.Getenv("REALKUBELET_OUT")
+	for _, c := range cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			runCase(s.ctx, t, s, drv, c, sim, startup, out)
+		})
+	}
+}
+
+// setup starts the stack in this mount namespace with the recording driver
+// registered, and returns the driver's calls of the registration.
+func setup(t *testing.T) (*stack, *driver, []recorder.Call) {
 	base, err := os.MkdirTemp("", "realkubelet-")
 	if err != nil {
 		t.Fatal(err)
@@ -79,12 +91,8 @@ func TestRealKubelet(t *testing.T) {
 	drv.settle(ctx, t)
 	startup := drv.rec.Calls()
 
-	out := os.Getenv("REALKUBELET_OUT")
-	for _, c := range cases() {
-		t.Run(c.Name, func(t *testing.T) {
-			runCase(ctx, t, s, drv, c, sim, startup, out)
-		})
-	}
+	s.ctx = ctx
+	return s, drv, startup
 }
 
 // simulator is the built csi-kubelet-sim.

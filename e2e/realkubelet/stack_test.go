@@ -26,6 +26,7 @@ const nodeName = "sim-node"
 // stack is etcd, kube-apiserver, the fake container runtime and the
 // kubelet, all on loopback, under base.
 type stack struct {
+	ctx     context.Context // the test's, cancelled at its end
 	base    string
 	client  kubernetes.Interface
 	kubelet *process
@@ -128,7 +129,7 @@ func startStack(ctx context.Context, t *testing.T, base string) *stack {
 	// is removed (an empty log path).
 	s.kubelet = startProcess(t, logs, "kubelet", filepath.Join(base, "kubelet-cwd"), kubeletBin,
 		"--config", config, "--kubeconfig", kubeconfig, "--root-dir", kubeletRoot,
-		"--hostname-override", nodeName, "--v", "2")
+		"--hostname-override", nodeName, "--v", kubeletVerbosity())
 	d, err = waitFor(ctx, s.kubelet, "kubelet /healthz", 60*time.Second, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthzPort), "", "ok"))
 	if err != nil {
 		t.Fatal(err)
@@ -290,14 +291,14 @@ func writeKey(t *testing.T, p string) string {
 	return p
 }
 
-// keepLogs copies the stack's logs to REALKUBELET_OUT/logs when the test
-// failed (the temp dir goes with the test).
+// keepLogs copies the stack's logs to REALKUBELET_OUT/logs/<test> (the
+// temp dir goes with the test).
 func keepLogs(t *testing.T, logs string) {
 	out := os.Getenv("REALKUBELET_OUT")
-	if !t.Failed() || out == "" {
+	if out == "" {
 		return
 	}
-	dst := filepath.Join(out, "logs")
+	dst := filepath.Join(out, "logs", t.Name())
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Log(err)
 		return
@@ -309,4 +310,12 @@ func keepLogs(t *testing.T, logs string) {
 		}
 	}
 	t.Logf("the stack's logs are in %s", dst)
+}
+
+// kubeletVerbosity is the kubelet's --v: REALKUBELET_V, default 2.
+func kubeletVerbosity() string {
+	if v := os.Getenv("REALKUBELET_V"); v != "" {
+		return v
+	}
+	return "2"
 }
