@@ -27,12 +27,13 @@ var errNotYet = errors.New("not yet")
 
 // objects are a sample's manifests.
 type objects struct {
-	driver *storagev1.CSIDriver
-	pv     *corev1.PersistentVolume
-	pvc    *corev1.PersistentVolumeClaim
-	pod    *corev1.Pod
-	file   string // the sample's file
-	yaml   string
+	driver  *storagev1.CSIDriver
+	pv      *corev1.PersistentVolume
+	pvc     *corev1.PersistentVolumeClaim
+	pod     *corev1.Pod
+	secrets []*corev1.Secret
+	file    string // the sample's file
+	yaml    string
 }
 
 func loadSample(t *testing.T, sample string) objects {
@@ -78,6 +79,8 @@ func (o *objects) add(t *testing.T, obj runtime.Object) {
 		o.pvc = v
 	case *corev1.Pod:
 		o.pod = v
+	case *corev1.Secret:
+		o.secrets = append(o.secrets, v)
 	default:
 		t.Fatalf("%s: a %T is not handled by this test", o.file, obj)
 	}
@@ -92,6 +95,15 @@ func (o objects) create(ctx context.Context, t *testing.T, s *stack) {
 		t.Fatalf("CSIDriver: %v", err)
 	}
 	t.Cleanup(func() { o.deleteDriver(t, s) })
+	for _, sec := range o.secrets {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sec.Namespace}}
+		if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("Namespace %s: %v", sec.Namespace, err)
+		}
+		if _, err := c.CoreV1().Secrets(sec.Namespace).Create(ctx, sec.DeepCopy(), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("Secret %s/%s: %v", sec.Namespace, sec.Name, err)
+		}
+	}
 	if o.pvc != nil {
 		pvc, err := c.CoreV1().PersistentVolumeClaims(o.pvc.Namespace).Create(ctx, o.pvc.DeepCopy(), metav1.CreateOptions{})
 		if err != nil {

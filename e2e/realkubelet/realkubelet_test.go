@@ -28,8 +28,9 @@ func cases() []Case {
 	// The reference driver's capabilities, as the differential test's samples.
 	caps := []string{"STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"}
 	return []Case{
-		{Name: "inline", Sample: "inline", Caps: caps}, // inline ephemeral, podInfoOnMount
-		{Name: "staged", Sample: "staged", Caps: caps}, // pre-bound PV, STAGE_UNSTAGE
+		{Name: "inline", Sample: "inline", Caps: caps},   // inline ephemeral, podInfoOnMount
+		{Name: "staged", Sample: "staged", Caps: caps},   // pre-bound PV, STAGE_UNSTAGE
+		{Name: "secrets", Sample: "secrets", Caps: caps}, // stage and publish secrets from Secrets
 	}
 }
 
