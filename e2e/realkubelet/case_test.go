@@ -226,7 +226,8 @@ func runSimulator(ctx context.Context, t *testing.T, s *stack, c Case, o objects
 	}
 	writeFile(t, manifest, strings.ReplaceAll(o.yaml, string(o.pod.UID), uid))
 	socket := filepath.Join(dir, "csi.sock")
-	rec, err := recorder.Start(socket, recorderConfig(c.Caps), nil)
+	mkdirs(t, filepath.Join(dir, "images"))
+	rec, err := recorder.Start(socket, recorderConfig(c.Caps, filepath.Join(dir, "images")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

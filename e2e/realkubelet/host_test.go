@@ -183,3 +183,40 @@ func mountsUnder(dir string) []string {
 	}
 	return out
 }
+
+// loopsUnder lists the loop devices whose backing file is under one of
+// dirs, as "/dev/loopN backing-file".
+func loopsUnder(dirs ...string) []string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		backing := strings.TrimSpace(string(b))
+		for _, d := range dirs {
+			if strings.HasPrefix(backing, d+"/") {
+				dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(f)))
+				out = append(out, dev+" "+backing)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// releaseLoops detaches the loop devices over files under base (the
+// recording drivers' images; loop devices are host-wide) and reports every
+// loop device left over the test's files.
+func releaseLoops(t *testing.T, base string) {
+	for _, l := range loopsUnder(base, kubeletRoot) {
+		t.Errorf("loop device left attached: %s", l)
+		dev, backing, _ := strings.Cut(l, " ")
+		if strings.HasPrefix(backing, base+"/") {
+			if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+				t.Errorf("losetup -d %s: %v: %s", dev, err, out)
+			}
+		}
+	}
+}

@@ -31,6 +31,7 @@ func cases() []Case {
 		{Name: "inline", Sample: "inline", Caps: caps},   // inline ephemeral, podInfoOnMount
 		{Name: "staged", Sample: "staged", Caps: caps},   // pre-bound PV, STAGE_UNSTAGE
 		{Name: "secrets", Sample: "secrets", Caps: caps}, // stage and publish secrets from Secrets
+		{Name: "block", Sample: "block", Caps: caps},     // a raw block PV: loop devices on both sides
 	}
 }
 
@@ -65,7 +66,8 @@ func setup(t *testing.T) (*stack, *driver, []recorder.Call) {
 	}
 	t.Cleanup(func() {
 		// After every other cleanup (registered later, run earlier):
-		// nothing mounted under base, then base removed.
+		// nothing attached or mounted under base, then base removed.
+		releaseLoops(t, base)
 		for _, m := range mountsUnder(base) {
 			t.Errorf("left mounted: %s", m)
 		}
@@ -137,7 +139,8 @@ type driver struct {
 
 func startDriver(t *testing.T, base string) *driver {
 	d := &driver{socket: filepath.Join(base, "csi.sock")}
-	rec, err := recorder.Start(d.socket, recorderConfig(cases()[0].Caps), nil)
+	mkdirs(t, filepath.Join(base, "images"))
+	rec, err := recorder.Start(d.socket, recorderConfig(cases()[0].Caps, filepath.Join(base, "images")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +153,10 @@ func startDriver(t *testing.T, base string) *driver {
 	return d
 }
 
-func recorderConfig(caps []string) recorder.Config {
-	return recorder.Config{DriverName: driverName, VendorVersion: "0.0.1", NodeID: nodeName, NodeCapabilities: caps}
+// recorderConfig is the driver's: with images, a block volume is a loop
+// device over a sparse file there, bind-mounted on the publish target.
+func recorderConfig(caps []string, images string) recorder.Config {
+	return recorder.Config{DriverName: driverName, VendorVersion: "0.0.1", NodeID: nodeName, NodeCapabilities: caps, BlockDir: images}
 }
 
 // settle waits until the driver got no call for a second.

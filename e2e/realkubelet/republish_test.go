@@ -164,7 +164,7 @@ func runSimulatorHold(ctx context.Context, t *testing.T, s *stack, o objects, si
 	manifest := filepath.Join(dir, "republish.yaml")
 	writeFile(t, manifest, strings.ReplaceAll(o.yaml, string(o.pod.UID), uid))
 	socket := filepath.Join(dir, "csi.sock")
-	rec, err := recorder.Start(socket, recorderConfig(cases()[0].Caps), nil)
+	rec, err := recorder.Start(socket, recorderConfig(cases()[0].Caps, ""), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
