@@ -32,6 +32,7 @@ type objects struct {
 	pvc     *corev1.PersistentVolumeClaim
 	pod     *corev1.Pod
 	secrets []*corev1.Secret
+	sas     []*corev1.ServiceAccount
 	file    string // the sample's file
 	yaml    string
 }
@@ -81,6 +82,8 @@ func (o *objects) add(t *testing.T, obj runtime.Object) {
 		o.pod = v
 	case *corev1.Secret:
 		o.secrets = append(o.secrets, v)
+	case *corev1.ServiceAccount:
+		o.sas = append(o.sas, v)
 	default:
 		t.Fatalf("%s: a %T is not handled by this test", o.file, obj)
 	}
@@ -95,6 +98,13 @@ func (o objects) create(ctx context.Context, t *testing.T, s *stack) {
 		t.Fatalf("CSIDriver: %v", err)
 	}
 	t.Cleanup(func() { o.deleteDriver(t, s) })
+	for _, sa := range o.sas {
+		sa = sa.DeepCopy()
+		sa.UID = "" // the server's
+		if _, err := c.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("ServiceAccount %s: %v", sa.Name, err)
+		}
+	}
 	for _, sec := range o.secrets {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sec.Namespace}}
 		if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -234,6 +244,7 @@ func runSimulator(ctx context.Context, t *testing.T, s *stack, c Case, o objects
 	args := []string{"run", "--endpoint", "unix://" + socket, "--root-dir", simRoot(s, c), "--node-name", nodeName,
 		"--kubelet-version", "1.37", "--volume-stats-agg-period", "0", "--selinux=false", "-o", "json",
 		"--service-account-key-file", s.saKey, "-f", manifest}
+	args = append(args, c.SimArgs...)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, sim, args...)
