@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,7 @@ type objects struct {
 	pod     *corev1.Pod
 	secrets []*corev1.Secret
 	sas     []*corev1.ServiceAccount
+	vas     []*storagev1.VolumeAttachment
 	file    string // the sample's file
 	yaml    string
 }
@@ -84,6 +86,8 @@ func (o *objects) add(t *testing.T, obj runtime.Object) {
 		o.secrets = append(o.secrets, v)
 	case *corev1.ServiceAccount:
 		o.sas = append(o.sas, v)
+	case *storagev1.VolumeAttachment:
+		o.vas = append(o.vas, v)
 	default:
 		t.Fatalf("%s: a %T is not handled by this test", o.file, obj)
 	}
@@ -134,6 +138,9 @@ func (o objects) create(ctx context.Context, t *testing.T, s *stack) {
 		if _, err := c.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("PVC status: %v", err)
 		}
+	}
+	for _, va := range o.vas {
+		attach(ctx, t, s, va)
 	}
 	// The kubelet reads CSIDrivers through an informer: give it the
 	// object before the pod (a missing CSIDriver means no pod info).
@@ -258,4 +265,30 @@ func runSimulator(ctx context.Context, t *testing.T, s *stack, c Case, o objects
 		t.Fatalf("%s %s: %v\n%s%s", sim, strings.Join(args, " "), runErr, stdout.String(), stderr.String())
 	}
 	return rec.Calls()
+}
+
+// attach does what external-attacher and the attach/detach controller would
+// for a VolumeAttachment of the sample: the object with its status
+// (attached, the attachment metadata) and the volume in the Node's
+// status.volumesAttached, which the kubelet waits for before it mounts.
+func attach(ctx context.Context, t *testing.T, s *stack, va *storagev1.VolumeAttachment) {
+	c := s.client.StorageV1().VolumeAttachments()
+	created, err := c.Create(ctx, va.DeepCopy(), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("VolumeAttachment: %v", err)
+	}
+	created.Status = va.Status
+	if _, err := c.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("VolumeAttachment status: %v", err)
+	}
+	pv, err := s.client.CoreV1().PersistentVolumes().Get(ctx, *va.Spec.Source.PersistentVolumeName, metav1.GetOptions{})
+	if err != nil || pv.Spec.CSI == nil {
+		t.Fatalf("the VolumeAttachment's CSI PV %s: %v", *va.Spec.Source.PersistentVolumeName, err)
+	}
+	// The CSI plugin's unique volume name: kubernetes.io/csi/<driver>^<handle>.
+	name := "kubernetes.io/csi/" + pv.Spec.CSI.Driver + "^" + pv.Spec.CSI.VolumeHandle
+	patch := fmt.Sprintf(`{"status":{"volumesAttached":[{"name":%q,"devicePath":""}]}}`, name)
+	if _, err := s.client.CoreV1().Nodes().PatchStatus(ctx, nodeName, []byte(patch)); err != nil {
+		t.Fatalf("Node status volumesAttached: %v", err)
+	}
 }

@@ -34,6 +34,7 @@ func cases() []Case {
 		{Name: "staged", Sample: "staged", Caps: caps},   // pre-bound PV, STAGE_UNSTAGE
 		{Name: "secrets", Sample: "secrets", Caps: caps}, // stage and publish secrets from Secrets
 		{Name: "block", Sample: "block", Caps: caps},     // a raw block PV: loop devices on both sides
+		{Name: "attach", Sample: "attach", Caps: caps},   // attachRequired: a VolumeAttachment, the Node's volumesAttached
 		// TokenRequest tokens in the secrets, requiresRepublish: the whole
 		// kubelet republishes once right after the first publish (see
 		// TestRealKubeletRepublish), which the simulator does not do by
