@@ -129,7 +129,15 @@ func protectHost(t *testing.T, base string) {
 		mounts = append(mounts, dst)
 	}
 	t.Cleanup(func() {
+		// What the kubelet mounted under its root dir (tmpfs of projected
+		// volumes, the driver's block targets) it must have unmounted at
+		// the pods' teardown; the lazy unmount below would hide it.
+		for _, m := range mountsUnder(kubeletRoot) {
+			t.Errorf("left mounted under the kubelet's root dir: %s", m)
+		}
 		for i := len(mounts) - 1; i >= 0; i-- {
+			// Detached lazily, with whatever is mounted under it, all inside
+			// this mount namespace.
 			if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil {
 				t.Errorf("unmount %s: %v", mounts[i], err)
 			}
@@ -168,7 +176,7 @@ func protectHost(t *testing.T, base string) {
 	}
 }
 
-// mountsUnder lists the mount points under dir.
+// mountsUnder lists the mount points under dir (not dir itself).
 func mountsUnder(dir string) []string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -177,7 +185,7 @@ func mountsUnder(dir string) []string {
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
 			out = append(out, f[4])
 		}
 	}
