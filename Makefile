@@ -246,7 +246,8 @@ install:
 # a recording driver, run as root in a mount namespace of its own; every
 # case is compared with `csi-kubelet-sim run` on the same objects. The
 # binaries go to bin/realkubelet/<release>/; cold, the kubelet takes about
-# 20 min at nice 19 on 2 busy cores (times in e2e/realkubelet/README.md).
+# 12 min and the API server 5 more at nice 19 on 2 busy cores, 3.5 GB of
+# build cache (times in e2e/realkubelet/README.md).
 # TestRealKubeletRepublish holds a pod 25 s on each side (the cadence).
 # REALKUBELET_FLAGS=-test.v is passed to the test binary.
 REALKUBELET_BINDIR  = $(CURDIR)/bin/realkubelet/$(KUBE_VERSION)
