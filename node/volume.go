@@ -77,23 +77,9 @@ const unusedVolumeReason = "unused: no container, init container or ephemeral co
 // at its source ("Skipping unused volume"), so an unused volume's claim
 // is never read and its driver never called.
 func usedVolumes(pod *corev1.Pod) map[string]bool {
-	used := map[string]bool{}
-	note := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
-		for _, m := range mounts {
-			used[m.Name] = true
-		}
-		for _, d := range devices {
-			used[d.Name] = true
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		note(c.VolumeMounts, c.VolumeDevices)
-	}
-	for _, c := range pod.Spec.Containers {
-		note(c.VolumeMounts, c.VolumeDevices)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		note(c.VolumeMounts, c.VolumeDevices)
+	used, devices := podVolumeNames(pod)
+	for name := range devices {
+		used[name] = true
 	}
 	return used
 }
