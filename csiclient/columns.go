@@ -25,8 +25,10 @@ var resultWidth = func() int {
 	return w
 }()
 
-// TraceHeader is the header line of the text trace, over its columns.
+// TraceHeader is the header line of the text trace, over its columns
+// (without its line end: printers escape the line breaks of what they are
+// given).
 func TraceHeader() string {
-	return fmt.Sprintf("%*s %-*s %-*s %-*s %-*s %-8s %s\n", seqWidth, "#", componentWidth, "component", operationWidth, "operation",
+	return fmt.Sprintf("%*s %-*s %-*s %-*s %-*s %-8s %s", seqWidth, "#", componentWidth, "component", operationWidth, "operation",
 		methodWidth, "method", resultWidth, "result", "time", "detail")
 }

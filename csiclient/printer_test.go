@@ -115,7 +115,7 @@ func TestTextPrinterColumns(t *testing.T) {
 		}
 		// The time, right-aligned in its 8 columns, under "time".
 		if len(line) < col+8 || line[col:col+8] != "   1.0ms" {
-			t.Errorf("time column moved:\n%s%s", header, line)
+			t.Errorf("time column moved:\n%s\n%s", header, line)
 		}
 	}
 }

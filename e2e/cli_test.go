@@ -156,3 +156,30 @@ func TestCLIRunJUnit(t *testing.T) {
 		t.Errorf("junit suite %q, %d failures, cases %q; want %q\n%s", doc.Suite.Name, doc.Suite.Failures, names, want, data)
 	}
 }
+
+// TestTextTraceLines: the text trace a person reads has its column header
+// on a line of its own, above the first call, and no line break escaped
+// into the text (the escaping of driver text must not reach the
+// simulator's own layout).
+func TestTextTraceLines(t *testing.T) {
+	t.Parallel()
+	work := workDir(t)
+	drv := startRefDriver(t, work)
+	r := runSim(t, "run", "-f", sample(t, "inline"), "--endpoint", "unix://"+drv.Sock,
+		"--root-dir", filepath.Join(work, "root"), "--node-name", simNode)
+	wantCode(t, r, 0)
+	if strings.Contains(r.Stdout, `\x0a`) {
+		t.Errorf("a line break escaped in the text trace:\n%s", r.Stdout)
+	}
+	lines := strings.Split(r.Stdout, "\n")
+	header := -1
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "#" && f[1] == "component" {
+			header = i
+			break
+		}
+	}
+	if header < 0 || header+1 >= len(lines) || !strings.Contains(lines[header+1], "GetPluginInfo") {
+		t.Errorf("no header line directly above the first call (GetPluginInfo):\n%s", r.Stdout)
+	}
+}

@@ -114,7 +114,7 @@ func (ss *session) header() {
 		ss.text.Printf("  selinux     %s\n", ss.opts.selinux.Why)
 	}
 	if !ss.quiet {
-		ss.text.Printf("%s", csiclient.TraceHeader())
+		ss.text.Printf("%s\n", csiclient.TraceHeader())
 	}
 }
 
