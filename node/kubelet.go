@@ -57,6 +57,9 @@ type Kubelet struct {
 	state   *actualState
 	ops     *operations
 	selinux SELinux
+	// started is when the kubelet started: its stats analyzer ticks
+	// from then (running.go).
+	started time.Time
 }
 
 // New returns a kubelet. conn is the driver connection (a csiclient.Dialer
@@ -71,6 +74,7 @@ func New(cfg Config, c *manifests.Cluster, conn grpc.ClientConnInterface, trace 
 	}
 	return &Kubelet{
 		cfg:     cfg,
+		started: time.Now(),
 		release: cfg.Release,
 		paths:   Paths{Root: cfg.RootDir},
 		cluster: c,
