@@ -261,12 +261,13 @@ REALKUBELET_ETCD   ?= /usr/bin/etcd
 REALKUBELET_TIMEOUT ?= 15m
 # The release's version in the binaries (a build from the module proxy says
 # v0.0.0-master otherwise); only the link step sees it.
-REALKUBELET_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+# -s -w: no symbol table or DWARF (smaller binaries, a shorter link).
+REALKUBELET_LDFLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBEDIFF_MINOR)
 
 .PHONY: realkubelet realkubelet-bin realkubelet-etcd
 realkubelet: build realkubelet-bin realkubelet-etcd
-	cd e2e/realkubelet && CSI_KUBELET_SIM=$(SIM) REALKUBELET_BIN=$(REALKUBELET_BINDIR) REALKUBELET_ETCD=$(REALKUBELET_ETCD) \
+	cd e2e/realkubelet && CSI_KUBELET_SIM=$(SIM) REALKUBELET_BIN=$(REALKUBELET_BINDIR) REALKUBELET_VERSION=$(KUBE_VERSION) REALKUBELET_ETCD=$(REALKUBELET_ETCD) \
 		$(REALKUBELET_BINDIR)/realkubelet.test -test.count=1 -test.timeout $(REALKUBELET_TIMEOUT) -test.run TestRealKubelet $(REALKUBELET_FLAGS)
 
 realkubelet-bin:
