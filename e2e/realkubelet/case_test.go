@@ -34,7 +34,7 @@ func runCase(ctx context.Context, t *testing.T, s *stack, drv *driver, c difftab
 		t.Fatalf("pod %s created, no NodePublishVolume: %v\nkubelet log:\n%s", pod.Name, err, s.kubelet.tail(40))
 	}
 	t.Logf("pod created -> NodePublishVolume %.2fs", d.Seconds())
-	drv.settle(ctx, t)
+	drv.settleFor(ctx, t, republishWait(o))
 	started := s.podStarted(ctx, pod)
 
 	zero := int64(0)
@@ -120,8 +120,8 @@ func runSimulator(ctx context.Context, t *testing.T, s *stack, c difftable.Case,
 	args := []string{"run", "--endpoint", "unix://" + socket, "--root-dir", simRoot(s, c), "--node-name", nodeName,
 		"--kubelet-version", kubeMinorVersion(), "--volume-stats-agg-period", "0", "--selinux=false", "-o", "json",
 		"--service-account-key-file", s.saKey, "-f", manifest}
-	if o.driver != nil && o.driver.Spec.RequiresRepublish != nil && *o.driver.Spec.RequiresRepublish {
-		args = append(args, "--hold", "1s")
+	if requiresRepublish(o) {
+		args = append(args, "--hold", republishWait(o).String())
 	}
 	args = append(args, c.SimArgs...)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -183,4 +183,20 @@ func (s *stack) createPod(ctx context.Context, t *testing.T, o objects) *corev1.
 		}
 	}
 	return pod
+}
+
+func requiresRepublish(o objects) bool {
+	return o.driver != nil && o.driver.Spec.RequiresRepublish != nil && *o.driver.Spec.RequiresRepublish
+}
+
+// republishWait is how long after the first publish both sides wait for the
+// republish that follows it (the pod sync after the containers' start): a
+// second from 1.36 (PLEGOnDemandRelist: at once), two before (the PLEG's
+// periodic relist, every second); a second for a driver without
+// requiresRepublish (quiet).
+func republishWait(o objects) time.Duration {
+	if requiresRepublish(o) && kubeMinor() < 36 {
+		return 2 * time.Second
+	}
+	return time.Second
 }

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -143,12 +144,7 @@ func (o objects) create(ctx context.Context, t *testing.T, s *stack) {
 			_ = c.CoreV1().Secrets(sec.Namespace).Delete(context.Background(), sec.Name, metav1.DeleteOptions{})
 		})
 	}
-	if o.driver != nil {
-		if _, err := c.StorageV1().CSIDrivers().Create(ctx, o.driver.DeepCopy(), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("CSIDriver: %v", err)
-		}
-		t.Cleanup(func() { o.deleteDriver(t, s) })
-	}
+	changed := s.useDriver(ctx, t, o.driver)
 	for _, pvc := range o.pvcs {
 		if !ownedByPod(pvc) {
 			o.bind(ctx, t, s, pvc)
@@ -157,9 +153,34 @@ func (o objects) create(ctx context.Context, t *testing.T, s *stack) {
 	for _, va := range o.vas {
 		attach(ctx, t, s, va)
 	}
-	// The kubelet reads CSIDrivers through an informer: give it the
-	// object before the pod (a missing CSIDriver means no pod info).
-	time.Sleep(time.Second)
+	if changed {
+		// The kubelet reads CSIDrivers through an informer: give it the
+		// object before the pod (a missing CSIDriver means no pod info).
+		time.Sleep(time.Second)
+	}
+}
+
+// useDriver makes d the CSIDriver in the API (nil: none), and tells whether
+// it changed. The one there stays when it is the same (most cases share
+// their driver's spec): each change costs the kubelet's informer a second
+// either way. The test's cleanup deletes the last one.
+func (s *stack) useDriver(ctx context.Context, t *testing.T, d *storagev1.CSIDriver) bool {
+	if s.driver != nil && d != nil && equality.Semantic.DeepEqual(s.driver.Spec, d.Spec) {
+		return false
+	}
+	if s.driver == nil && d == nil {
+		return false
+	}
+	if s.driver != nil {
+		s.deleteDriver(t)
+	}
+	if d != nil {
+		if _, err := s.client.StorageV1().CSIDrivers().Create(ctx, d.DeepCopy(), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("CSIDriver: %v", err)
+		}
+		s.driver = d.DeepCopy()
+	}
+	return true
 }
 
 // createOwned makes the claims owned by the pod, now that it has its
@@ -271,16 +292,18 @@ func (s *stack) serviceAccount(ctx context.Context, t *testing.T, ns, name strin
 
 // deleteDriver removes the CSIDriver (the next case makes its own, of the
 // same name) and waits until it is gone, and its informer's copy with it.
-func (o objects) deleteDriver(t *testing.T, s *stack) {
+func (s *stack) deleteDriver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := s.client.StorageV1().CSIDrivers()
-	if err := c.Delete(ctx, o.driver.Name, metav1.DeleteOptions{}); err != nil {
+	name := s.driver.Name
+	s.driver = nil
+	if err := c.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete CSIDriver: %v", err)
 		return
 	}
 	_, err := waitFor(ctx, nil, "CSIDriver deleted", 30*time.Second, func(ctx context.Context) error {
-		if _, err := c.Get(ctx, o.driver.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := c.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return errNotYet
 		}
 		return nil

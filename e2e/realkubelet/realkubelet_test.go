@@ -114,6 +114,11 @@ func setup(t *testing.T, statsPeriod time.Duration) (*stack, *driver, []recorder
 	startup := drv.rec.Calls()
 
 	s.ctx = ctx
+	t.Cleanup(func() {
+		if s.driver != nil {
+			s.deleteDriver(t)
+		}
+	})
 	return s, drv, startup
 }
 
@@ -179,9 +184,12 @@ func recorderConfig(caps []string, images string) recorder.Config {
 }
 
 // settle waits until the driver got no call for a second.
-func (d *driver) settle(ctx context.Context, t *testing.T) {
+func (d *driver) settle(ctx context.Context, t *testing.T) { d.settleFor(ctx, t, time.Second) }
+
+// settleFor waits until the driver got no call for quiet.
+func (d *driver) settleFor(ctx context.Context, t *testing.T, quiet time.Duration) {
 	n, since := len(d.rec.Calls()), time.Now()
-	for time.Since(since) < time.Second {
+	for time.Since(since) < quiet {
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())

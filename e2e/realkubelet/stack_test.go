@@ -35,6 +35,8 @@ type stack struct {
 	// kubeletStarted is when the kubelet process was started: its stats
 	// analyzer ticks from about then.
 	kubeletStarted time.Time
+	// driver is the CSIDriver in the API now (useDriver), if any.
+	driver *storagev1.CSIDriver
 	// Times of the start-up steps, for the README.
 	times []string
 }
