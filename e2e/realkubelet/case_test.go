@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/difftable"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
@@ -168,6 +169,15 @@ func (s *stack) createPod(ctx context.Context, t *testing.T, o objects) *corev1.
 	if err != nil {
 		t.Fatalf("Pod: %v", err)
 	}
+	name := pod.Name
+	t.Cleanup(func() {
+		// A case that failed before it deleted its pod: gone before the
+		// next case, its volumes torn down by the kubelet meanwhile.
+		zero := int64(0)
+		if pods.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}) == nil {
+			time.Sleep(3 * time.Second)
+		}
+	})
 	if owned {
 		o.createOwned(ctx, t, s, pod)
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
@@ -177,8 +187,21 @@ func (s *stack) createPod(ctx context.Context, t *testing.T, o objects) *corev1.
 		}
 	}
 	if len(ephemeral) > 0 {
-		pod.Spec.EphemeralContainers = ephemeral
-		if pod, err = pods.UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{}); err != nil {
+		// The kubelet may write the pod's status in between: on a
+		// conflict, again on the pod as it is now.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.EphemeralContainers = ephemeral
+			updated, err := pods.UpdateEphemeralContainers(ctx, name, cur, metav1.UpdateOptions{})
+			if err == nil {
+				pod = updated
+			}
+			return err
+		})
+		if err != nil {
 			t.Fatalf("Pod's ephemeral containers: %v", err)
 		}
 	}
