@@ -2,8 +2,8 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -33,10 +33,11 @@ type scenarioRun struct {
 	kubelet *node.Kubelet
 	reg     *node.Registration
 	pods    []*corev1.Pod
-	// attached are the volumes ControllerPublishVolume attached, to
-	// detach after teardown.
-	attached []*csi.ControllerPublishVolumeRequest
-	selinux  bool
+	// attacher is the attach step of the kubelet's plan.
+	attacher *attacher
+	// out is what the kubelet's Run did; nil before it ran.
+	out     *node.Outcome
+	selinux bool
 
 	failures []Failure
 	notes    []string
@@ -194,46 +195,80 @@ func (r *scenarioRun) defaultSpec() podSpec {
 	return podSpec{inline: true}
 }
 
-// register does what node-driver-registrar and the kubelet do when the
-// driver starts.
-func (r *scenarioRun) register(ctx context.Context) bool {
-	if r.reg != nil {
-		return true
+// podRun is what a scenario does with its pod while the kubelet runs it.
+type podRun struct {
+	// running is called once every volume of the pod is mounted, before
+	// the kubelet's teardown.
+	running func(ctx context.Context, p *node.RunningPod)
+	// failed is called when a volume failed to mount, once the failure is
+	// recorded, before the teardown.
+	failed func()
+}
+
+// run is the scenario pod's life through the kubelet's Run, the one of
+// `run`: registration (as node-driver-registrar and the kubelet do when
+// the driver starts), the attach step (attacher), the mount, p.running,
+// then the teardown, detach and clean-up. Failures up to the teardown are
+// recorded as they come; the teardown's in teardown, once the scenario
+// knows whether it was interrupted. A pod that could not be built is not
+// run.
+func (r *scenarioRun) run(ctx context.Context, pod *corev1.Pod, p podRun) {
+	if pod == nil {
+		return
 	}
+	r.runKubelet(ctx, []*corev1.Pod{pod}, p)
+}
+
+// registerOnly runs the kubelet without a pod: the driver registers, and
+// the kubelet cleans up. It reports whether the driver registered.
+func (r *scenarioRun) registerOnly(ctx context.Context) bool {
 	if r.kubelet == nil {
 		r.newKubelet(false)
 	}
-	reg, err := r.kubelet.Register(ctx)
-	if err != nil {
-		r.fail("13", "registration failed: "+err.Error(),
-			"the kubelet calls NodeGetInfo when node-driver-registrar offers the driver and unregisters the driver when it fails; every volume then fails with `driver name "+r.env.info.Name+" not found in the list of registered CSI drivers`")
-		return false
-	}
-	r.reg = reg
-	return true
+	r.runKubelet(ctx, nil, podRun{})
+	return r.reg != nil
 }
 
-// mount registers the driver, attaches the pod's PV as the attach/detach
-// controller and external-attacher would, and mounts the pod's volumes
-// through the kubelet. It reports whether every volume was published.
-func (r *scenarioRun) mount(ctx context.Context, pod *corev1.Pod) (*node.PodResult, bool) {
-	if pod == nil || !r.register(ctx) {
-		return nil, false
+// runKubelet maps the scenario to the kubelet's plan and its outcome to
+// findings.
+func (r *scenarioRun) runKubelet(ctx context.Context, pods []*corev1.Pod, p podRun) {
+	r.attacher = &attacher{r: r}
+	plan := node.Plan{
+		Controller:   r.attacher,
+		WhileRunning: p.running,
+		Teardown:     r.env.teardownContext(ctx),
+		RemoveRoot:   true,
+		OnPod: func(e node.PodEvent) {
+			if e.Step != "failed" {
+				return
+			}
+			for _, v := range e.Result.Volumes {
+				if v.Err != nil {
+					r.mountFailure(v)
+				}
+			}
+			if p.failed != nil {
+				p.failed()
+			}
+		},
 	}
-	if !r.attach(ctx, pod) {
-		return nil, false
+	for _, pod := range pods {
+		plan.Pods = append(plan.Pods, node.PodPlan{Pod: pod})
 	}
-	res, err := r.kubelet.MountPod(ctx, pod, false)
-	if err != nil {
-		r.fail("", "the simulated kubelet could not resolve the pod's volumes: "+err.Error(), "")
-		return nil, false
+	out := r.kubelet.Run(ctx, plan)
+	r.out, r.reg = out, out.Registration
+	var f *finding
+	switch {
+	case out.RegErr != nil:
+		r.fail("13", "registration failed: "+out.RegErr.Error(),
+			"the kubelet calls NodeGetInfo when node-driver-registrar offers the driver and unregisters the driver when it fails; every volume then fails with `driver name "+r.env.info.Name+" not found in the list of registered CSI drivers`")
+	case errors.As(out.ControllerErr, &f):
+		r.failures = append(r.failures, f.Failure)
+	case out.ControllerErr != nil:
+		r.fail("", "the attach step failed: "+out.ControllerErr.Error(), "")
+	case out.MountErr != nil:
+		r.fail("", "the simulated kubelet could not resolve the pod's volumes: "+out.MountErr.Error(), "")
 	}
-	for _, v := range res.Volumes {
-		if v.Err != nil {
-			r.mountFailure(v)
-		}
-	}
-	return res, !res.Failed()
 }
 
 // mountFailure words a failed mount: the driver's failed call when there
@@ -247,81 +282,20 @@ func (r *scenarioRun) mountFailure(v node.VolumeResult) {
 	r.fail("11", fmt.Sprintf("the %s volume %q was not mounted: %v", strings.ToLower(string(v.Mode)), v.SpecName, v.Err), "the pod never starts")
 }
 
-// attach makes the VolumeAttachment of the pod's PV when attach is
-// required: with PUBLISH_UNPUBLISH_VOLUME, ControllerPublishVolume as the
-// external-attacher calls it, its publish_context as attachmentMetadata.
-func (r *scenarioRun) attach(ctx context.Context, pod *corev1.Pod) bool {
-	f := newFacts(r.env.info, r.env.cfg.CSIDriver, r.env.cfg.Host)
-	if !f.attach {
-		return true
+// attached are the volumes the attach step published.
+func (r *scenarioRun) attached() []*csi.ControllerPublishVolumeRequest {
+	if r.attacher == nil {
+		return nil
 	}
-	pv, ok := r.cluster.PersistentVolume(pvName)
-	if !ok || !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil }) {
-		return true
-	}
-	driver, nodeName := r.env.info.Name, r.env.cfg.NodeName
-	name := node.AttachmentName(pv.Spec.CSI.VolumeHandle, driver, nodeName)
-	if _, exists := r.cluster.VolumeAttachment(name); exists {
-		return true
-	}
-	var metadata map[string]string
-	if r.env.info.Publishes() {
-		req := &csi.ControllerPublishVolumeRequest{
-			VolumeId:         pv.Spec.CSI.VolumeHandle,
-			NodeId:           r.reg.NodeID,
-			VolumeCapability: r.env.controllerCapability(pv.Spec.AccessModes[0]),
-			VolumeContext:    maps.Clone(pv.Spec.CSI.VolumeAttributes),
-		}
-		cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "attacher", Operation: "Attach", Volume: pvName}), r.env.cfg.Timeout)
-		resp, err := csi.NewControllerClient(r.conn).ControllerPublishVolume(cctx, req)
-		cancel()
-		if err != nil {
-			r.fail("10", fmt.Sprintf("ControllerPublishVolume of %q to node %q returned %s: %s", req.VolumeId, req.NodeId, status.Code(err), status.Convert(err).Message()),
-				"the external-attacher sets the VolumeAttachment's attachError and the kubelet's WaitForAttach fails with it; the pod never starts")
-			return false
-		}
-		r.attached = append(r.attached, req)
-		metadata = resp.GetPublishContext()
-	}
-	if err := r.cluster.Add(attachment(name, driver, nodeName, metadata), source); err != nil {
-		r.fail("", "cannot add the VolumeAttachment: "+err.Error(), "")
-		return false
-	}
-	return true
+	return r.attacher.attached
 }
 
-// teardown deletes the pods as the kubelet's reconciler does, detaches,
-// cleans up, and checks that nothing is left under the root dir.
+// teardown turns the kubelet's teardown (Run's, after the pods were
+// deleted, the volumes detached and the root dir cleaned up) into
+// findings, and checks that nothing is left under the root dir.
 func (r *scenarioRun) teardown(ctx context.Context) {
-	if r.kubelet != nil {
-		for i := len(r.pods) - 1; i >= 0; i-- {
-			for _, err := range r.kubelet.UnmountPod(ctx, r.pods[i], false) {
-				r.fail("12", fmt.Sprintf("teardown failed: %v", err),
-					"the kubelet retries the teardown forever and the pod stays Terminating")
-			}
-		}
-		for i := len(r.attached) - 1; i >= 0; i-- {
-			a := r.attached[i]
-			cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "attacher", Operation: "Detach", Volume: pvName}), r.env.cfg.Timeout)
-			_, err := csi.NewControllerClient(r.conn).ControllerUnpublishVolume(cctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: a.VolumeId, NodeId: a.NodeId})
-			cancel()
-			if err != nil {
-				r.fail("10", fmt.Sprintf("ControllerUnpublishVolume of %q from node %q returned %s: %s", a.VolumeId, a.NodeId, status.Code(err), status.Convert(err).Message()),
-					"the external-attacher retries and the VolumeAttachment is never deleted, so the volume cannot attach elsewhere")
-			}
-		}
-		left := r.kubelet.Cleanup(context.WithoutCancel(ctx), true)
-		if len(left.Mounts) > 0 {
-			r.fail("1.7", "after the kubelet's NodeUnpublishVolume and NodeUnstageVolume, still mounted: "+strings.Join(r.rel(left.Mounts), ", "),
-				"the kubelet expects nothing mounted once the driver unpublished and unstaged; on a real node these mounts leak")
-		}
-		if paths := driverPaths(left); len(paths) > 0 {
-			r.fail("1.7", "the driver left "+strings.Join(r.rel(paths), ", ")+" in directories the kubelet made",
-				"the kubelet removes only empty, unmounted directories, so the pod's volume directories stay behind")
-		}
-		for _, err := range left.Errors {
-			r.fail("1.7", "clean-up after the teardown: "+err.Error(), "")
-		}
+	if r.out != nil {
+		r.teardownFindings(r.out)
 	}
 	if ctx.Err() != nil {
 		// Abandoned: the root dir and its journal stay for `cleanup`,
@@ -337,6 +311,34 @@ func (r *scenarioRun) teardown(ctx context.Context) {
 	}
 	if _, err := os.Lstat(r.root); err == nil {
 		_ = os.RemoveAll(r.root)
+	}
+}
+
+// teardownFindings are the failures of the kubelet's teardown and what it
+// left.
+func (r *scenarioRun) teardownFindings(out *node.Outcome) {
+	for _, err := range out.TeardownErrs {
+		if f := (*finding)(nil); errors.As(err, &f) {
+			r.failures = append(r.failures, f.Failure)
+			continue
+		}
+		r.fail("12", fmt.Sprintf("teardown failed: %v", err),
+			"the kubelet retries the teardown forever and the pod stays Terminating")
+	}
+	left := out.Leftovers
+	if left == nil {
+		return
+	}
+	if len(left.Mounts) > 0 {
+		r.fail("1.7", "after the kubelet's NodeUnpublishVolume and NodeUnstageVolume, still mounted: "+strings.Join(r.rel(left.Mounts), ", "),
+			"the kubelet expects nothing mounted once the driver unpublished and unstaged; on a real node these mounts leak")
+	}
+	if paths := driverPaths(left); len(paths) > 0 {
+		r.fail("1.7", "the driver left "+strings.Join(r.rel(paths), ", ")+" in directories the kubelet made",
+			"the kubelet removes only empty, unmounted directories, so the pod's volume directories stay behind")
+	}
+	for _, err := range left.Errors {
+		r.fail("1.7", "clean-up after the teardown: "+err.Error(), "")
 	}
 }
 

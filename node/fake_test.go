@@ -185,7 +185,7 @@ func withGates(t *testing.T, minor int, gates string) envOption {
 func newEnv(t *testing.T, manifests string, drv *csifake.Driver, opts ...envOption) *testEnv {
 	t.Helper()
 	e := newUnregisteredEnv(t, manifests, drv, opts...)
-	if _, err := e.k.Register(context.Background()); err != nil {
+	if _, err := e.k.register(context.Background()); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	drv.ClearCalls()
@@ -231,7 +231,7 @@ func (e *testEnv) pod(name string) *corev1.Pod {
 // fails the test.
 func (e *testEnv) mount(name string) *PodResult {
 	e.t.Helper()
-	res, err := e.k.MountPod(context.Background(), e.pod(name), false)
+	res, err := e.k.mountPod(context.Background(), e.pod(name), false)
 	if err != nil {
 		e.t.Fatalf("MountPod(%s): %v", name, err)
 	}
@@ -251,7 +251,7 @@ func (e *testEnv) mountOK(name string) *PodResult {
 }
 
 func (e *testEnv) unmount(name string) []error {
-	return e.k.UnmountPod(context.Background(), e.pod(name), false)
+	return e.k.unmountPod(context.Background(), e.pod(name), false)
 }
 
 func (e *testEnv) unmountOK(name string) {

@@ -1,8 +1,9 @@
 // Package node is the simulated kubelet: what a kubelet on a node does for
 // the CSI volumes of its pods, call for call. run.go is a pod's whole life
-// (register, mount, run, tear down, clean up) that run, plan and load drive
-// with their own plans (cleanup goes through recover.go's Recover, and
-// conformance calls the steps itself); the other files follow the kubelet's own split:
+// (register, attach, mount, run, tear down, clean up) that run, plan, load
+// and conformance drive with their own plans; cleanup goes through
+// recover.go's Recover, which ends with the same teardown (teardown.go).
+// The other files follow the kubelet's own split:
 // register.go (pluginmanager, csi_plugin.go RegisterPlugin), stage.go
 // (csi_attacher.go MountDevice/UnmountDevice), publish.go (csi_mounter.go
 // SetUpAt/TearDownAt), block.go (csi_block.go), attach.go (WaitForAttach and

@@ -45,14 +45,14 @@ func (r *PodResult) Failed() bool {
 	return false
 }
 
-// MountPod mounts every CSI volume of the pod as the kubelet's volume
+// mountPod mounts every CSI volume of the pod as the kubelet's volume
 // manager does when the pod lands on the node. The error is for inputs the
 // kubelet could not even resolve (a claim with no PV); volume failures are
 // in the result. With parallel the reconciler's way is followed: an
 // operation per volume, side by side, one pending operation per volume
 // (operations.go); without, the volumes are mounted in the pod's order, so
 // that a trace reads as a story.
-func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
+func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
 	specs, skipped, err := resolveVolumes(k.cluster, pod)
 	if err != nil {
 		return nil, err
@@ -209,12 +209,12 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	return nil
 }
 
-// UnmountPod tears the pod's volumes down as the reconciler does once the
+// unmountPod tears the pod's volumes down as the reconciler does once the
 // pod is deleted: NodeUnpublish for each volume mounted or uncertain, then,
 // for each of its devices no pod uses any more, UnmountDevice
 // (NodeUnstage). It returns the failures, worded as the kubelet's events.
 // With parallel the volumes are torn down side by side.
-func (k *Kubelet) UnmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
+func (k *Kubelet) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
 	keys := k.state.podMounts(pod)
 	errs := make([]error, len(keys))
 	devices := make([]string, len(keys))

@@ -42,12 +42,12 @@ type RegistrationError struct {
 func (e *RegistrationError) Error() string { return fmt.Sprintf("%s: %v", e.Step, e.Err) }
 func (e *RegistrationError) Unwrap() error { return e.Err }
 
-// Register does what node-driver-registrar and the kubelet's plugin manager
+// register does what node-driver-registrar and the kubelet's plugin manager
 // do when a driver starts (docs/kubelet.md §13): the registrar asks the driver its
 // name with GetPluginInfo and offers it on a registration socket; the
 // kubelet validates the versions and calls NodeGetInfo, then records the
 // node ID and topology. The kubelet itself never calls an Identity method.
-func (k *Kubelet) Register(ctx context.Context) (*Registration, error) {
+func (k *Kubelet) register(ctx context.Context) (*Registration, error) {
 	rctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "registrar", Operation: "GetDriverName"})
 	info, err := k.identityClient().GetPluginInfo(rctx, &csi.GetPluginInfoRequest{})
 	cancel()
