@@ -88,6 +88,14 @@ func (a *attacher) attach(ctx context.Context, reg *node.Registration, pod *core
 	if err := r.cluster.Add(attachment(name, driver, nodeName, metadata), source); err != nil {
 		return failure("", "cannot add the VolumeAttachment: "+err.Error(), "")
 	}
+	// The attach/detach controller reports the volume in the Node's
+	// status.volumesAttached, which the kubelet checks when it has the
+	// Node (an input's).
+	if n, ok := r.cluster.Node(nodeName); ok {
+		n.Status.VolumesAttached = append(n.Status.VolumesAttached, corev1.AttachedVolume{
+			Name: corev1.UniqueVolumeName(node.UniqueVolumeName(driver, pv.Spec.CSI.VolumeHandle)),
+		})
+	}
 	return nil
 }
 

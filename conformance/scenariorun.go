@@ -144,6 +144,7 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 	if obj := r.env.cfg.CSIDriver; obj != nil {
 		_ = r.cluster.Add(obj.DeepCopy(), source)
 	}
+	r.addInput()
 	r.selinux = seLinux || r.env.cfg.Host.SELinux
 	r.kubelet = node.New(node.Config{
 		RootDir:  r.root,
@@ -151,11 +152,32 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 		Timeout:  r.env.cfg.Timeout,
 		Release:  r.env.cfg.Release,
 		SELinux:  node.SELinux{Enabled: r.selinux},
-	}, r.cluster, r.env.cfg.Conn, r.trace)
-	// The scenario's root dir is the run's own: journaled, so that the
-	// `cleanup` of an interrupted run removes it too once it is empty.
-	r.kubelet.AdoptRoot([]string{r.root})
-	r.kubelet.SetTokenIssuer(r.env.tokens)
+		Cluster:  r.cluster,
+		Conn:     r.env.cfg.Conn,
+		Trace:    r.trace,
+		// The token path of `run` over the scenario's own objects (its
+		// ServiceAccounts and Nodes), with the run's one signing key.
+		TokenOptions: &node.TokenOptions{NodeName: r.env.cfg.NodeName, Key: r.env.tokenKey},
+		// The scenario's root dir is the run's own: journaled, so that
+		// the `cleanup` of an interrupted run removes it too once it is
+		// empty.
+		Adopted: []string{r.root},
+	})
+}
+
+// addInput copies the input's ServiceAccount of the scenario's pod and
+// the Node into the scenario's objects.
+func (r *scenarioRun) addInput() {
+	in := r.env.cfg.Input
+	if in == nil {
+		return
+	}
+	if sa, ok := in.ServiceAccount(namespace, serviceAccount); ok {
+		_ = r.cluster.Add(sa.DeepCopy(), source)
+	}
+	if n, ok := in.Node(r.env.cfg.NodeName); ok {
+		_ = r.cluster.Add(n.DeepCopy(), source)
+	}
 }
 
 // pod builds the scenario's kubelet (if not yet) and a pod.

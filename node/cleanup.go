@@ -133,15 +133,6 @@ func (k *Kubelet) removeEmptyCreated() {
 	}
 }
 
-// AdoptRoot records the root dir and the parents a command made for it, so
-// that they go when the run (or the `cleanup` of an interrupted run) leaves
-// nothing else in them.
-func (k *Kubelet) AdoptRoot(created []string) {
-	for _, d := range created {
-		k.fs.rememberKind(d, recordDir)
-	}
-}
-
 // removeCreated removes one path the simulation created, after reporting
 // what others put in it.
 func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {

@@ -198,12 +198,12 @@ func newUnregisteredEnv(t *testing.T, manifests string, drv *csifake.Driver, opt
 	t.Helper()
 	root := t.TempDir()
 	c := loadManifests(t, manifests)
-	cfg := Config{RootDir: root, NodeName: testNode}
+	trace := csiclient.NewTrace()
+	cfg := Config{RootDir: root, NodeName: testNode, Cluster: c, Conn: drv, Trace: trace}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	trace := csiclient.NewTrace()
-	return &testEnv{t: t, root: root, drv: drv, cluster: c, trace: trace, k: New(cfg, c, drv, trace)}
+	return &testEnv{t: t, root: root, drv: drv, cluster: c, trace: trace, k: New(cfg)}
 }
 
 func loadManifests(t *testing.T, input string) *manifests.Cluster {

@@ -28,8 +28,31 @@ import (
 // DefaultTimeout is csiTimeout in csi_plugin.go: one context per operation.
 const DefaultTimeout = 2 * time.Minute
 
-// Config is what a kubelet is started with.
+// Config is what a kubelet is started with: everything it needs, given
+// once to New.
 type Config struct {
+	// Cluster holds the API server's objects the kubelet reads.
+	Cluster *manifests.Cluster
+	// Conn is the driver connection (a csiclient.Dialer for `run`, a
+	// csiclient.Planned for `plan`); every call through it is recorded
+	// into Trace.
+	Conn  grpc.ClientConnInterface
+	Trace *csiclient.Trace
+	// Tokens answers the kubelet's TokenRequests. Nil: with TokenOptions,
+	// a TokenSource of the Release over the Cluster (its ServiceAccounts
+	// and Nodes); without, the kubelet has no token getter.
+	Tokens       TokenIssuer
+	TokenOptions *TokenOptions
+	// Command names the command in the journal.
+	Command string
+	// Adopted are the root dir and the parents a command made for it: they
+	// go when the run (or the `cleanup` of an interrupted run) leaves
+	// nothing else in them.
+	Adopted []string
+	// RootLock is the root dir's lock: released (its file removed) when
+	// the run leaves nothing, and kept otherwise. Nil: none.
+	RootLock *RootLock
+
 	RootDir  string
 	NodeName string
 	Timeout  time.Duration
@@ -60,32 +83,47 @@ type Kubelet struct {
 	selinux SELinux
 }
 
-// New returns a kubelet. conn is the driver connection (a csiclient.Dialer
-// for `run`, a csiclient.Planned for `plan`); every call through it is
-// recorded into trace.
-func New(cfg Config, c *manifests.Cluster, conn grpc.ClientConnInterface, trace *csiclient.Trace) *Kubelet {
+// New returns the kubelet cfg describes.
+func New(cfg Config) *Kubelet {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	if !cfg.Release.valid() {
 		cfg.Release = DefaultRelease()
 	}
-	return &Kubelet{
+	if cfg.Cluster == nil {
+		cfg.Cluster = manifests.New()
+	}
+	if cfg.Trace == nil {
+		cfg.Trace = csiclient.NewTrace()
+	}
+	k := &Kubelet{
 		cfg:     cfg,
 		release: cfg.Release,
 		paths:   Paths{Root: cfg.RootDir},
-		cluster: c,
-		conn:    &csiclient.Recorder{Next: conn, Trace: trace},
-		trace:   trace,
+		cluster: cfg.Cluster,
+		conn:    &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
+		trace:   cfg.Trace,
+		tokens:  cfg.Tokens,
 		fs:      newFileSystem(cfg.RootDir),
 		state:   newActualState(),
 		ops:     &operations{},
 		selinux: cfg.SELinux,
 	}
+	if k.tokens == nil && cfg.TokenOptions != nil {
+		o := *cfg.TokenOptions
+		if o.NodeName == "" {
+			o.NodeName = cfg.NodeName
+		}
+		k.tokens = NewTokenSource(cfg.Release, cfg.Cluster, o)
+	}
+	k.fs.command = cfg.Command
+	k.fs.lock = cfg.RootLock
+	for _, d := range cfg.Adopted {
+		k.fs.rememberKind(d, recordDir)
+	}
+	return k
 }
-
-// SetTokenIssuer sets what answers the kubelet's TokenRequests.
-func (k *Kubelet) SetTokenIssuer(t TokenIssuer) { k.tokens = t }
 
 // Paths returns the kubelet's directory layout.
 func (k *Kubelet) Paths() Paths { return k.paths }

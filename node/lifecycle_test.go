@@ -10,7 +10,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
@@ -325,7 +324,7 @@ func TestResolveClaims(t *testing.T) {
 				t.Fatal(err)
 			}
 			drv := newFakeDriver()
-			k := New(Config{RootDir: t.TempDir(), NodeName: testNode}, c, drv, csiclient.NewTrace())
+			k := New(Config{RootDir: t.TempDir(), NodeName: testNode, Cluster: c, Conn: drv})
 			_, err = k.mountPod(context.Background(), c.Pods()[0], false)
 			if err == nil {
 				t.Fatal("MountPod succeeded")

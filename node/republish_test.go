@@ -165,12 +165,12 @@ func TestRepublishTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			var n atomic.Int32
-			e.k.SetTokenIssuer(&fakeTokens{token: func(aud string) string {
+			e.k.tokens = &fakeTokens{token: func(aud string) string {
 				if !tc.renew {
 					return "token-" + aud
 				}
 				return fmt.Sprintf("token-%s-%d", aud, n.Add(1))
-			}})
+			}}
 			e.mountOK("app-1")
 			for _, s := range e.steps(false) {
 				if strings.HasPrefix(s, "republish:") {

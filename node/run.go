@@ -164,13 +164,6 @@ func LiveJournalOwner(journals []string) (LockOwner, bool) {
 	return LockOwner{}, false
 }
 
-// SetRootLock hands the kubelet the root dir's lock: it is released (its
-// file removed) when the run leaves nothing, and kept otherwise.
-func (k *Kubelet) SetRootLock(l *RootLock) { k.fs.lock = l }
-
-// SetCommand names the command in the journal.
-func (k *Kubelet) SetCommand(cmd string) { k.fs.command = cmd }
-
 // Run is a kubelet's life on the node for the plan: register the driver,
 // mount the pods' volumes, run the pods, tear them down (in reverse order
 // without Parallel) and clean up. Everything after ctx ends is done with

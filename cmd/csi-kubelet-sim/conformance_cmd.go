@@ -281,6 +281,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		OnResult:         p.result,
 		Teardown:         teardownContext(ctx),
 		Sensitive:        sensitive,
+		Input:            o.cluster,
 	}
 	admit, closeAdmit, err := o.admitFunc(ctx, s)
 	if err != nil {

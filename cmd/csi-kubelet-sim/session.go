@@ -73,6 +73,9 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 			ss.trace.AddSink(ss.text)
 		}
 	}
+	ss.tokens = o.newTokenSource(o.cluster, o.release, o.NodeName, func(msg string) {
+		ss.trace.Warn(context.Background(), "API server: "+msg)
+	})
 	ss.kubelet = node.New(node.Config{
 		RootDir:  o.RootDir,
 		NodeName: o.NodeName,
@@ -81,14 +84,14 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 		SELinux:  node.SELinux{Enabled: o.selinux.Enabled, Level: o.SELinuxLevel},
 		DryRun:   planned,
 		Retry:    node.Retry{MaxAttempts: o.MaxAttempts, For: o.RetryFor},
-	}, o.cluster, conn, ss.trace)
-	ss.kubelet.SetCommand(command)
-	ss.kubelet.AdoptRoot(rootDirs)
-	ss.kubelet.SetRootLock(o.rootLock)
-	ss.tokens = o.newTokenSource(o.cluster, o.release, o.NodeName, func(msg string) {
-		ss.trace.Warn(context.Background(), "API server: "+msg)
+		Cluster:  o.cluster,
+		Conn:     conn,
+		Trace:    ss.trace,
+		Tokens:   ss.tokens,
+		Command:  command,
+		Adopted:  rootDirs,
+		RootLock: o.rootLock,
 	})
-	ss.kubelet.SetTokenIssuer(ss.tokens)
 	return ss
 }
 

@@ -85,15 +85,11 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	if o.Output != "text" && o.Output != "json" {
 		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
 	}
-	v, err := node.ParseVersion(o.KubeletVersion)
+	release, err := newRelease(o.KubeletVersion, o.FeatureGates)
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
+		return err
 	}
-	gates, err := node.NewFeatureGates(v, o.FeatureGates)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
-	}
-	defaults := gates.APIServerDefaults()
+	defaults := release.APIServerDefaults()
 	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
 	c, loadErr := loader.Load(o.Filenames)
 	if c == nil {
