@@ -15,10 +15,8 @@
 package node
 
 import (
-	"context"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -68,19 +66,17 @@ type Config struct {
 	DryRun bool
 }
 
-// Kubelet is one simulated kubelet on one node, talking to one driver.
+// Kubelet is one simulated kubelet on one node, talking to one driver:
+// the volume manager (the actual state of the world, the operations) over
+// the CSI plugin, whose attacher (MountDevice, UnmountDevice), mounter
+// (SetUp, TearDown) and block mapper it drives.
 type Kubelet struct {
-	cfg     Config
-	release Release
-	paths   Paths
-	cluster *manifests.Cluster
-	conn    grpc.ClientConnInterface
-	trace   *csiclient.Trace
-	tokens  TokenIssuer
-	fs      *fileSystem
-	state   *actualState
-	ops     *operations
-	selinux SELinux
+	*csiPlugin
+	state    *actualState
+	ops      *operations
+	attacher *csiAttacher
+	mounter  *csiMountMgr
+	mapper   *csiBlockMapper
 }
 
 // New returns the kubelet cfg describes.
@@ -97,18 +93,26 @@ func New(cfg Config) *Kubelet {
 	if cfg.Trace == nil {
 		cfg.Trace = csiclient.NewTrace()
 	}
+	p := &csiPlugin{
+		cfg:        cfg,
+		release:    cfg.Release,
+		paths:      Paths{Root: cfg.RootDir},
+		cluster:    cfg.Cluster,
+		conn:       &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
+		trace:      cfg.Trace,
+		tokens:     cfg.Tokens,
+		fs:         newFileSystem(cfg.RootDir),
+		selinux:    cfg.SELinux,
+		drivers:    &csiDrivers{registered: map[string]*Registration{}},
+		sentTokens: &tokenRecord{last: map[string]string{}},
+	}
 	k := &Kubelet{
-		cfg:     cfg,
-		release: cfg.Release,
-		paths:   Paths{Root: cfg.RootDir},
-		cluster: cfg.Cluster,
-		conn:    &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
-		trace:   cfg.Trace,
-		tokens:  cfg.Tokens,
-		fs:      newFileSystem(cfg.RootDir),
-		state:   newActualState(),
-		ops:     &operations{},
-		selinux: cfg.SELinux,
+		csiPlugin: p,
+		state:     newActualState(),
+		ops:       &operations{},
+		attacher:  &csiAttacher{p},
+		mounter:   &csiMountMgr{p},
+		mapper:    &csiBlockMapper{p},
 	}
 	if k.tokens == nil && cfg.TokenOptions != nil {
 		o := *cfg.TokenOptions
@@ -127,13 +131,3 @@ func New(cfg Config) *Kubelet {
 
 // Paths returns the kubelet's directory layout.
 func (k *Kubelet) Paths() Paths { return k.paths }
-
-func (k *Kubelet) nodeClient() csi.NodeClient { return csi.NewNodeClient(k.conn) }
-
-func (k *Kubelet) identityClient() csi.IdentityClient { return csi.NewIdentityClient(k.conn) }
-
-// operationContext is createCSIOperationContext: one timeout shared by all
-// the calls of one kubelet operation.
-func (k *Kubelet) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.cfg.Timeout)
-}

@@ -182,7 +182,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 			l := labels
 			l.Operation = "MountDevice"
 			octx, cancel := k.operationContext(ctx, l)
-			err := k.mountDevice(octx, pod, v, seLinuxLabel)
+			err := k.attacher.mountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
 			k.state.recordDevice(unique, v, err)
 			if err != nil {
@@ -193,7 +193,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	l := labels
 	l.Operation = "SetUp"
 	octx, cancel := k.operationContext(ctx, l)
-	err = k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
+	err = k.mounter.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
 	k.state.recordMount(pod, unique, v, err)
 	if err != nil {
@@ -253,9 +253,9 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey)
 	if !ok {
 		return nil
 	}
-	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.tearDown
+	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.mounter.tearDown
 	if m.spec.Block {
-		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.unmapVolume
+		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.mapper.unmapVolume
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.spec.SpecName, Pod: podName(pod)}
 	opKey := operationKey{volume: key.uniqueName, pod: key.podUID}
@@ -299,10 +299,10 @@ func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 		}
 		d, _ := k.state.device(unique)
 		op, prefix := "UnmountDevice", "UnmountDevice failed"
-		unmount := func(ctx context.Context) error { return k.unmountDevice(ctx, d.driver, d.handle) }
+		unmount := func(ctx context.Context) error { return k.attacher.unmountDevice(ctx, d.driver, d.handle) }
 		if d.spec.Block {
 			op, prefix = "TearDownDevice", "UnmapDevice.TearDownDevice failed"
-			unmount = func(ctx context.Context) error { return k.unmapDevice(ctx, d.spec) }
+			unmount = func(ctx context.Context) error { return k.mapper.unmapDevice(ctx, d.spec) }
 		}
 		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: d.spec.SpecName}
 		err := k.withRetry(ctx, l, func(int) error {

@@ -82,7 +82,7 @@ func (k *Kubelet) register(ctx context.Context) (*Registration, error) {
 		return nil, &RegistrationError{Step: "kubelet: RegisterPlugin", Err: fmt.Errorf("RegisterPlugin error -- %w", err)}
 	}
 	reg.VendorVersion = info.GetVendorVersion()
-	k.state.register(reg)
+	k.drivers.register(reg)
 	k.trace.Note(kctx, false, fmt.Sprintf("registered driver %q: CSINode drivers[] {nodeID: %q, topologyKeys: %v%s}",
 		name, reg.NodeID, reg.CSINodeDriver.TopologyKeys, allocatableText(reg.CSINodeDriver)))
 	return reg, nil
@@ -132,8 +132,8 @@ func allocatableText(d storagev1.CSINodeDriver) string {
 // driverClient is csiClientGetter.Get / newCsiDriverClient: a volume can
 // only be mounted through a driver registered under the exact name the
 // volume names.
-func (k *Kubelet) driverRegistered(driver string) error {
-	if _, ok := k.state.registration(driver); !ok {
+func (k *csiPlugin) driverRegistered(driver string) error {
+	if _, ok := k.drivers.registration(driver); !ok {
 		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
 	}
 	return nil

@@ -65,7 +65,7 @@ func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, k
 			}
 		}
 		octx, cancel := k.operationContext(ctx, labels)
-		err := k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
+		err := k.mounter.setUp(octx, pod, v, mounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
 		cancel()
 		if err != nil {
 			// The volume stays mounted; remountRequired stays set and the
@@ -92,13 +92,13 @@ func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op stri
 // noteTokenChange tells, on a republish, whether the driver got the same
 // token as last time: the kubelet's token manager renews a token only past
 // 80% of its life or 24 hours (docs/kubelet.md §4.6).
-func (k *Kubelet) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *volumeSpec, attrs map[string]string, remount bool) {
+func (k *csiPlugin) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *volumeSpec, attrs map[string]string, remount bool) {
 	key := string(pod.UID) + "/" + v.SpecName
 	value, ok := attrs[csiclient.TokensKey]
 	if !ok {
 		return
 	}
-	prev, seen := k.state.swapTokens(key, value)
+	prev, seen := k.sentTokens.swap(key, value)
 	if !remount || !seen {
 		return
 	}

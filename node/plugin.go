@@ -1,0 +1,95 @@
+package node
+
+import (
+	"context"
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// csiPlugin is the kubelet's CSI volume plugin (csi_plugin.go) with its
+// volume host: what the attacher, the mounter and the block mapper share
+// and nothing of the volume manager's (the actual state of the world, the
+// operations): the release, the node's paths and file system, the
+// cluster's objects, the driver connection and the trace, the token
+// getter, the node's SELinux, and the registered drivers.
+type csiPlugin struct {
+	cfg     Config
+	release Release
+	paths   Paths
+	cluster *manifests.Cluster
+	conn    grpc.ClientConnInterface
+	trace   *csiclient.Trace
+	tokens  TokenIssuer
+	fs      *fileSystem
+	selinux SELinux
+	drivers *csiDrivers
+	// sentTokens are the tokens last sent per pod volume, to tell a
+	// republish that renews them.
+	sentTokens *tokenRecord
+}
+
+func (k *csiPlugin) nodeClient() csi.NodeClient { return csi.NewNodeClient(k.conn) }
+
+func (k *csiPlugin) identityClient() csi.IdentityClient { return csi.NewIdentityClient(k.conn) }
+
+// operationContext is createCSIOperationContext: one timeout shared by all
+// the calls of one kubelet operation.
+func (k *csiPlugin) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.cfg.Timeout)
+}
+
+// csiDrivers is the plugin's list of registered CSI drivers (csiDrivers in
+// csi_plugin.go).
+type csiDrivers struct {
+	mu         sync.Mutex
+	registered map[string]*Registration
+}
+
+func (d *csiDrivers) registration(driver string) (*Registration, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.registered[driver]
+	return r, ok
+}
+
+func (d *csiDrivers) register(r *Registration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.registered[r.DriverName] = r
+}
+
+// tokenRecord holds the tokens value last sent for each pod volume.
+type tokenRecord struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+// swap stores the tokens value last sent for a pod volume and returns the
+// previous one.
+func (t *tokenRecord) swap(key, value string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev, seen := t.last[key]
+	t.last[key] = value
+	return prev, seen
+}
+
+// csiAttacher is csi_attacher.go's attacher as the kubelet's
+// MountDevice and UnmountDevice use it: NodeStageVolume and
+// NodeUnstageVolume at the device mount path (stage.go).
+type csiAttacher struct{ *csiPlugin }
+
+// csiMountMgr is csi_mounter.go's mounter: SetUp and TearDown, that is
+// NodePublishVolume and NodeUnpublishVolume at the pod's target path
+// (publish.go).
+type csiMountMgr struct{ *csiPlugin }
+
+// csiBlockMapper is csi_block.go's mapper of block volumes: SetUpDevice
+// (NodeStageVolume), MapPodDevice (NodePublishVolume), their teardown,
+// and the kubelet's device links (block.go).
+type csiBlockMapper struct{ *csiPlugin }
