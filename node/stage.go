@@ -45,14 +45,9 @@ func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volum
 		mountOptions = addSELinuxMountOption(mountOptions, seLinuxLabel)
 	}
 
-	if err := a.claimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
+	if err := a.makeDeviceMountPath(ctx, deviceMountPath); err != nil {
 		return err
 	}
-	a.fs.markMountPath(deviceMountPath)
-	if err := a.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
-		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
-	}
-	a.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
 	data := map[string]string{"volumeHandle": v.Handle, "driverName": v.Driver}
 	if seLinuxMount {
 		data["seLinuxMountContext"] = seLinuxLabel
@@ -98,6 +93,20 @@ func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volum
 		}
 		return err
 	}
+	return nil
+}
+
+// makeDeviceMountPath makes globalmount, which the simulator hands the
+// driver.
+func (a *csiAttacher) makeDeviceMountPath(ctx context.Context, deviceMountPath string) error {
+	if err := a.claimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
+		return err
+	}
+	a.fs.markMountPath(deviceMountPath)
+	if err := a.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
+		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
+	}
+	a.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
 	return nil
 }
 
