@@ -70,9 +70,9 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	o.admission.addFlags(fs)
 }
 
-// complete checks the flags and loads the manifests, then runs the
+// completeInput checks the flags and loads the manifests, then runs the
 // input's admission, which ctx (the command's: Ctrl-C) can interrupt.
-func (o *commonOptions) complete(ctx context.Context, s streams, warn func(string)) error {
+func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(string)) error {
 	if err := o.validateOutput(); err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func checkRootDir(dir string) error {
 // starts: the options completed and the manifests loaded, the socket
 // checked, the root dir made (the directories it made are returned).
 func (o *commonOptions) prepare(ctx context.Context, s streams, ep csiclient.Endpoint) ([]string, error) {
-	if err := o.complete(ctx, s, warnTo(s)); err != nil {
+	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
 		return nil, err
 	}
 	if err := ep.Check(); err != nil {

@@ -75,7 +75,7 @@ func (o *planOptions) addFlags(fs *pflag.FlagSet) {
 // driver from the flags. It runs the same kubelet code as `run`.
 func (o *planOptions) run(ctx context.Context) error {
 	s := o.streams
-	if err := o.commonOptions.complete(ctx, s, warnTo(s)); err != nil {
+	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
 		return err
 	}
 	if o.DriverName == "" {
