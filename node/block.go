@@ -341,7 +341,7 @@ func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *vo
 		return transient("%s", pluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
 	}
 	publishPath := b.paths.BlockPublishPath(v.SpecName, string(pod.UID))
-	if _, err := b.nodeClient().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
+	if _, err := b.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
 		return errors.New(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err))
 	}
 	return nil

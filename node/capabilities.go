@@ -12,7 +12,7 @@ import (
 // call of its own, on a new connection, for every capability it tests. The
 // kubelet never caches the answer, and drivers see every one of these calls.
 func (k *csiPlugin) nodeSupports(ctx context.Context, c csi.NodeServiceCapability_RPC_Type) (bool, error) {
-	resp, err := k.nodeClient().NodeGetCapabilities(csiclient.WithAsking(ctx, capabilityName(c)), &csi.NodeGetCapabilitiesRequest{})
+	resp, err := k.nodeClient.NodeGetCapabilities(csiclient.WithAsking(ctx, capabilityName(c)), &csi.NodeGetCapabilitiesRequest{})
 	if err != nil {
 		if k.release.CapabilityErrorsUncertain() && !isFinalError(err) {
 			return false, uncertain(err)

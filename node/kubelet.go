@@ -17,6 +17,7 @@ package node
 import (
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -106,6 +107,7 @@ func New(cfg Config) *Kubelet {
 		drivers:    &csiDrivers{registered: map[string]*Registration{}},
 		sentTokens: &tokenRecord{last: map[string]string{}},
 	}
+	p.nodeClient, p.identityClient = csi.NewNodeClient(p.conn), csi.NewIdentityClient(p.conn)
 	k := &Kubelet{
 		csiPlugin: p,
 		state:     newActualState(),

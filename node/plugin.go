@@ -23,19 +23,18 @@ type csiPlugin struct {
 	paths   Paths
 	cluster *manifests.Cluster
 	conn    grpc.ClientConnInterface
-	trace   *csiclient.Trace
-	tokens  TokenIssuer
-	fs      *fileSystem
-	selinux SELinux
-	drivers *csiDrivers
+	// nodeClient and identityClient call the driver through conn.
+	nodeClient     csi.NodeClient
+	identityClient csi.IdentityClient
+	trace          *csiclient.Trace
+	tokens         TokenIssuer
+	fs             *fileSystem
+	selinux        SELinux
+	drivers        *csiDrivers
 	// sentTokens are the tokens last sent per pod volume, to tell a
 	// republish that renews them.
 	sentTokens *tokenRecord
 }
-
-func (k *csiPlugin) nodeClient() csi.NodeClient { return csi.NewNodeClient(k.conn) }
-
-func (k *csiPlugin) identityClient() csi.IdentityClient { return csi.NewIdentityClient(k.conn) }
 
 // operationContext is createCSIOperationContext: one timeout shared by all
 // the calls of one kubelet operation.

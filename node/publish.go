@@ -188,7 +188,7 @@ func (k *csiPlugin) nodePublishVolume(ctx context.Context, req *csi.NodePublishV
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
 	k.fs.callStarted("NodePublishVolume", req.TargetPath)
-	_, err = k.nodeClient().NodePublishVolume(ctx, req)
+	_, err = k.nodeClient.NodePublishVolume(ctx, req)
 	k.fs.callEnded("NodePublishVolume", req.TargetPath)
 	return classifyRPC(err)
 }
@@ -281,7 +281,7 @@ func (m *csiMountMgr) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSp
 	if err := m.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("Unmounter.TearDownAt failed to get CSI client: %v", err))
 	}
-	if _, err := m.nodeClient().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: target}); err != nil {
+	if _, err := m.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: target}); err != nil {
 		return errors.New(pluginLog("Unmounter.TearDownAt failed: %v", err))
 	}
 	if err := m.removeMountDir(ctx, target); err != nil {

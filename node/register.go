@@ -49,7 +49,7 @@ func (e *RegistrationError) Unwrap() error { return e.Err }
 // node ID and topology. The kubelet itself never calls an Identity method.
 func (k *Kubelet) register(ctx context.Context) (*Registration, error) {
 	rctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "registrar", Operation: "GetDriverName"})
-	info, err := k.identityClient().GetPluginInfo(rctx, &csi.GetPluginInfoRequest{})
+	info, err := k.identityClient.GetPluginInfo(rctx, &csi.GetPluginInfoRequest{})
 	cancel()
 	if err != nil {
 		return nil, &RegistrationError{Step: "node-driver-registrar: GetPluginInfo", Err: err}
@@ -73,7 +73,7 @@ func (k *Kubelet) register(ctx context.Context) (*Registration, error) {
 	k.trace.Note(kctx, true, fmt.Sprintf("Node %q, uid %s: %s; pod-bound tokens carry it in kubernetes.io.node", k.cfg.NodeName, uid, from))
 	k.trace.Note(kctx, false, fmt.Sprintf("plugin watcher: %s/%s-reg.sock offers CSIPlugin %q, supported_versions [1.0.0]", k.paths.RegistrationDir(), name, name))
 
-	ni, err := k.nodeClient().NodeGetInfo(kctx, &csi.NodeGetInfoRequest{})
+	ni, err := k.nodeClient.NodeGetInfo(kctx, &csi.NodeGetInfoRequest{})
 	if err != nil {
 		return nil, &RegistrationError{Step: "kubelet: RegisterPlugin", Err: fmt.Errorf("RegisterPlugin error -- %w", err)}
 	}

@@ -138,7 +138,7 @@ func (k *csiPlugin) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolum
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
 	k.fs.callStarted("NodeStageVolume", req.StagingTargetPath)
-	_, err = k.nodeClient().NodeStageVolume(ctx, req)
+	_, err = k.nodeClient.NodeStageVolume(ctx, req)
 	k.fs.callEnded("NodeStageVolume", req.StagingTargetPath)
 	return classifyRPC(err)
 }
@@ -190,7 +190,7 @@ func (k *csiPlugin) nodeUnstageVolume(ctx context.Context, volumeID, stagingPath
 	if stagingPath == "" {
 		return errors.New("missing staging target path")
 	}
-	_, err := k.nodeClient().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
+	_, err := k.nodeClient.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
 	return err
 }
 
