@@ -215,16 +215,9 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	red := csiclient.Redactor{Sensitive: sensitive}
 	probeTrace := csiclient.NewTrace(sensitive)
 	dialer := &csiclient.Dialer{Endpoint: o.endpoint}
-	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: probeTrace}, o.Timeout)
+	info, err := o.probe(ctx, dialer, probeTrace)
 	if err != nil {
-		var ue *conformance.UnreachableError
-		if ctx.Err() != nil {
-			return withCode(exitInterrupted, errors.New("interrupted while probing the driver (GetPluginInfo, capabilities), before any scenario ran"))
-		}
-		if errors.As(err, &ue) {
-			return withCode(exitEnvironment, err)
-		}
-		return withCode(exitFailed, err)
+		return err
 	}
 	obj, err := o.csiDriverFor(info.Name)
 	if err != nil {
@@ -281,6 +274,23 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
 	return o.finish(rep, p, root)
+}
+
+// probe asks the driver what it is and does, before any scenario; an
+// unreachable driver is the environment's fault, an interrupt the user's.
+func (o *conformanceOptions) probe(ctx context.Context, dialer *csiclient.Dialer, trace *csiclient.Trace) (*conformance.DriverInfo, error) {
+	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: trace}, o.Timeout)
+	if err == nil {
+		return info, nil
+	}
+	var ue *conformance.UnreachableError
+	switch {
+	case ctx.Err() != nil:
+		return nil, withCode(exitInterrupted, errors.New("interrupted while probing the driver (GetPluginInfo, capabilities), before any scenario ran"))
+	case errors.As(err, &ue):
+		return nil, withCode(exitEnvironment, err)
+	}
+	return nil, withCode(exitFailed, err)
 }
 
 // finish writes the JUnit file and prints the summary, and gives the
