@@ -131,6 +131,12 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 	return vr
 }
 
+// operationContext is createCSIOperationContext: one timeout shared by all
+// the calls of one kubelet operation, which the operations made here take.
+func (k *Kubelet) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.cfg.Timeout)
+}
+
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
 func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.paths.PodDir(string(pod.UID))

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -34,32 +33,6 @@ type csiPlugin struct {
 	// sentTokens are the tokens last sent per pod volume, to tell a
 	// republish that renews them.
 	sentTokens *tokenRecord
-}
-
-// operationContext is createCSIOperationContext: one timeout shared by all
-// the calls of one kubelet operation.
-func (k *csiPlugin) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.cfg.Timeout)
-}
-
-// csiDrivers is the plugin's list of registered CSI drivers (csiDrivers in
-// csi_plugin.go).
-type csiDrivers struct {
-	mu         sync.Mutex
-	registered map[string]*Registration
-}
-
-func (d *csiDrivers) registration(driver string) (*Registration, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r, ok := d.registered[driver]
-	return r, ok
-}
-
-func (d *csiDrivers) register(r *Registration) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.registered[r.DriverName] = r
 }
 
 // tokenRecord holds the tokens value last sent for each pod volume.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
@@ -137,4 +138,24 @@ func (k *csiPlugin) driverRegistered(driver string) error {
 		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
 	}
 	return nil
+}
+
+// csiDrivers is the plugin's list of registered CSI drivers (csiDrivers in
+// csi_plugin.go).
+type csiDrivers struct {
+	mu         sync.Mutex
+	registered map[string]*Registration
+}
+
+func (d *csiDrivers) registration(driver string) (*Registration, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.registered[driver]
+	return r, ok
+}
+
+func (d *csiDrivers) register(r *Registration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.registered[r.DriverName] = r
 }
