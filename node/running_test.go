@@ -54,12 +54,12 @@ func TestRunPod(t *testing.T) {
 	e.drv.ClearCalls()
 	var rep RunningReport
 	sched := RunningSchedule{RepublishPeriod: 40 * time.Millisecond, StatsPeriod: 40 * time.Millisecond}
-	e.k.RunPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
+	e.k.runPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
 	if len(e.drv.Calls()) != 0 {
 		t.Fatalf("RunPod for 0: calls %q", seq(e.drv.Calls()))
 	}
 	e.drv.FailNext("NodePublishVolume", codes.Internal, 1)
-	e.k.RunPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
+	e.k.runPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
 	got := rep.Snapshot()
 	// The first sync is the early one of PLEGOnDemandRelist (1.37): at once.
 	if !got.Republish || got.FirstSync != 0 || got.Syncs < 2 || got.Stats < 1 {
@@ -82,7 +82,7 @@ func TestRunPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	e.k.RunPod(ctx, e.pod("app-1"), -1, sched, &rep)
+	e.k.runPod(ctx, e.pod("app-1"), -1, sched, &rep)
 	if time.Since(start) > 2*time.Second {
 		t.Errorf("RunPod(-1) did not end with its context")
 	}
@@ -119,7 +119,7 @@ func TestRunPodEarlySync(t *testing.T) {
 			e.mountOK("app-1")
 			e.drv.ClearCalls()
 			var rep RunningReport
-			e.k.RunPod(context.Background(), e.pod("app-1"), 3*time.Second, RunningSchedule{SyncFrequency: time.Hour}, &rep)
+			e.k.runPod(context.Background(), e.pod("app-1"), 3*time.Second, RunningSchedule{SyncFrequency: time.Hour}, &rep)
 			var pubs []string
 			for _, c := range e.drv.Calls() {
 				if c.Method == "NodePublishVolume" {
@@ -155,7 +155,7 @@ func TestRunPodFirstStatsRound(t *testing.T) {
 	e.mountOK("app-1")
 	e.drv.ClearCalls()
 	var rep RunningReport
-	e.k.RunPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, RunningSchedule{StatsPeriod: time.Second}, &rep)
+	e.k.runPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, RunningSchedule{StatsPeriod: time.Second}, &rep)
 	var first time.Time
 	for _, c := range e.trace.Calls() {
 		if c.Method == "NodeGetVolumeStats" {
