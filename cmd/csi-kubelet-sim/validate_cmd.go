@@ -35,6 +35,7 @@ type validateOptions struct {
 	Output         string
 	Endpoint       string
 	Timeout        time.Duration
+	APIServer      bool
 }
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
@@ -71,6 +72,7 @@ func newValidateCommand(s streams) *cobra.Command {
 	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one finding per line)")
 	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "also compare the objects with the driver on this socket")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each call to the driver")
+	fs.BoolVar(&o.APIServer, "apiserver", false, "also submit every object to a real kube-apiserver (server-side dry run) and print its verdict beside validate's")
 	markFilenameFlag(c)
 	return c
 }
@@ -93,8 +95,15 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
 	}
+	if err := o.checkAPIServerFlags(v); err != nil {
+		return err
+	}
 	defaults := gates.APIServerDefaults()
 	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
+	raws := &rawDocs{}
+	if o.APIServer {
+		loader.Raw = raws.add
+	}
 	c, loadErr := loader.Load(o.Filenames)
 	if c == nil {
 		return withCode(exitUsage, loadErr)
@@ -107,9 +116,16 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	findings := p.problems(loadErr)
 	findings = append(findings, p.locate(objectFindings(c, defaults))...)
 	findings = append(findings, p.locate(classFindings(c))...)
+	findings = append(findings, p.locate(requiredFindings(c))...)
 	findings = append(findings, p.references()...)
 	findings = append(findings, p.locate(webhooks)...)
 	findings = dropValid(findings)
+	var apiErr error
+	if o.APIServer {
+		api, err := o.apiServerFindings(ctx, p, raws)
+		apiErr = err
+		findings = append(findings, api...)
+	}
 	p.sort(findings)
 	if len(findings) == 0 {
 		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
@@ -127,12 +143,18 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	// reached; invalid objects then decide the exit code, else the driver.
 	printFindings(s.Out, o.Output, findings)
 	exit := validateExit(findings)
-	if liveErr != nil {
-		if ee := (*exitError)(nil); errors.As(exit, &ee) && ee.code == exitUsage {
-			fmt.Fprintf(s.Err, "warning: not compared with the driver: %v\n", liveErr)
-			return exit
+	for _, e := range []struct {
+		err  error
+		what string
+	}{{apiErr, "not judged by the API server"}, {liveErr, "not compared with the driver"}} {
+		if e.err == nil {
+			continue
 		}
-		return liveErr
+		if ee := (*exitError)(nil); errors.As(exit, &ee) && ee.code == exitUsage && exitCode(e.err) != exitInterrupted {
+			fmt.Fprintf(s.Err, "warning: %s: %v\n", e.what, e.err)
+			continue
+		}
+		return e.err
 	}
 	return exit
 }
@@ -146,10 +168,12 @@ func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding
 		for _, e := range errs {
 			out = append(out, finding{src, obj, "error", e})
 		}
-		for _, w := range manifests.CSIDriverWarnings(d, defaults) {
-			out = append(out, finding{src, obj, "warning", w})
-		}
 		if len(errs) == 0 {
+			// The API server warns only of objects it accepts
+			// (rest.BeforeCreate: WarningsOnCreate after Validate).
+			for _, w := range manifests.CSIDriverWarnings(d, defaults) {
+				out = append(out, finding{src, obj, "warning", w})
+			}
 			out = append(out, finding{src, obj, "info", "valid; after defaulting: " + csiDriverSummary(d)})
 		}
 	}
@@ -270,18 +294,24 @@ func printFindings(w io.Writer, output string, fs []located) {
 }
 
 func validateExit(fs []located) error {
-	var errs, mismatches int
+	var errs, refusals, mismatches int
 	for _, f := range fs {
-		switch f.Severity {
-		case "error":
+		switch {
+		case f.Severity == "error" && strings.HasPrefix(f.Message, apiServerPrefix):
+			refusals++
+		case f.Severity == "error":
 			errs++
-		case "mismatch":
+		case f.Severity == "mismatch":
 			mismatches++
 		}
 	}
 	switch {
+	case errs > 0 && refusals > 0:
+		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input; %d refusal(s) of the API server", errs, refusals))
 	case errs > 0:
 		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input", errs))
+	case refusals > 0:
+		return withCode(exitUsage, fmt.Errorf("the API server refuses what validate accepts: %d refusal(s)", refusals))
 	case mismatches > 0:
 		return withCode(exitFailed, fmt.Errorf("%d mismatch(es) with the live driver", mismatches))
 	}
