@@ -40,6 +40,7 @@ type commonOptions struct {
 	VolumeHandle   string
 	serviceAccountOptions
 	admission admissionOptions
+	live      liveOptions
 
 	release       node.Release
 	cluster       *manifests.Cluster
@@ -72,6 +73,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
 	o.serviceAccountOptions.addFlags(fs)
 	o.admission.addFlags(fs)
+	o.live.addFlags(fs)
 }
 
 // complete checks the flags and loads the manifests, then runs the
@@ -95,6 +97,10 @@ func (o *commonOptions) complete(ctx context.Context, s streams, warn func(strin
 	if o.Timeout <= 0 {
 		return withCode(exitUsage, errors.New("--timeout must be positive"))
 	}
+	if err := o.live.check(o.Filenames); err != nil {
+		return err
+	}
+	o.live.nodeGiven = o.NodeName != ""
 	if o.NodeName == "" {
 		if o.NodeName, err = os.Hostname(); err != nil {
 			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
@@ -113,11 +119,8 @@ func (o *commonOptions) complete(ctx context.Context, s streams, warn func(strin
 		Warn:      warn,
 		Recursive: o.Recursive,
 	}
-	c, err := loader.Load(o.Filenames)
+	c, err := o.loadInput(ctx, loader, warn)
 	if err != nil {
-		return withCode(exitUsage, loader.WithReferences(c, err))
-	}
-	if err := judgeInput(c, o.Filenames); err != nil {
 		return err
 	}
 	o.cluster = c
@@ -130,6 +133,18 @@ func (o *commonOptions) complete(ctx context.Context, s streams, warn func(strin
 		c.ExpandPersistentVolumes(size)
 	}
 	return o.admission.run(ctx, c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
+}
+
+// loadInput reads the manifests, or with --pod the pod from its cluster.
+func (o *commonOptions) loadInput(ctx context.Context, loader *manifests.Loader, warn func(string)) (*manifests.Cluster, error) {
+	if o.live.Pod != "" {
+		return o.loadLive(ctx, warn)
+	}
+	c, err := loader.Load(o.Filenames)
+	if err != nil {
+		return nil, withCode(exitUsage, loader.WithReferences(c, err))
+	}
+	return c, judgeInput(c, o.Filenames)
 }
 
 // prepareRootDir makes the root dir. It returns the directories it

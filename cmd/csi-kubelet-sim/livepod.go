@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/livecluster"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// --kubeconfig FILE --pod NAMESPACE/NAME: the input is read from a running
+// cluster instead of files: the pod and what its volumes make a kubelet
+// read (livecluster.Read, gets only), replayed against the local driver
+// as if they had been the manifests (same objects, UIDs kept). "Why did
+// this pod's mount fail?" answered on a laptop.
+
+// liveOptions are the flags of a replay.
+type liveOptions struct {
+	Kubeconfig string
+	Pod        string
+	// nodeGiven: --node-name was given; else the pod's node is the
+	// simulated kubelet's (its VolumeAttachments are named after it).
+	nodeGiven bool
+}
+
+func (l *liveOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "with --pod: the kubeconfig of the cluster to read the pod from (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&l.Pod, "pod", "", "replay this pod of a running cluster, NAMESPACE/NAME (NAME: the kubeconfig context's namespace): it and what its volumes reference are read, read-only, instead of -f")
+}
+
+// check refuses what cannot be combined.
+func (l *liveOptions) check(files []string) error {
+	switch {
+	case l.Pod == "" && l.Kubeconfig != "":
+		return withCode(exitUsage, errors.New("--kubeconfig reads a pod from a cluster: give --pod NAMESPACE/NAME"))
+	case l.Pod != "" && len(files) > 0:
+		return withCode(exitUsage, fmt.Errorf("--pod reads the input from the cluster: drop -f and the file arguments (%s)", strings.Join(files, ", ")))
+	}
+	return nil
+}
+
+// clientConfig loads the kubeconfig as kubectl does, and the namespace of
+// its context for a --pod without one.
+func (l *liveOptions) clientConfig() (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if l.Kubeconfig != "" {
+		if _, err := os.Stat(l.Kubeconfig); err != nil {
+			return nil, "", withCode(exitUsage, fmt.Errorf("--kubeconfig: %w", err))
+		}
+		rules.ExplicitPath = l.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", withCode(exitUsage, fmt.Errorf("--kubeconfig %s: %w", l.describe(), err))
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", withCode(exitUsage, fmt.Errorf("--kubeconfig %s: %w", l.describe(), err))
+	}
+	cfg.UserAgent = "csi-kubelet-sim"
+	return cfg, ns, nil
+}
+
+func (l *liveOptions) describe() string {
+	if l.Kubeconfig != "" {
+		return l.Kubeconfig
+	}
+	return "(default: $KUBECONFIG, ~/.kube/config)"
+}
+
+// loadLive reads the pod and builds the cluster the run sees: each object
+// defaulted and judged as a manifest would be; what is missing is warned
+// about (the kubelet then fails where a real one fails).
+func (o *commonOptions) loadLive(ctx context.Context, warn func(string)) (*manifests.Cluster, error) {
+	cfg, defNS, err := o.live.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	ns, name, ok := strings.Cut(o.live.Pod, "/")
+	if !ok {
+		ns, name = defNS, o.live.Pod
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", o.live.Pod))
+	}
+	nodeName := ""
+	if o.live.nodeGiven {
+		nodeName = o.NodeName
+	}
+	got, err := livecluster.Read(ctx, cfg, ns, name, nodeName)
+	if err != nil {
+		return nil, liveError(ctx, err)
+	}
+	if !o.live.nodeGiven && got.Pod.Spec.NodeName != "" {
+		o.NodeName = got.Pod.Spec.NodeName
+	}
+	defaults := o.release.APIServerDefaults()
+	c := manifests.New()
+	for _, obj := range got.Objects {
+		src := manifests.Source{File: "cluster " + cfg.Host + ": " + manifests.ObjectName(obj)}
+		if err := defaults.Apply(obj); err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
+		}
+		if err := manifests.Validate(obj, defaults); err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
+		}
+		if err := c.Add(obj, src); err != nil {
+			return nil, withCode(exitUsage, err)
+		}
+	}
+	for _, m := range got.Missing {
+		warn(fmt.Sprintf("%s (named by %s) is not in the cluster at %s: %s; the kubelet goes on without it, as a real one would", m.Object, m.By, cfg.Host, m.Reason))
+	}
+	return c, nil
+}
+
+// liveError: the pod not readable is bad input (2), the cluster not
+// answering the environment (3).
+func liveError(ctx context.Context, err error) error {
+	var nr *livecluster.NotReadError
+	var un *livecluster.UnreachableError
+	switch {
+	case ctx.Err() != nil:
+		return withCode(exitInterrupted, errors.New("interrupted while reading the pod from the cluster; nothing was run"))
+	case errors.As(err, &nr):
+		return withCode(exitUsage, fmt.Errorf("--pod: %w", err))
+	case errors.As(err, &un):
+		return withCode(exitEnvironment, fmt.Errorf("--pod: %w", err))
+	}
+	return withCode(exitEnvironment, fmt.Errorf("--pod: %w", err))
+}
