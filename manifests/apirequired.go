@@ -16,8 +16,8 @@ import (
 // (pkg/apis/core/validation: ValidatePersistentVolumeSpec,
 // ValidatePersistentVolumeClaimSpec, ValidatePodSpec, ValidateSecret;
 // pkg/apis/storage/validation: ValidateVolumeAttachment), worded as the API
-// server words them. Found by validate's differential check against the
-// real API server.
+// server words them (docs/kubelet.md §14.4). Found by validate's
+// differential check against the real API server.
 func APIServerErrors(obj any) []string {
 	var errs field.ErrorList
 	switch o := obj.(type) {

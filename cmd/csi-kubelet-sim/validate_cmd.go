@@ -43,12 +43,18 @@ defaulted and validated (field paths and messages as the API server gives
 them, and its warnings), the driver names of PersistentVolumes and inline
 volumes, and whether an inline volume's driver allows Ephemeral. With
 --endpoint, the CSIDriver objects are also compared with the live driver.
+With --apiserver, a real kube-apiserver (the helper csi-kubelet-sim-apiserver)
+judges every object too, with a server-side dry run, and its verdict is
+printed beside validate's ("API server: ...").
 
 Every file is judged: -f, and the arguments (so validate -f *.yaml checks all
 the shell finds). An input with nothing to judge exits 2.`
 
 const validateExample = `  # every manifest of a directory tree
   csi-kubelet-sim validate -R -f deploy/
+
+  # and what the real API server says of each object (CRDs first)
+  csi-kubelet-sim validate -f deploy/ --apiserver
 
   # the objects, and the driver they are for
   csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
