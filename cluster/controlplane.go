@@ -53,8 +53,12 @@ type ControlPlane struct {
 	Admin, Kubelet *rest.Config
 	StartUp        time.Duration
 
-	helper *process
+	helper     *process
+	driverCert [2]string
 }
+
+// DriverAdmin is the driver's user name when it is cluster-admin.
+const DriverAdmin = "csi-kubelet-sim-driver"
 
 // StartError is a control plane that did not come up: the helper or etcd
 // exited, or /readyz never answered. An environment problem (exit 3).
@@ -119,6 +123,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	cp.Log, cp.EtcdLog = filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "etcd.log")
 	cp.Admin = clientConfig(cp.URL, files.ca, files.admin)
 	cp.Kubelet = clientConfig(cp.URL, files.ca, files.kubelet)
+	cp.driverCert = files.driver
 	args := append([]string{"--etcd", etcdBin, "--etcd-data-dir", filepath.Join(dir, "etcd"), "--etcd-log", cp.EtcdLog,
 		"--etcd-client-port", strconv.Itoa(ports[0]), "--etcd-peer-port", strconv.Itoa(ports[1]), "--"},
 		apiserverArgs(cfg, files, ports, cp.AuditLog)...)
@@ -135,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 // files are the paths writeFiles made.
 type files struct {
 	ca, saKey, saPub, serving, servingKey, policy string
-	admin, kubelet                                [2]string // cert, key
+	admin, kubelet, driver                        [2]string // cert, key
 }
 
 func writeFiles(dir string, cfg Config) (files, error) {
@@ -163,6 +168,9 @@ func writeFiles(dir string, cfg Config) (files, error) {
 	}{
 		{"admin", "csi-kubelet-sim", []string{"system:masters"}, &f.admin},
 		{"kubelet", "system:node:" + cfg.NodeName, []string{"system:nodes"}, &f.kubelet},
+		// The driver's when the input gives it no ServiceAccount: an admin
+		// of its own name, so the audit log tells its requests apart.
+		{"driver", DriverAdmin, []string{"system:masters"}, &f.driver},
 	} {
 		kp, err := ca.client(c.user, c.groups...)
 		if err != nil {

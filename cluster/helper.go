@@ -12,6 +12,10 @@ import (
 	"path/filepath"
 )
 
+// KubeVersion is the release of the helper's kube-apiserver (its module's
+// k8s.io/kubernetes).
+const KubeVersion = "v1.37.2"
+
 // HelperName is the control plane helper's executable.
 const HelperName = "csi-kubelet-sim-apiserver"
 
