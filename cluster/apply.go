@@ -70,6 +70,8 @@ func apiMessage(err error) string {
 type Applied struct {
 	Objects []*unstructured.Unstructured
 	Notes   []string
+	// Warnings are the API server's warnings on the input's objects.
+	Warnings []string
 }
 
 // ApplyOptions tune Apply.
@@ -104,6 +106,9 @@ func (cp *ControlPlane) Apply(ctx context.Context, docs []Document, opts ApplyOp
 			return out, err
 		}
 		out.Objects = append(out.Objects, created)
+		for _, w := range cp.Warnings.Take() {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s %s: %s", d.Source, d.Obj.GetKind(), objName(d.Obj), w))
+		}
 	}
 	return out, nil
 }

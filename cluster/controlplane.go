@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -52,6 +53,9 @@ type ControlPlane struct {
 	// kubelet's client certificate.
 	Admin, Kubelet *rest.Config
 	StartUp        time.Duration
+	// Warnings are the API server's warnings to Admin's and Kubelet's
+	// clients.
+	Warnings *Warnings
 
 	helper     *process
 	driverCert [2]string
@@ -121,8 +125,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	cp.CAFile, cp.AuditLog = files.ca, filepath.Join(dir, "audit.log")
 	cp.Log, cp.EtcdLog = filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "etcd.log")
-	cp.Admin = clientConfig(cp.URL, files.ca, files.admin)
-	cp.Kubelet = clientConfig(cp.URL, files.ca, files.kubelet)
+	cp.Warnings = &Warnings{}
+	cp.Admin = clientConfig(cp.URL, files.ca, files.admin, cp.Warnings)
+	cp.Kubelet = clientConfig(cp.URL, files.ca, files.kubelet, cp.Warnings)
 	cp.driverCert = files.driver
 	args := append([]string{"--etcd", etcdBin, "--etcd-data-dir", filepath.Join(dir, "etcd"), "--etcd-log", cp.EtcdLog,
 		"--etcd-client-port", strconv.Itoa(ports[0]), "--etcd-peer-port", strconv.Itoa(ports[1]), "--"},
@@ -230,9 +235,42 @@ func apiserverArgs(cfg Config, f files, ports []int, audit string) []string {
 	return args
 }
 
-func clientConfig(url, ca string, pair [2]string) *rest.Config {
+func clientConfig(url, ca string, pair [2]string, warnings *Warnings) *rest.Config {
 	return &rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{CAFile: ca, CertFile: pair[0], KeyFile: pair[1]},
-		QPS: 200, Burst: 400, UserAgent: "csi-kubelet-sim"}
+		QPS: 200, Burst: 400, UserAgent: "csi-kubelet-sim", WarningHandler: warnings}
+}
+
+// Warnings collects the API server's warnings to the simulator's clients
+// (client-go would log them to stderr), for the trace.
+type Warnings struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	list []string
+}
+
+// HandleWarningHeader keeps each warning once.
+func (w *Warnings) HandleWarningHeader(code int, agent, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	if !w.seen[text] {
+		w.seen[text] = true
+		w.list = append(w.list, text)
+	}
+}
+
+// Take returns the warnings not taken yet.
+func (w *Warnings) Take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.list
+	w.list = nil
+	return out
 }
 
 // freePorts picks n free ports on loopback. Another process can take one

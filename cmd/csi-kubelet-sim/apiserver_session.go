@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
@@ -25,6 +26,9 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	for _, n := range o.applied.Notes {
 		ss.announce("API server: " + n)
 	}
+	for _, w := range o.applied.Warnings {
+		ss.announce("API server warning: " + w)
+	}
 	ss.announce(fmt.Sprintf("API server: %d input objects created through the API; the kubelet reads them back (server-set UIDs)", len(o.applied.Objects)))
 	ss.announce(fmt.Sprintf("API server: the driver's kubeconfig is %s, as %s: %s", o.identity.Kubeconfig, o.identity.User, o.identity.Why))
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -36,7 +40,7 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	apiCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "API server"})
 	o.node = &cluster.NodeSide{CP: o.cp, Inner: plan.Controller, NodeName: ss.opts.NodeName,
 		Note:    func(s string) { ss.trace.Note(apiCtx, false, s) },
-		Created: o.tail.Requests,
+		Created: func() []cluster.Request { o.tail.Poll(); return o.tail.Requests() },
 		Done:    o.stop,
 	}
 	plan.Controller = o.node
@@ -120,4 +124,28 @@ func (o *apiserverOptions) summary(ss *session) {
 		return
 	}
 	ss.text.Printf("; it created or changed: %s\n", strings.Join(changed, ", "))
+}
+
+// driverConn is the driver's connection with the audit log read after
+// every call, before the kubelet records it: the driver's API requests
+// made while it handled a call are printed before the call's line.
+type driverConn struct {
+	grpc.ClientConnInterface
+	o *apiserverOptions
+}
+
+func (c driverConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	if c.o.tail != nil {
+		c.o.tail.Poll()
+	}
+	return err
+}
+
+// conn wraps the driver's connection when the mode is on.
+func (o *apiserverOptions) conn(c grpc.ClientConnInterface) grpc.ClientConnInterface {
+	if !o.Enabled {
+		return c
+	}
+	return driverConn{ClientConnInterface: c, o: o}
 }

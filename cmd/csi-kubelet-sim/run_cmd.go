@@ -104,7 +104,7 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 		return err
 	}
 	defer o.apiserver.stop()
-	ss := newSession("run", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, false, createdDirs)
+	ss := newSession("run", &o.commonOptions, s, o.apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
 	if o.ServeOIDC != "" {
 		octx, stop := context.WithCancel(ctx)
 		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
