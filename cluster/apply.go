@@ -2,46 +2,21 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/restmapper"
 )
 
 // Document is one input object on its way to the API, with where it was
 // read (file:line) for messages.
 type Document struct {
 	Source string
-	Obj    *unstructured.Unstructured
-}
-
-// FromTyped makes a Document of an object of client-go's scheme.
-func FromTyped(obj runtime.Object, source string) (Document, error) {
-	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
-	if err != nil || len(gvks) == 0 {
-		return Document{}, fmt.Errorf("%s: kind of %T: %v", source, obj, err)
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return Document{}, fmt.Errorf("%s: %w", source, err)
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(gvks[0])
-	return Document{Source: source, Obj: u}, nil
+	Obj    Object
 }
 
 // RefusedError is an object the API server refused (its validation, an
@@ -52,23 +27,15 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%s: the API server refused %s %s: %s", e.Source, e.Kind, e.Name, apiMessage(e.Err))
+	return fmt.Sprintf("%s: the API server refused %s %s: %s", e.Source, e.Kind, e.Name, e.Err)
 }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-func apiMessage(err error) string {
-	var st apierrors.APIStatus
-	if errors.As(err, &st) && st.Status().Message != "" {
-		return st.Status().Message
-	}
-	return err.Error()
-}
-
 // Applied is what Apply made: the objects as the API server returned
-// them (server-set UIDs, defaults, the webhooks' changes), in the input's
-// order, and what it made that the input lacked.
+// them (server-set UIDs, defaults, the webhooks' changes), in the order
+// created, and what it made that the input lacked.
 type Applied struct {
-	Objects []*unstructured.Unstructured
+	Objects []Object
 	Notes   []string
 	// Warnings are the API server's warnings on the input's objects.
 	Warnings []string
@@ -88,10 +55,10 @@ type ApplyOptions struct {
 // kube-controller-manager would add (a namespace's default ServiceAccount
 // and its kube-root-ca.crt ConfigMap) is made too, and named in Notes.
 func (cp *ControlPlane) Apply(ctx context.Context, docs []Document, opts ApplyOptions) (*Applied, error) {
-	a, err := newApplier(cp, opts)
-	if err != nil {
-		return nil, err
+	if opts.EstablishWait <= 0 {
+		opts.EstablishWait = 30 * time.Second
 	}
+	a := &applier{cp: cp, c: cp.admin, opts: opts, mapper: &mapper{c: cp.admin}}
 	sorted := append([]Document(nil), docs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return rank(sorted[i].Obj) < rank(sorted[j].Obj) })
 	out := &Applied{}
@@ -107,58 +74,37 @@ func (cp *ControlPlane) Apply(ctx context.Context, docs []Document, opts ApplyOp
 		}
 		out.Objects = append(out.Objects, created)
 		for _, w := range cp.Warnings.Take() {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s %s: %s", d.Source, d.Obj.GetKind(), objName(d.Obj), w))
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s: %s", d.Source, d.Obj, w))
 		}
 	}
 	return out, nil
 }
 
 // rank orders the kinds.
-func rank(u *unstructured.Unstructured) int {
-	gvk := u.GroupVersionKind()
+func rank(o Object) int {
+	g, k := o.Group(), o.Kind()
 	switch {
-	case gvk.Group == "apiextensions.k8s.io":
+	case g == "apiextensions.k8s.io":
 		return 0
-	case gvk.Group == "" && gvk.Kind == "Namespace":
+	case g == "" && k == "Namespace":
 		return 1
-	case gvk.Group == "" && gvk.Kind == "ServiceAccount", gvk.Group == "rbac.authorization.k8s.io":
+	case g == "" && k == "ServiceAccount", g == "rbac.authorization.k8s.io":
 		return 2
-	case gvk.Group == "admissionregistration.k8s.io":
+	case g == "admissionregistration.k8s.io":
 		return 3
-	case gvk.Group == "" && gvk.Kind == "Pod":
+	case g == "" && k == "Pod":
 		return 5
 	}
 	return 4
 }
 
 type applier struct {
-	cp      *ControlPlane
-	opts    ApplyOptions
-	client  kubernetes.Interface
-	dynamic dynamic.Interface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
-	crds    []*unstructured.Unstructured
-	nsDone  bool
-}
-
-func newApplier(cp *ControlPlane, opts ApplyOptions) (*applier, error) {
-	if opts.EstablishWait <= 0 {
-		opts.EstablishWait = 30 * time.Second
-	}
-	client, err := kubernetes.NewForConfig(cp.Admin)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cp.Admin)
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cp.Admin)
-	if err != nil {
-		return nil, err
-	}
-	return &applier{cp: cp, opts: opts, client: client, dynamic: dyn,
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+	cp     *ControlPlane
+	c      *client
+	opts   ApplyOptions
+	mapper *mapper
+	crds   []string
+	nsDone bool
 }
 
 // beforeRank runs when the objects of a new rank start: after the CRDs,
@@ -170,7 +116,7 @@ func (a *applier) beforeRank(ctx context.Context, r int, docs []Document, out *A
 			return err
 		}
 		a.crds = nil
-		a.mapper.Reset()
+		a.mapper.reset()
 	}
 	if r >= 2 && !a.nsDone {
 		a.nsDone = true
@@ -181,66 +127,125 @@ func (a *applier) beforeRank(ctx context.Context, r int, docs []Document, out *A
 	return nil
 }
 
-func (a *applier) create(ctx context.Context, d Document) (*unstructured.Unstructured, error) {
-	u := d.Obj.DeepCopy()
-	gvk := u.GroupVersionKind()
-	name := objName(u)
-	mapping, err := a.mapping(ctx, gvk)
-	if err != nil {
-		return nil, &RefusedError{Source: d.Source, Kind: gvk.Kind, Name: name, Err: err}
+func (a *applier) create(ctx context.Context, d Document) (Object, error) {
+	o := d.Obj
+	refused := func(err error) error {
+		return &RefusedError{Source: d.Source, Kind: o.Kind(), Name: o.Key(), Err: err}
 	}
-	if gvk.Group == "" && gvk.Kind == "Pod" {
-		if n, _, _ := unstructured.NestedString(u.Object, "spec", "nodeName"); n == "" && a.opts.NodeName != "" {
-			_ = unstructured.SetNestedField(u.Object, a.opts.NodeName, "spec", "nodeName")
+	res, err := a.mapper.resource(ctx, o.APIVersion(), o.Kind())
+	if err != nil {
+		return nil, refused(err)
+	}
+	send := Object{}
+	for k, v := range o {
+		send[k] = v
+	}
+	send["metadata"] = copyMap(o.meta())
+	if o.Group() == "" && o.Kind() == "Pod" {
+		if spec, ok := send["spec"].(map[string]any); ok && spec["nodeName"] == nil && a.opts.NodeName != "" {
+			spec = copyMap(spec)
+			spec["nodeName"] = a.opts.NodeName
+			send["spec"] = spec
 		}
 	}
-	var ri dynamic.ResourceInterface = a.dynamic.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if u.GetNamespace() == "" {
-			u.SetNamespace(corev1.NamespaceDefault)
-		}
-		ri = a.dynamic.Resource(mapping.Resource).Namespace(u.GetNamespace())
+	if res.namespaced && send.Namespace() == "" {
+		send.setNamespace("default")
 	}
-	status, hasStatus := u.Object["status"]
-	created, err := ri.Create(ctx, u, metav1.CreateOptions{FieldManager: "csi-kubelet-sim"})
-	if err != nil {
-		return nil, &RefusedError{Source: d.Source, Kind: gvk.Kind, Name: name, Err: err}
+	var created Object
+	if err := a.c.do(ctx, http.MethodPost, res.collection(send.Namespace())+"?fieldManager=csi-kubelet-sim", send, &created); err != nil {
+		return nil, refused(err)
 	}
 	// The status of a claim and of a volume (Bound) is the PV
 	// controller's, which does not run here: the input's is written.
-	if hasStatus && gvk.Group == "" && (gvk.Kind == "PersistentVolume" || gvk.Kind == "PersistentVolumeClaim") {
-		created.Object["status"] = status
-		if created, err = ri.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "csi-kubelet-sim"}); err != nil {
-			return nil, &RefusedError{Source: d.Source, Kind: gvk.Kind, Name: name + " (status)", Err: err}
+	if st, ok := o["status"]; ok && o.Group() == "" && (o.Kind() == "PersistentVolume" || o.Kind() == "PersistentVolumeClaim") {
+		created["status"] = st
+		path := res.collection(created.Namespace()) + "/" + url.PathEscape(created.Name()) + "/status"
+		if err := a.c.do(ctx, http.MethodPut, path, created, &created); err != nil {
+			return nil, &RefusedError{Source: d.Source, Kind: o.Kind(), Name: o.Key() + " (status)", Err: err}
 		}
 	}
-	if gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition" {
-		a.crds = append(a.crds, created)
+	if o.Group() == "apiextensions.k8s.io" && o.Kind() == "CustomResourceDefinition" {
+		a.crds = append(a.crds, created.Name())
 	}
 	return created, nil
 }
 
-// mapping finds the resource of a kind; a kind of a CRD just made can take
-// a moment to reach discovery.
-func (a *applier) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// mapper finds the resource of a kind from the API server's discovery, as
+// kubectl does.
+type mapper struct {
+	c     *client
+	lists map[string]*metav1.APIResourceList
+}
+
+type resource struct {
+	groupVersion, name string
+	namespaced         bool
+}
+
+// collection is the resource's path in a namespace ("" for a
+// cluster-scoped resource).
+func (r resource) collection(ns string) string {
+	p := "/apis/" + r.groupVersion
+	if !strings.Contains(r.groupVersion, "/") {
+		p = "/api/" + r.groupVersion
+	}
+	if r.namespaced {
+		p += "/namespaces/" + url.PathEscape(ns)
+	}
+	return p + "/" + r.name
+}
+
+func (m *mapper) reset() { m.lists = nil }
+
+// resource maps a kind; a kind of a CRD just made can take a moment to
+// reach discovery.
+func (m *mapper) resource(ctx context.Context, apiVersion, kind string) (resource, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err == nil || !meta.IsNoMatchError(err) || time.Now().After(deadline) {
-			return m, err
+		r, err := m.lookup(ctx, apiVersion, kind)
+		if err == nil || time.Now().After(deadline) {
+			return r, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return r, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		a.mapper.Reset()
+		delete(m.lists, apiVersion)
 	}
 }
 
-func objName(u *unstructured.Unstructured) string {
-	if u.GetNamespace() != "" {
-		return u.GetNamespace() + "/" + u.GetName()
+func (m *mapper) lookup(ctx context.Context, apiVersion, kind string) (resource, error) {
+	if m.lists == nil {
+		m.lists = map[string]*metav1.APIResourceList{}
 	}
-	return u.GetName()
+	list, ok := m.lists[apiVersion]
+	if !ok {
+		path := "/apis/" + apiVersion
+		if !strings.Contains(apiVersion, "/") {
+			path = "/api/" + apiVersion
+		}
+		list = &metav1.APIResourceList{}
+		if err := m.c.do(ctx, http.MethodGet, path, nil, list); err != nil {
+			if isNotFound(err) {
+				return resource{}, fmt.Errorf("no kind %s is served at %s (no such API group or version; a CustomResourceDefinition missing?)", kind, apiVersion)
+			}
+			return resource{}, err
+		}
+		m.lists[apiVersion] = list
+	}
+	for _, r := range list.APIResources {
+		if r.Kind == kind && !strings.Contains(r.Name, "/") {
+			return resource{groupVersion: apiVersion, name: r.Name, namespaced: r.Namespaced}, nil
+		}
+	}
+	return resource{}, fmt.Errorf("no kind %s is served at %s", kind, apiVersion)
 }

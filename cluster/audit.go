@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -45,6 +46,18 @@ func (r Request) Object() string {
 		return res + " -n " + r.Namespace
 	}
 	return res
+}
+
+// Path is the object's path on the API server.
+func (r Request) Path() string {
+	p := "/api/" + r.APIVersion
+	if r.APIGroup != "" {
+		p = "/apis/" + r.APIGroup + "/" + r.APIVersion
+	}
+	if r.Namespace != "" {
+		p += "/namespaces/" + url.PathEscape(r.Namespace)
+	}
+	return p + "/" + r.Resource + "/" + url.PathEscape(r.Name)
 }
 
 func (r Request) String() string {

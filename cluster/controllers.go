@@ -3,19 +3,18 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 
 // NotEstablishedError is a CRD the API server did not serve in time, or
 // whose names it refused: bad input, exit 2.
@@ -31,7 +30,7 @@ func (e *NotEstablishedError) Error() string {
 // whose names are not accepted never will be: that is reported at once.
 func (a *applier) waitEstablished(ctx context.Context) error {
 	for _, crd := range a.crds {
-		if err := a.waitOne(ctx, crd.GetName()); err != nil {
+		if err := a.waitOne(ctx, crd); err != nil {
 			return err
 		}
 	}
@@ -42,11 +41,11 @@ func (a *applier) waitOne(ctx context.Context, name string) error {
 	deadline := time.Now().Add(a.opts.EstablishWait)
 	last := "no conditions yet"
 	for {
-		u, err := a.dynamic.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		var crd Object
+		if err := a.c.do(ctx, http.MethodGet, crdPath+url.PathEscape(name), nil, &crd); err != nil {
 			return fmt.Errorf("CustomResourceDefinition %s: %w", name, err)
 		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		conds, _ := crd.nested("status", "conditions").([]any)
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
 			typ, status, msg := fmt.Sprint(m["type"]), fmt.Sprint(m["status"]), fmt.Sprint(m["message"])
@@ -84,12 +83,12 @@ func (a *applier) controllerObjects(ctx context.Context, docs []Document) ([]str
 	for _, d := range docs {
 		u := d.Obj
 		switch {
-		case u.GetKind() == "Namespace":
-			declared[u.GetName()] = true
-		case u.GetKind() == "ServiceAccount":
-			sas[nsOrDefault(u)+"/"+u.GetName()] = true
+		case u.Kind() == "Namespace":
+			declared[u.Name()] = true
+		case u.Kind() == "ServiceAccount":
+			sas[nsOrDefault(u)+"/"+u.Name()] = true
 		}
-		if u.GetKind() != "Namespace" && (u.GetNamespace() != "" || isNamespacedCore(u)) {
+		if u.Kind() != "Namespace" && (u.Namespace() != "" || isNamespacedCore(u)) {
 			used[nsOrDefault(u)] = true
 		}
 	}
@@ -126,16 +125,17 @@ func (a *applier) controllerObjects(ctx context.Context, docs []Document) ([]str
 // exists. These objects are the tool's: a refusal is an environment
 // problem, not the input's.
 func (a *applier) ensure(ctx context.Context, obj any) error {
-	var err error
+	var path string
 	switch o := obj.(type) {
 	case *corev1.Namespace:
-		_, err = a.client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		path = "/api/v1/namespaces"
 	case *corev1.ServiceAccount:
-		_, err = a.client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		path = "/api/v1/namespaces/" + url.PathEscape(o.Namespace) + "/serviceaccounts"
 	case *corev1.ConfigMap:
-		_, err = a.client.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		path = "/api/v1/namespaces/" + url.PathEscape(o.Namespace) + "/configmaps"
 	}
-	if apierrors.IsAlreadyExists(err) {
+	err := a.c.do(ctx, http.MethodPost, path, obj, nil)
+	if isAlreadyExists(err) {
 		return nil
 	}
 	if err != nil {
@@ -146,16 +146,16 @@ func (a *applier) ensure(ctx context.Context, obj any) error {
 
 // isNamespacedCore: the kinds the simulator reads that live in a namespace
 // even when the input names none (the default one).
-func isNamespacedCore(u *unstructured.Unstructured) bool {
-	switch u.GetKind() {
+func isNamespacedCore(u Object) bool {
+	switch u.Kind() {
 	case "Pod", "PersistentVolumeClaim", "Secret", "ServiceAccount", "ConfigMap":
-		return u.GetAPIVersion() == "v1"
+		return u.APIVersion() == "v1"
 	}
 	return false
 }
 
-func nsOrDefault(u *unstructured.Unstructured) string {
-	if ns := u.GetNamespace(); ns != "" {
+func nsOrDefault(u Object) string {
+	if ns := u.Namespace(); ns != "" {
 		return ns
 	}
 	return corev1.NamespaceDefault

@@ -1,22 +1,17 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"k8s.io/client-go/rest"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -51,14 +46,15 @@ type ControlPlane struct {
 	EtcdLog  string
 	// Admin is system:masters; Kubelet is system:node:<node>, as a
 	// kubelet's client certificate.
-	Admin, Kubelet *rest.Config
+	Admin, Kubelet Credential
 	StartUp        time.Duration
 	// Warnings are the API server's warnings to Admin's and Kubelet's
 	// clients.
 	Warnings *Warnings
 
-	helper     *process
-	driverCert [2]string
+	helper         *process
+	driverCert     [2]string
+	admin, kubelet *client
 }
 
 // DriverAdmin is the driver's user name when it is cluster-admin.
@@ -126,8 +122,14 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	cp.CAFile, cp.AuditLog = files.ca, filepath.Join(dir, "audit.log")
 	cp.Log, cp.EtcdLog = filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "etcd.log")
 	cp.Warnings = &Warnings{}
-	cp.Admin = clientConfig(cp.URL, files.ca, files.admin, cp.Warnings)
-	cp.Kubelet = clientConfig(cp.URL, files.ca, files.kubelet, cp.Warnings)
+	cp.Admin = Credential{Cert: files.admin[0], Key: files.admin[1]}
+	cp.Kubelet = Credential{Cert: files.kubelet[0], Key: files.kubelet[1]}
+	if cp.admin, err = newClient(cp.URL, files.ca, cp.Admin, cp.Warnings); err != nil {
+		return cp, err
+	}
+	if cp.kubelet, err = newClient(cp.URL, files.ca, cp.Kubelet, cp.Warnings); err != nil {
+		return cp, err
+	}
 	cp.driverCert = files.driver
 	args := append([]string{"--etcd", etcdBin, "--etcd-data-dir", filepath.Join(dir, "etcd"), "--etcd-log", cp.EtcdLog,
 		"--etcd-client-port", strconv.Itoa(ports[0]), "--etcd-peer-port", strconv.Itoa(ports[1]), "--"},
@@ -235,44 +237,6 @@ func apiserverArgs(cfg Config, f files, ports []int, audit string) []string {
 	return args
 }
 
-func clientConfig(url, ca string, pair [2]string, warnings *Warnings) *rest.Config {
-	return &rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{CAFile: ca, CertFile: pair[0], KeyFile: pair[1]},
-		QPS: 200, Burst: 400, UserAgent: "csi-kubelet-sim", WarningHandler: warnings}
-}
-
-// Warnings collects the API server's warnings to the simulator's clients
-// (client-go would log them to stderr), for the trace.
-type Warnings struct {
-	mu   sync.Mutex
-	seen map[string]bool
-	list []string
-}
-
-// HandleWarningHeader keeps each warning once.
-func (w *Warnings) HandleWarningHeader(code int, agent, text string) {
-	if code != 299 || text == "" {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.seen == nil {
-		w.seen = map[string]bool{}
-	}
-	if !w.seen[text] {
-		w.seen[text] = true
-		w.list = append(w.list, text)
-	}
-}
-
-// Take returns the warnings not taken yet.
-func (w *Warnings) Take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
-}
-
 // freePorts picks n free ports on loopback. Another process can take one
 // before the servers bind it: the server then fails to start, which is
 // reported, never mistaken for ours (readiness is checked with the run's
@@ -302,11 +266,6 @@ func (cp *ControlPlane) waitReady(ctx context.Context, wait time.Duration) error
 	if wait <= 0 {
 		wait = 60 * time.Second
 	}
-	hc, err := rest.HTTPClientFor(cp.Admin)
-	if err != nil {
-		return fmt.Errorf("client for the API server: %w", err)
-	}
-	hc.Timeout = 2 * time.Second
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -321,7 +280,10 @@ func (cp *ControlPlane) waitReady(ctx context.Context, wait time.Duration) error
 			return &StartError{What: fmt.Sprintf("/readyz did not answer ok in %s", wait), Log: cp.Log}
 		case <-tick.C:
 		}
-		if readyz(ctx, hc, cp.URL) {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := cp.admin.do(rctx, http.MethodGet, "/readyz", nil, nil)
+		cancel()
+		if err == nil {
 			return nil
 		}
 	}
@@ -339,18 +301,4 @@ func (cp *ControlPlane) Stop() {
 	if cp.Dir != "" {
 		_ = os.RemoveAll(cp.Dir)
 	}
-}
-
-func readyz(ctx context.Context, hc *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	return resp.StatusCode == http.StatusOK && bytes.Equal(bytes.TrimSpace(body), []byte("ok"))
 }

@@ -4,42 +4,45 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"sort"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 )
 
 // KubeletTokens answers the kubelet's TokenRequests with the API server's
 // TokenRequest API, with the kubelet's own credential (the Node
 // authorizer and NodeRestriction judge them as a real kubelet's).
-type KubeletTokens struct{ Client kubernetes.Interface }
+func (cp *ControlPlane) KubeletTokens() TokenAPI { return TokenAPI{c: cp.kubelet} }
+
+// TokenAPI is the TokenRequest API for one client.
+type TokenAPI struct{ c *client }
 
 // Token creates a token for the service account.
-func (k KubeletTokens) Token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
-	return k.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
-}
-
-// KubeletClient is a client with the kubelet's credential.
-func (cp *ControlPlane) KubeletClient() (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(cp.Kubelet)
+func (k TokenAPI) Token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	out := &authenticationv1.TokenRequest{}
+	send := req.DeepCopy()
+	send.APIVersion, send.Kind = "authentication.k8s.io/v1", "TokenRequest"
+	path := "/api/v1/namespaces/" + url.PathEscape(namespace) + "/serviceaccounts/" + url.PathEscape(sa) + "/token"
+	if err := k.c.do(ctx, http.MethodPost, path, send, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // RegisterNode creates the kubelet's Node, as the kubelet does on start.
-func (cp *ControlPlane) RegisterNode(ctx context.Context, name string, labels map[string]string) (*corev1.Node, error) {
-	c, err := cp.KubeletClient()
-	if err != nil {
-		return nil, err
-	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	created, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+func (cp *ControlPlane) RegisterNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	n.APIVersion, n.Kind = "v1", "Node"
+	created := &corev1.Node{}
+	err := cp.kubelet.do(ctx, http.MethodPost, "/api/v1/nodes", n, created)
+	if isAlreadyExists(err) {
+		err = cp.kubelet.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(name), nil, created)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("register Node %s: %w", name, err)
@@ -53,11 +56,11 @@ func (cp *ControlPlane) RegisterNode(ctx context.Context, name string, labels ma
 func DriverServiceAccount(docs []Document) (*types.NamespacedName, []string) {
 	seen := map[types.NamespacedName]bool{}
 	for _, d := range docs {
-		k := d.Obj.GetKind()
-		if d.Obj.GroupVersionKind().Group != "rbac.authorization.k8s.io" || (k != "RoleBinding" && k != "ClusterRoleBinding") {
+		k := d.Obj.Kind()
+		if d.Obj.Group() != "rbac.authorization.k8s.io" || (k != "RoleBinding" && k != "ClusterRoleBinding") {
 			continue
 		}
-		subjects, _ := d.Obj.Object["subjects"].([]any)
+		subjects, _ := d.Obj["subjects"].([]any)
 		for _, s := range subjects {
 			m, _ := s.(map[string]any)
 			if m["kind"] != "ServiceAccount" {
@@ -97,13 +100,9 @@ func (cp *ControlPlane) WriteDriverKubeconfig(ctx context.Context, path string, 
 	}
 	var user string
 	if sa != nil {
-		c, err := kubernetes.NewForConfig(cp.Admin)
-		if err != nil {
-			return id, err
-		}
 		day := int64(86400)
-		tr, err := c.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name,
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day}}, metav1.CreateOptions{})
+		tr, err := TokenAPI{c: cp.admin}.Token(ctx, sa.Namespace, sa.Name,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day}})
 		if err != nil {
 			return id, fmt.Errorf("a token for the driver's ServiceAccount %s: %w", sa, err)
 		}

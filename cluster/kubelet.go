@@ -4,15 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
@@ -28,8 +26,8 @@ type NodeSide struct {
 	NodeName string
 	// Note tells the trace what was written.
 	Note func(string)
-	// Created lists the objects the driver created, for the garbage
-	// collector (from the audit log).
+	// Created lists the driver's requests, for the garbage collector
+	// (from the audit log).
 	Created func() []Request
 	// Done runs at the end of Finish, once nothing needs the API server
 	// any more: the control plane stops there, before the kubelet gives
@@ -62,22 +60,19 @@ func (n *NodeSide) Prepare(ctx context.Context, reg *node.Registration, pods []*
 	if reg == nil {
 		return nil
 	}
-	c, err := n.CP.KubeletClient()
-	if err != nil {
-		return err
-	}
-	if err := n.labelNode(ctx, c, reg); err != nil {
+	if err := n.labelNode(ctx, reg); err != nil {
 		return err
 	}
 	csiNode := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: n.NodeName}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{reg.CSINodeDriver}}}
-	if _, err := c.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	csiNode.APIVersion, csiNode.Kind = "storage.k8s.io/v1", "CSINode"
+	if err := n.CP.kubelet.do(ctx, http.MethodPost, "/apis/storage.k8s.io/v1/csinodes", csiNode, nil); err != nil && !isAlreadyExists(err) {
 		return fmt.Errorf("API server: CSINode %s: %w", n.NodeName, err)
 	}
 	n.note("wrote CSINode %s (driver %s, node ID %s, topology keys %v)", n.NodeName, reg.DriverName, reg.NodeID, reg.CSINodeDriver.TopologyKeys)
 	return nil
 }
 
-func (n *NodeSide) labelNode(ctx context.Context, c kubernetes.Interface, reg *node.Registration) error {
+func (n *NodeSide) labelNode(ctx context.Context, reg *node.Registration) error {
 	meta := map[string]any{}
 	if len(reg.NodeLabels) > 0 {
 		meta["labels"] = reg.NodeLabels
@@ -88,8 +83,8 @@ func (n *NodeSide) labelNode(ctx context.Context, c kubernetes.Interface, reg *n
 	if len(meta) == 0 {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": meta})
-	if _, err := c.CoreV1().Nodes().Patch(ctx, n.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	patch := map[string]any{"metadata": meta}
+	if err := n.CP.kubelet.do(ctx, http.MethodPatch, "/api/v1/nodes/"+url.PathEscape(n.NodeName), patch, nil, "application/strategic-merge-patch+json"); err != nil {
 		return fmt.Errorf("API server: Node %s labels: %w", n.NodeName, err)
 	}
 	return nil
@@ -98,20 +93,16 @@ func (n *NodeSide) labelNode(ctx context.Context, c kubernetes.Interface, reg *n
 // PodRunning writes the pod's status as the kubelet does once its volumes
 // are mounted and its containers started.
 func (n *NodeSide) PodRunning(ctx context.Context, pod *corev1.Pod) error {
-	c, err := n.CP.KubeletClient()
-	if err != nil {
-		return err
-	}
 	now := metav1.Now()
-	p := pod.DeepCopy()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.StartTime = &now
-	p.Status.Conditions = []corev1.PodCondition{
+	st := corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, Conditions: []corev1.PodCondition{
 		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-	}
-	_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-	return err
+	}}
+	b, _ := json.Marshal(map[string]any{"status": st})
+	var patch map[string]any
+	_ = json.Unmarshal(b, &patch)
+	path := "/api/v1/namespaces/" + url.PathEscape(pod.Namespace) + "/pods/" + url.PathEscape(pod.Name) + "/status"
+	return n.CP.kubelet.do(ctx, http.MethodPatch, path, patch, nil, "application/merge-patch+json")
 }
 
 // Finish deletes the pods, as the user and the kubelet do at the end, and
@@ -122,14 +113,11 @@ func (n *NodeSide) Finish(ctx context.Context, inUse func(driver, handle string)
 	if n.Inner != nil {
 		errs = n.Inner.Finish(ctx, inUse)
 	}
-	admin, err := kubernetes.NewForConfig(n.CP.Admin)
-	if err != nil {
-		return append(errs, err)
-	}
 	zero := int64(0)
 	for _, p := range n.pods {
-		err := admin.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		if err != nil && !apierrors.IsNotFound(err) {
+		path := "/api/v1/namespaces/" + url.PathEscape(p.Namespace) + "/pods/" + url.PathEscape(p.Name)
+		err := n.CP.admin.do(ctx, http.MethodDelete, path, &metav1.DeleteOptions{GracePeriodSeconds: &zero}, nil)
+		if err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("API server: delete Pod %s/%s: %w", p.Namespace, p.Name, err))
 			continue
 		}
@@ -145,30 +133,27 @@ func (n *NodeSide) Finish(ctx context.Context, inUse func(driver, handle string)
 }
 
 func (n *NodeSide) collectGarbage(ctx context.Context) []error {
-	dyn, err := dynamic.NewForConfig(n.CP.Admin)
-	if err != nil {
-		return []error{err}
-	}
 	var errs []error
 	for _, r := range n.Created() {
-		if r.Verb != "create" || r.Code != 201 || r.Subresource != "" || r.Name == "" {
+		if r.Verb != "create" || r.Code != http.StatusCreated || r.Subresource != "" || r.Name == "" {
 			continue
 		}
-		gvr := schema.GroupVersionResource{Group: r.APIGroup, Version: r.APIVersion, Resource: r.Resource}
-		ri := dyn.Resource(gvr).Namespace(r.Namespace)
-		obj, err := ri.Get(ctx, r.Name, metav1.GetOptions{})
-		if err != nil {
+		path := r.Path()
+		var obj metav1.PartialObjectMetadata
+		if err := n.CP.admin.do(ctx, http.MethodGet, path, nil, &obj); err != nil {
 			continue // gone already
 		}
-		for _, o := range obj.GetOwnerReferences() {
-			if p, ok := n.pods[o.UID]; ok {
-				if err := ri.Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					errs = append(errs, fmt.Errorf("API server: garbage collection of %s: %w", r.Object(), err))
-				} else {
-					n.note("garbage collector: deleted %s (owner Pod %s/%s)", r.Object(), p.Namespace, p.Name)
-				}
-				break
+		for _, o := range obj.OwnerReferences {
+			p, ok := n.pods[o.UID]
+			if !ok {
+				continue
 			}
+			if err := n.CP.admin.do(ctx, http.MethodDelete, path, nil, nil); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("API server: garbage collection of %s: %w", r.Object(), err))
+			} else {
+				n.note("garbage collector: deleted %s (owner Pod %s/%s)", r.Object(), p.Namespace, p.Name)
+			}
+			break
 		}
 	}
 	return errs

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -45,11 +45,11 @@ func (o *apiserverOptions) addFlags(fs *pflag.FlagSet) {
 
 // collect is the loader's hook for the kinds the kubelet does not read.
 func (o *apiserverOptions) collect(src manifests.Source, kind string, data []byte) {
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(data); err != nil {
-		return // the API server would refuse it too; named when created
+	obj, err := cluster.ObjectFromJSON(data)
+	if err != nil {
+		return // the loader read its kind from it: not reached
 	}
-	o.extras = append(o.extras, cluster.Document{Source: src.String(), Obj: u})
+	o.extras = append(o.extras, cluster.Document{Source: src.String(), Obj: obj})
 }
 
 // apiserverError maps the mode's errors to exit codes: the input's
@@ -97,7 +97,7 @@ func (o *apiserverOptions) start(ctx context.Context, co *commonOptions, ep csic
 	if err := readBack(co.cluster, o.applied.Objects); err != nil {
 		return withCode(exitEnvironment, err)
 	}
-	n, err := o.cp.RegisterNode(ctx, co.NodeName, nil)
+	n, err := o.cp.RegisterNode(ctx, co.NodeName)
 	if err != nil {
 		return apiserverError(err)
 	}
@@ -107,11 +107,7 @@ func (o *apiserverOptions) start(ctx context.Context, co *commonOptions, ep csic
 			return withCode(exitEnvironment, err)
 		}
 	}
-	kubelet, err := o.cp.KubeletClient()
-	if err != nil {
-		return apiserverError(err)
-	}
-	co.api = cluster.KubeletTokens{Client: kubelet}
+	co.api = o.cp.KubeletTokens()
 	if err := o.writeKubeconfig(ctx, docs); err != nil {
 		return apiserverError(err)
 	}
@@ -123,74 +119,96 @@ func (o *apiserverOptions) start(ctx context.Context, co *commonOptions, ep csic
 
 // documents are every input object in the API's terms.
 func (o *apiserverOptions) documents(c *manifests.Cluster) ([]cluster.Document, error) {
-	var docs []cluster.Document
-	add := func(obj any) error {
-		ro, ok := obj.(runtime.Object)
-		if !ok {
-			return nil
-		}
-		d, err := cluster.FromTyped(ro, sourceOf(c, ro))
-		if err != nil {
-			return err
-		}
-		docs = append(docs, d)
-		return nil
-	}
-	for _, obj := range c.Objects() {
-		if err := add(obj); err != nil {
-			return nil, err
-		}
-	}
+	objs := c.Objects()
 	for _, sc := range c.StorageClasses() {
-		if err := add(sc); err != nil {
-			return nil, err
-		}
+		objs = append(objs, sc)
 	}
 	for _, w := range c.MutatingWebhookConfigurations() {
-		if err := add(w); err != nil {
+		objs = append(objs, w)
+	}
+	var docs []cluster.Document
+	for _, obj := range objs {
+		d, err := document(c, obj)
+		if err != nil {
 			return nil, err
 		}
+		docs = append(docs, d)
 	}
 	return append(docs, o.extras...), nil
 }
 
-func sourceOf(c *manifests.Cluster, obj runtime.Object) string {
-	gvks, _, _ := scheme.Scheme.ObjectKinds(obj)
-	acc, ok := obj.(interface {
-		GetNamespace() string
-		GetName() string
-	})
-	if len(gvks) == 0 || !ok {
-		return "input"
+// document makes a Document of a typed object of the input.
+func document(c *manifests.Cluster, obj any) (cluster.Document, error) {
+	apiVersion, kind := typeOf(obj)
+	if kind == "" {
+		return cluster.Document{}, fmt.Errorf("--apiserver: no API kind for %T", obj)
 	}
-	src := c.SourceOf(gvks[0].Kind, acc.GetNamespace(), acc.GetName()).String()
+	o, err := cluster.ObjectFrom(obj, apiVersion, kind)
+	if err != nil {
+		return cluster.Document{}, err
+	}
+	src := c.SourceOf(kind, o.Namespace(), o.Name()).String()
 	if src == "" {
-		return "input"
+		src = "the input"
 	}
-	return src
+	return cluster.Document{Source: src, Obj: o}, nil
+}
+
+// typeOf is the apiVersion and kind of the kinds the kubelet reads.
+func typeOf(obj any) (string, string) {
+	switch obj.(type) {
+	case *corev1.Pod:
+		return "v1", "Pod"
+	case *corev1.PersistentVolume:
+		return "v1", "PersistentVolume"
+	case *corev1.PersistentVolumeClaim:
+		return "v1", "PersistentVolumeClaim"
+	case *corev1.Secret:
+		return "v1", "Secret"
+	case *corev1.ServiceAccount:
+		return "v1", "ServiceAccount"
+	case *corev1.Node:
+		return "v1", "Node"
+	case *corev1.Namespace:
+		return "v1", "Namespace"
+	case *storagev1.CSIDriver:
+		return "storage.k8s.io/v1", "CSIDriver"
+	case *storagev1.StorageClass:
+		return "storage.k8s.io/v1", "StorageClass"
+	case *storagev1.VolumeAttachment:
+		return "storage.k8s.io/v1", "VolumeAttachment"
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		return "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"
+	}
+	return "", ""
 }
 
 // readBack puts the API server's version of each object the kubelet reads
 // in place of the input's.
-func readBack(c *manifests.Cluster, objs []*unstructured.Unstructured) error {
-	kinds := map[string]bool{}
-	for _, k := range manifests.Kinds() {
-		kinds[k] = true
-	}
-	for _, u := range objs {
-		gvk := u.GroupVersionKind()
-		if !kinds[gvk.Kind] || gvk.Kind == "MutatingWebhookConfiguration" {
+func readBack(c *manifests.Cluster, objs []cluster.Object) error {
+	for _, o := range objs {
+		typed := newTyped(o.APIVersion(), o.Kind())
+		if typed == nil {
 			continue
 		}
-		typed, err := scheme.Scheme.New(gvk)
-		if err != nil {
-			continue // a custom resource of the same kind name
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-			return fmt.Errorf("%s %s from the API server: %w", gvk.Kind, u.GetName(), err)
+		if err := o.Into(typed); err != nil {
+			return fmt.Errorf("%s from the API server: %w", o, err)
 		}
 		if err := c.Replace(typed); err != nil {
-			return fmt.Errorf("%s %s from the API server: %w", gvk.Kind, u.GetName(), err)
+			return fmt.Errorf("%s from the API server: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// newTyped is an empty object of a kind the kubelet reads; nil for the
+// others (and for the webhook configurations, which only the API server
+// uses now).
+func newTyped(apiVersion, kind string) any {
+	for _, t := range []any{&corev1.Pod{}, &corev1.PersistentVolume{}, &corev1.PersistentVolumeClaim{}, &corev1.Secret{},
+		&corev1.ServiceAccount{}, &corev1.Node{}, &corev1.Namespace{}, &storagev1.CSIDriver{}, &storagev1.StorageClass{}, &storagev1.VolumeAttachment{}} {
+		if v, k := typeOf(t); v == apiVersion && k == kind {
+			return t
 		}
 	}
 	return nil

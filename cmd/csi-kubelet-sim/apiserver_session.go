@@ -69,10 +69,11 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 // createDefaultPod creates the default pod (made by the kubelet side when
 // the input has none) through the API and takes the server's version.
 func (o *apiserverOptions) createDefaultPod(ctx context.Context, ss *session, pod *corev1.Pod) error {
-	d, err := cluster.FromTyped(pod, "the default pod")
+	d, err := document(ss.opts.cluster, pod)
 	if err != nil {
 		return err
 	}
+	d.Source = "the default pod"
 	applied, err := o.cp.Apply(ctx, []cluster.Document{d}, cluster.ApplyOptions{NodeName: ss.opts.NodeName})
 	if err != nil {
 		return apiserverError(err)
