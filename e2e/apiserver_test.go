@@ -1,9 +1,17 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -308,5 +316,127 @@ func waitOutput(t *testing.T, sim *bgSim, want string, timeout time.Duration) {
 			t.Fatalf("no %q after %s:\n%s", want, timeout, sim.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The tokens the API server's TokenRequest API returns (--apiserver) and
+// those of the simulator's own issuer, for the same pod, CSIDriver and key:
+// the same header and claims, apart from the times, the token ID and the
+// UIDs the API server assigns (docs/kubelet.md §4.5).
+func TestAPIServerTokenClaimsMatchIssuer(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	drv := startRefDriver(t, work)
+	key := filepath.Join(work, "sa.key")
+	writeRSAKey(t, key)
+	claims := func(extra ...string) map[string]map[string]any {
+		args := append([]string{"run", "-f", sample(t, "tokens"), "--endpoint", drv.Sock, "--node-name", simNode,
+			"--service-account-key-file", key, "--show-secrets", "-o", "json"}, extra...)
+		r := runSim(t, args...)
+		if r.Code != 0 {
+			t.Fatalf("exit %d\n%s", r.Code, r)
+		}
+		out := map[string]map[string]any{}
+		for _, c := range calls(parseTrace(t, r)) {
+			if c.Method != "NodePublishVolume" {
+				continue
+			}
+			secrets, _ := c.Request["secrets"].(map[string]any)
+			raw, _ := secrets[tokensKey].(string)
+			var toks map[string]struct {
+				Token string `json:"token"`
+			}
+			if err := json.Unmarshal([]byte(raw), &toks); err != nil {
+				t.Fatalf("%s: %v", tokensKey, err)
+			}
+			for aud, tok := range toks {
+				out[aud] = jwtParts(t, tok.Token)
+			}
+		}
+		if len(out) == 0 {
+			t.Fatalf("no tokens in the NodePublishVolume calls:\n%s", r.Stdout)
+		}
+		return out
+	}
+	own, api := claims(), claims("--apiserver")
+	if !reflect.DeepEqual(keysOf(own), keysOf(api)) {
+		t.Fatalf("audiences: own issuer %v, API server %v", keysOf(own), keysOf(api))
+	}
+	for aud := range own {
+		o, a := normaliseClaims(t, own[aud]), normaliseClaims(t, api[aud])
+		if !reflect.DeepEqual(o, a) {
+			ob, _ := json.MarshalIndent(o, "", " ")
+			ab, _ := json.MarshalIndent(a, "", " ")
+			t.Errorf("audience %q: own issuer\n%s\nAPI server\n%s", aud, ob, ab)
+		}
+	}
+}
+
+// jwtParts decodes a token's header and claims (unverified: both runs
+// sign with the same key, and the header's kid is compared).
+func jwtParts(t *testing.T, token string) map[string]any {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a compact JWS: %q", token)
+	}
+	out := map[string]any{}
+	for i, name := range []string{"header", "claims"} {
+		b, err := base64.RawURLEncoding.DecodeString(parts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// normaliseClaims drops what differs by nature: the times (the lifetime
+// exp-iat is kept), the token ID, and the UIDs of the pod, service
+// account and node (the API server's, not the input's).
+func normaliseClaims(t *testing.T, tok map[string]any) map[string]any {
+	t.Helper()
+	c, _ := tok["claims"].(map[string]any)
+	exp, _ := c["exp"].(float64)
+	iat, _ := c["iat"].(float64)
+	c["lifetime"] = exp - iat
+	for _, k := range []string{"exp", "iat", "nbf"} {
+		delete(c, k)
+	}
+	if c["jti"] != nil {
+		c["jti"] = "set"
+	}
+	if k8s, ok := c["kubernetes.io"].(map[string]any); ok {
+		for _, ref := range []string{"pod", "serviceaccount", "node"} {
+			if m, ok := k8s[ref].(map[string]any); ok && m["uid"] != nil {
+				m["uid"] = "set"
+			}
+		}
+	}
+	return tok
+}
+
+func keysOf(m map[string]map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func writeRSAKey(t *testing.T, path string) {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
