@@ -46,10 +46,15 @@ func secretsDriverBin(tb testing.TB) string {
 // KUBECONFIG set to it, as a user does.
 func startWithDriver(t *testing.T, work, manifests string, extra ...string) (*bgSim, string) {
 	t.Helper()
+	return startCommandWithDriver(t, "run", work, manifests, extra...)
+}
+
+func startCommandWithDriver(t *testing.T, command, work, manifests string, extra ...string) (*bgSim, string) {
+	t.Helper()
 	root := filepath.Join(work, "root")
 	sock := filepath.Join(work, "secrets.sock")
 	kc := filepath.Join(work, "driver.kubeconfig")
-	args := append([]string{"run", "--apiserver", "-f", manifests, "--endpoint", sock, "--root-dir", root,
+	args := append([]string{command, "--apiserver", "-f", manifests, "--endpoint", sock, "--root-dir", root,
 		"--node-name", simNode, "--driver-kubeconfig", kc, "--driver-wait", "30s"}, extra...)
 	sim := startSim(t, args...)
 	deadline := time.Now().Add(40 * time.Second)
@@ -439,4 +444,24 @@ func writeRSAKey(t *testing.T, path string) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// load --apiserver: the copies of the pod are created through the API
+// too (their tokens come from the TokenRequest API, which knows only pods
+// it has), and the driver writes a status for each.
+func TestAPIServerLoad(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	sim, root := startCommandWithDriver(t, "load", work, sample(t, "apiserver"), "--replicas", "2")
+	r := sim.wait(t, simTimeout)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r)
+	}
+	for _, name := range []string{"web-default-vault-db", "web-r1-default-vault-db", "web-r2-default-vault-db"} {
+		if !strings.Contains(r.Stdout, "create secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io default/"+name) {
+			t.Errorf("the summary lacks the status %s:\n%s", name, r.Stdout)
+		}
+	}
+	assertNothingLeft(t, root, work)
+	assertNoControlPlane(t, root)
 }

@@ -53,6 +53,15 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 		}
 		return o.createDefaultPod(ctx, ss, pod)
 	}
+	if schedule := plan.Schedule; schedule != nil {
+		plan.Schedule = func(pods []*corev1.Pod) ([]node.PodPlan, error) {
+			plans, err := schedule(pods)
+			if err != nil {
+				return plans, err
+			}
+			return plans, o.createScheduled(ctx, ss, plans)
+		}
+	}
 	onPod := plan.OnPod
 	plan.OnPod = func(e node.PodEvent) {
 		if onPod != nil {
@@ -83,6 +92,36 @@ func (o *apiserverOptions) createDefaultPod(ctx context.Context, ss *session, po
 	}
 	if p, ok := ss.opts.cluster.Pod(pod.Namespace, pod.Name); ok {
 		*pod = *p
+	}
+	return nil
+}
+
+// createScheduled creates the pods a schedule added (load's copies and
+// churned pods) through the API, as a controller would, and takes the
+// server's version of each.
+func (o *apiserverOptions) createScheduled(ctx context.Context, ss *session, plans []node.PodPlan) error {
+	created := map[string]bool{}
+	for _, obj := range o.applied.Objects {
+		if obj.APIVersion() == "v1" && obj.Kind() == "Pod" {
+			created[obj.Key()] = true
+		}
+	}
+	for _, pp := range plans {
+		if created[pp.Pod.Namespace+"/"+pp.Pod.Name] {
+			continue
+		}
+		d, err := document(ss.opts.cluster, pp.Pod)
+		if err != nil {
+			return err
+		}
+		d.Source = "a copy of an input pod"
+		applied, err := o.cp.Apply(ctx, []cluster.Document{d}, cluster.ApplyOptions{NodeName: ss.opts.NodeName})
+		if err != nil {
+			return apiserverError(err)
+		}
+		if err := applied.Objects[0].Into(pp.Pod); err != nil {
+			return err
+		}
 	}
 	return nil
 }
