@@ -230,6 +230,9 @@ func apiserverArgs(cfg Config, f files, ports []int, audit string) []string {
 		"--service-account-key-file", f.saPub, "--service-account-signing-key-file", f.saKey,
 		"--audit-policy-file", f.policy, "--audit-log-path", audit, "--audit-log-format", "json",
 		"--audit-log-mode", "blocking", "--profiling=false",
+		// No API Priority and Fairness: one client, and its bootstrap
+		// configuration is a post-start hook /readyz waits for.
+		"--enable-priority-and-fairness=false",
 	}
 	if len(cfg.APIAudiences) > 0 {
 		args = append(args, "--api-audiences", strings.Join(cfg.APIAudiences, ","))
@@ -295,8 +298,11 @@ func (cp *ControlPlane) Stop() {
 	if cp == nil {
 		return
 	}
+	// Nothing of the control plane is kept: no graceful shutdown (which
+	// takes kube-apiserver seconds) is worth waiting for. The audit log
+	// is complete: it is written before each answer (blocking mode).
 	if cp.helper != nil {
-		cp.helper.stop(10 * time.Second)
+		cp.helper.stop(0)
 	}
 	if cp.Dir != "" {
 		_ = os.RemoveAll(cp.Dir)

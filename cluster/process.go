@@ -71,15 +71,17 @@ func writePID(dir string, pid int) error {
 	return f.Sync()
 }
 
-// stop sends SIGTERM (kube-apiserver shuts down, then the helper stops
-// etcd), then kills the whole group after grace, and waits until no
-// process of the group is left.
+// stop sends SIGTERM when grace is positive (kube-apiserver shuts down,
+// then the helper stops etcd), then kills the whole group, and waits until
+// no process of the group is left.
 func (p *process) stop(grace time.Duration) {
 	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
+	if grace > 0 {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+		}
 	}
 	killGroup(pid)
 	<-p.exited

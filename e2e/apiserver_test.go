@@ -217,7 +217,7 @@ webhooks:
 ` + pod,
 			want: `the API server refused Pod default/p: Internal error occurred: failed calling webhook "gate.example.com"`},
 		{name: "etcd-dies", code: 3, input: pod, env: []string{"CSI_KUBELET_SIM_ETCD=/bin/false"},
-			want: "--apiserver: the API server did not start: the helper exited (exit status 4): csi-kubelet-sim-apiserver: etcd did not start: it exited: exit status 1"},
+			want: "--apiserver: the API server did not start: the helper exited (exit status 4): csi-kubelet-sim-apiserver: etcd exited: exit status 1"},
 		{name: "no-helper", code: 3, input: pod, env: []string{"CSI_KUBELET_SIM_APISERVER=/nonexistent/helper"},
 			want: "--apiserver needs the helper csi-kubelet-sim-apiserver (kube-apiserver), and it is not at [/nonexistent/helper ($CSI_KUBELET_SIM_APISERVER)]"},
 	}

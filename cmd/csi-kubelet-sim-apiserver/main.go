@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -46,7 +47,7 @@ func main() {
 	fs.StringVar(&e.log, "etcd-log", "", "etcd's log file")
 	fs.IntVar(&e.clientPort, "etcd-client-port", 0, "etcd's client port on 127.0.0.1")
 	fs.IntVar(&e.peer, "etcd-peer-port", 0, "etcd's peer port on 127.0.0.1")
-	fs.DurationVar(&e.wait, "etcd-wait", 30*time.Second, "how long to wait for etcd's /health")
+	fs.DurationVar(&e.wait, "etcd-wait", 30*time.Second, "how long etcd may take to answer /health healthy")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if e.dataDir == "" || e.clientPort == 0 || e.peer == 0 {
 		fmt.Fprintln(os.Stderr, "csi-kubelet-sim-apiserver: --etcd-data-dir, --etcd-client-port and --etcd-peer-port are required (the simulator gives them)")
@@ -57,8 +58,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "csi-kubelet-sim-apiserver:", err)
 		os.Exit(exitEtcd)
 	}
-	// etcd dying under the API server leaves nothing to serve: exit, which
-	// the simulator reports with etcd's log.
+	// etcd dying (or failing to start) under the API server leaves nothing
+	// to serve: exit, which the simulator reports with etcd's log.
 	go func() {
 		<-etcd.exited
 		if !etcd.stopping.Load() {
@@ -66,6 +67,9 @@ func main() {
 			os.Exit(exitEtcd)
 		}
 	}()
+	// kube-apiserver starts beside etcd, not after it: it builds its API
+	// groups (a second or more) while etcd comes up, and waits for etcd
+	// itself before it serves.
 	cmd := app.NewAPIServerCommand()
 	cmd.SetArgs(fs.Args())
 	code := cli.Run(cmd)
@@ -106,12 +110,16 @@ func startEtcd(e etcdFlags) (*etcdProcess, error) {
 	}
 	p := &etcdProcess{cmd: cmd, exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	if err := p.waitHealthy(client+"/health", e.wait); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("etcd did not start: %w (its log: %s)", err, e.log)
-	}
+	go func() {
+		if err := p.waitHealthy(client+"/health", e.wait); err != nil && !errors.Is(err, errExited) {
+			fmt.Fprintf(os.Stderr, "csi-kubelet-sim-apiserver: etcd did not start: %v (its log: %s)\n", err, e.log)
+			os.Exit(exitEtcd)
+		}
+	}()
 	return p, nil
 }
+
+var errExited = errors.New("etcd exited")
 
 // waitHealthy polls etcd's /health until it answers healthy, etcd exits,
 // or the time is up. A port another etcd holds makes ours exit, so a
@@ -123,7 +131,7 @@ func (p *etcdProcess) waitHealthy(url string, wait time.Duration) error {
 	for {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("it exited: %v", p.err)
+			return errExited // the watchdog reports it
 		case <-ctx.Done():
 			return fmt.Errorf("no healthy /health in %s", wait)
 		case <-time.After(50 * time.Millisecond):
