@@ -302,7 +302,7 @@ func (cp *ControlPlane) Stop() {
 	// takes kube-apiserver seconds) is worth waiting for. The audit log
 	// is complete: it is written before each answer (blocking mode).
 	if cp.helper != nil {
-		cp.helper.stop(0)
+		cp.helper.stop(2 * time.Second)
 	}
 	if cp.Dir != "" {
 		_ = os.RemoveAll(cp.Dir)

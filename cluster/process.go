@@ -71,17 +71,15 @@ func writePID(dir string, pid int) error {
 	return f.Sync()
 }
 
-// stop sends SIGTERM when grace is positive (kube-apiserver shuts down,
-// then the helper stops etcd), then kills the whole group, and waits until
-// no process of the group is left.
+// stop sends SIGUSR1 (the helper kills etcd, reaps it and exits), then
+// after grace kills what is left of the group, and waits until no process
+// of the group is left.
 func (p *process) stop(grace time.Duration) {
 	pid := p.cmd.Process.Pid
-	if grace > 0 {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(grace):
-		}
+	_ = syscall.Kill(pid, syscall.SIGUSR1)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
 	}
 	killGroup(pid)
 	<-p.exited

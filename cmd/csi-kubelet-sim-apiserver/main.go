@@ -7,7 +7,8 @@
 //
 // Lifetime: the simulator starts it with a parent-death signal, and etcd
 // gets one from this process, so a kill -9 of the simulator takes both
-// down. On SIGTERM kube-apiserver shuts down, then etcd is stopped.
+// down. On SIGTERM kube-apiserver shuts down, then etcd is stopped; on
+// SIGUSR1 both end at once.
 // kube-apiserver's code costs its size and start-up only to the runs that
 // ask for it, which is why it lives here and not in csi-kubelet-sim.
 package main
@@ -20,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -70,6 +72,17 @@ func main() {
 	// kube-apiserver starts beside etcd, not after it: it builds its API
 	// groups (a second or more) while etcd comes up, and waits for etcd
 	// itself before it serves.
+	// SIGUSR1 is the simulator's "done": nothing of the control plane is
+	// kept, so no graceful shutdown (seconds for kube-apiserver): etcd is
+	// killed and reaped here, so that no zombie outlives the helper, and
+	// the helper exits.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		<-usr1
+		etcd.kill()
+		os.Exit(0)
+	}()
 	cmd := app.NewAPIServerCommand()
 	cmd.SetArgs(fs.Args())
 	code := cli.Run(cmd)
@@ -145,6 +158,13 @@ func (p *etcdProcess) waitHealthy(url string, wait time.Duration) error {
 			return nil
 		}
 	}
+}
+
+// kill ends etcd at once and waits for it.
+func (p *etcdProcess) kill() {
+	p.stopping.Store(true)
+	_ = p.cmd.Process.Kill()
+	<-p.exited
 }
 
 // stop ends etcd: SIGTERM, then SIGKILL after 5 s.
