@@ -15,8 +15,9 @@ SANITY  := $(BIN)/csi-sanity
 MOCK    := $(BIN)/csi-mock-driver
 WEBHOOK := $(BIN)/csi-demo-webhook
 APISRV  := $(BIN)/csi-kubelet-sim-apiserver
+SECRETS := $(BIN)/csi-secrets-driver
 
-.PHONY: all build helpers admission-helper refdriver demo-webhook tools demo test unit e2e bench vet race cover clean
+.PHONY: all build helpers admission-helper refdriver demo-webhook secrets-driver tools demo test unit e2e bench vet race cover clean
 
 all: build
 
@@ -36,7 +37,11 @@ refdriver:
 demo-webhook:
 	$(GO) build -o $(WEBHOOK) ./fixtures/webhook/cmd/csi-demo-webhook
 
-helpers: admission-helper refdriver demo-webhook
+# The test driver that does secrets-store's API work (fixtures/secretsdriver).
+secrets-driver:
+	$(GO) build -o $(SECRETS) ./fixtures/secretsdriver/cmd/csi-secrets-driver
+
+helpers: admission-helper refdriver demo-webhook secrets-driver
 
 # The control plane helper of --apiserver: kube-apiserver of Kubernetes
 # $(APISERVER_KUBE) from the module proxy, in a module of its own
@@ -97,7 +102,7 @@ race:
 # (go test's default -parallel is GOMAXPROCS).
 TEST_PARALLEL ?= 8
 TEST_ENV = CSI_SANITY=$(SANITY) CSI_MOCK_DRIVER=$(MOCK) CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
-	CSI_KUBELET_SIM_ADMISSION=$(ADMIT) CSI_KUBELET_SIM_APISERVER=$(APISRV)
+	CSI_KUBELET_SIM_ADMISSION=$(ADMIT) CSI_KUBELET_SIM_APISERVER=$(APISRV) CSI_SECRETS_DRIVER=$(SECRETS)
 .PHONY: test-go
 test: build tools vet race chromium test-go
 

@@ -1,12 +1,10 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/rest"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -50,11 +46,19 @@ type ControlPlane struct {
 	EtcdLog  string
 	// Admin is system:masters; Kubelet is system:node:<node>, as a
 	// kubelet's client certificate.
-	Admin, Kubelet *rest.Config
+	Admin, Kubelet Credential
 	StartUp        time.Duration
+	// Warnings are the API server's warnings to Admin's and Kubelet's
+	// clients.
+	Warnings *Warnings
 
-	helper *process
+	helper         *process
+	driverCert     [2]string
+	admin, kubelet *client
 }
+
+// DriverAdmin is the driver's user name when it is cluster-admin.
+const DriverAdmin = "csi-kubelet-sim-driver"
 
 // StartError is a control plane that did not come up: the helper or etcd
 // exited, or /readyz never answered. An environment problem (exit 3).
@@ -117,8 +121,16 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	cp.CAFile, cp.AuditLog = files.ca, filepath.Join(dir, "audit.log")
 	cp.Log, cp.EtcdLog = filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "etcd.log")
-	cp.Admin = clientConfig(cp.URL, files.ca, files.admin)
-	cp.Kubelet = clientConfig(cp.URL, files.ca, files.kubelet)
+	cp.Warnings = &Warnings{}
+	cp.Admin = Credential{Cert: files.admin[0], Key: files.admin[1]}
+	cp.Kubelet = Credential{Cert: files.kubelet[0], Key: files.kubelet[1]}
+	if cp.admin, err = newClient(cp.URL, files.ca, cp.Admin, cp.Warnings); err != nil {
+		return cp, err
+	}
+	if cp.kubelet, err = newClient(cp.URL, files.ca, cp.Kubelet, cp.Warnings); err != nil {
+		return cp, err
+	}
+	cp.driverCert = files.driver
 	args := append([]string{"--etcd", etcdBin, "--etcd-data-dir", filepath.Join(dir, "etcd"), "--etcd-log", cp.EtcdLog,
 		"--etcd-client-port", strconv.Itoa(ports[0]), "--etcd-peer-port", strconv.Itoa(ports[1]), "--"},
 		apiserverArgs(cfg, files, ports, cp.AuditLog)...)
@@ -135,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 // files are the paths writeFiles made.
 type files struct {
 	ca, saKey, saPub, serving, servingKey, policy string
-	admin, kubelet                                [2]string // cert, key
+	admin, kubelet, driver                        [2]string // cert, key
 }
 
 func writeFiles(dir string, cfg Config) (files, error) {
@@ -163,6 +175,9 @@ func writeFiles(dir string, cfg Config) (files, error) {
 	}{
 		{"admin", "csi-kubelet-sim", []string{"system:masters"}, &f.admin},
 		{"kubelet", "system:node:" + cfg.NodeName, []string{"system:nodes"}, &f.kubelet},
+		// The driver's when the input gives it no ServiceAccount: an admin
+		// of its own name, so the audit log tells its requests apart.
+		{"driver", DriverAdmin, []string{"system:masters"}, &f.driver},
 	} {
 		kp, err := ca.client(c.user, c.groups...)
 		if err != nil {
@@ -215,16 +230,14 @@ func apiserverArgs(cfg Config, f files, ports []int, audit string) []string {
 		"--service-account-key-file", f.saPub, "--service-account-signing-key-file", f.saKey,
 		"--audit-policy-file", f.policy, "--audit-log-path", audit, "--audit-log-format", "json",
 		"--audit-log-mode", "blocking", "--profiling=false",
+		// No API Priority and Fairness: one client, and its bootstrap
+		// configuration is a post-start hook /readyz waits for.
+		"--enable-priority-and-fairness=false",
 	}
 	if len(cfg.APIAudiences) > 0 {
 		args = append(args, "--api-audiences", strings.Join(cfg.APIAudiences, ","))
 	}
 	return args
-}
-
-func clientConfig(url, ca string, pair [2]string) *rest.Config {
-	return &rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{CAFile: ca, CertFile: pair[0], KeyFile: pair[1]},
-		QPS: 200, Burst: 400, UserAgent: "csi-kubelet-sim"}
 }
 
 // freePorts picks n free ports on loopback. Another process can take one
@@ -256,11 +269,6 @@ func (cp *ControlPlane) waitReady(ctx context.Context, wait time.Duration) error
 	if wait <= 0 {
 		wait = 60 * time.Second
 	}
-	hc, err := rest.HTTPClientFor(cp.Admin)
-	if err != nil {
-		return fmt.Errorf("client for the API server: %w", err)
-	}
-	hc.Timeout = 2 * time.Second
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -275,7 +283,10 @@ func (cp *ControlPlane) waitReady(ctx context.Context, wait time.Duration) error
 			return &StartError{What: fmt.Sprintf("/readyz did not answer ok in %s", wait), Log: cp.Log}
 		case <-tick.C:
 		}
-		if readyz(ctx, hc, cp.URL) {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := cp.admin.do(rctx, http.MethodGet, "/readyz", nil, nil)
+		cancel()
+		if err == nil {
 			return nil
 		}
 	}
@@ -287,24 +298,13 @@ func (cp *ControlPlane) Stop() {
 	if cp == nil {
 		return
 	}
+	// Nothing of the control plane is kept: no graceful shutdown (which
+	// takes kube-apiserver seconds) is worth waiting for. The audit log
+	// is complete: it is written before each answer (blocking mode).
 	if cp.helper != nil {
-		cp.helper.stop(10 * time.Second)
+		cp.helper.stop(2 * time.Second)
 	}
 	if cp.Dir != "" {
 		_ = os.RemoveAll(cp.Dir)
 	}
-}
-
-func readyz(ctx context.Context, hc *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	return resp.StatusCode == http.StatusOK && bytes.Equal(bytes.TrimSpace(body), []byte("ok"))
 }

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // needHelper skips when the helper or etcd is not there: `make
@@ -48,21 +46,13 @@ func TestControlPlaneStartsAndStopsLeavingNothing(t *testing.T) {
 	needHelper(t)
 	cp := startForTest(t, Config{})
 	t.Logf("start-up %s", cp.StartUp)
-	admin, err := kubernetes.NewForConfig(cp.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+	if err := cp.admin.do(context.Background(), http.MethodGet, "/api/v1/namespaces/default", nil, nil); err != nil {
 		t.Fatalf("admin reads namespace default: %v", err)
 	}
-	// The kubelet's certificate is a node's: the Node authorizer lets it
-	// read its own Node but not list secrets.
-	kubelet, err := kubernetes.NewForConfig(cp.Kubelet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kubelet.CoreV1().Secrets("default").List(context.Background(), metav1.ListOptions{}); err == nil {
-		t.Error("the kubelet's credential lists secrets; want forbidden")
+	// The kubelet's certificate is a node's: the Node authorizer does not
+	// let it list secrets.
+	if err := cp.kubelet.do(context.Background(), http.MethodGet, "/api/v1/namespaces/default/secrets", nil, nil); statusCode(err) != http.StatusForbidden {
+		t.Errorf("the kubelet's credential lists secrets: %v; want 403", err)
 	}
 	pid := cp.helper.cmd.Process.Pid
 	port := strings.TrimPrefix(cp.URL, "https://")

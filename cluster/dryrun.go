@@ -4,20 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
-	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 )
 
 // The API server's verdict on objects as written, for `validate
@@ -60,33 +52,27 @@ type RawObject struct {
 // DryRun judges objs in the order above and returns one verdict per
 // object, in objs' order. An error is a failure to talk to the API server
 // (not a refusal).
-func DryRun(ctx context.Context, cfg *rest.Config, objs []RawObject) ([]Verdict, error) {
-	w := &warnings{}
-	c := rest.CopyConfig(cfg)
-	c.WarningHandler = w
-	dc, err := discovery.NewDiscoveryClientForConfig(c)
+func (cp *ControlPlane) DryRun(ctx context.Context, objs []RawObject) ([]Verdict, error) {
+	c, err := newClient(cp.URL, cp.CAFile, cp.Admin, nil)
 	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
+		return nil, fmt.Errorf("client of the API server: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(c)
-	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	j := &judge{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), warn: w, madeNS: map[string]bool{}, inputSAs: map[string]bool{}}
-	us := make([]*unstructured.Unstructured, len(objs))
+	j := &judge{c: c, mapper: &mapper{c: c}, madeNS: map[string]bool{}, inputSAs: map[string]bool{}}
+	us := make([]Object, len(objs))
 	verdicts := make([]Verdict, len(objs))
 	for i, o := range objs {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(o.JSON); err != nil {
+		u, err := ObjectFromJSON(o.JSON)
+		if err != nil {
 			verdicts[i] = Verdict{Reason: "BadRequest", Message: err.Error()}
 			continue
 		}
 		us[i] = u
 		if isKind("ServiceAccount")(u) {
-			j.inputSAs[namespaceOf(u)+"/"+u.GetName()] = true
+			j.inputSAs[namespaceOf(u)+"/"+u.Name()] = true
 		}
 	}
-	for _, phase := range []func(*unstructured.Unstructured) bool{isCRD, isKind("Namespace"), isKind("ServiceAccount"), nil} {
+	j.done = make([]bool, len(us))
+	for _, phase := range []func(Object) bool{isCRD, isKind("Namespace"), isKind("ServiceAccount"), nil} {
 		if err := j.phase(ctx, us, verdicts, phase); err != nil {
 			return nil, err
 		}
@@ -94,33 +80,39 @@ func DryRun(ctx context.Context, cfg *rest.Config, objs []RawObject) ([]Verdict,
 	return verdicts, nil
 }
 
-func isCRD(u *unstructured.Unstructured) bool {
-	return u.GetKind() == "CustomResourceDefinition" && strings.HasPrefix(u.GetAPIVersion(), "apiextensions.k8s.io/")
+func isCRD(u Object) bool {
+	return u.Kind() == "CustomResourceDefinition" && u.Group() == "apiextensions.k8s.io"
 }
 
-func isKind(kind string) func(*unstructured.Unstructured) bool {
-	return func(u *unstructured.Unstructured) bool { return u.GetKind() == kind && u.GetAPIVersion() == "v1" }
+func isKind(kind string) func(Object) bool {
+	return func(u Object) bool { return u.Kind() == kind && u.APIVersion() == "v1" }
+}
+
+func namespaceOf(u Object) string {
+	if ns := u.Namespace(); ns != "" {
+		return ns
+	}
+	return metav1.NamespaceDefault
 }
 
 // judge submits objects and remembers the namespaces it made.
 type judge struct {
-	dyn    dynamic.Interface
-	mapper *restmapper.DeferredDiscoveryRESTMapper
-	warn   *warnings
+	c      *client
+	mapper *mapper
 	madeNS map[string]bool
 	// inputSAs are the input's ServiceAccounts "<ns>/<name>": a
 	// namespace's "default" is not made when the input holds it.
 	inputSAs map[string]bool
 	done     []bool
+	// crds: CustomResourceDefinitions were made, so a kind can take a
+	// moment to reach discovery.
+	crds bool
 }
 
 // phase judges the objects of one phase (nil: all those left, dry-run).
 // CRDs are waited for and the kinds they add are then discovered.
-func (j *judge) phase(ctx context.Context, us []*unstructured.Unstructured, verdicts []Verdict, in func(*unstructured.Unstructured) bool) error {
-	if j.done == nil {
-		j.done = make([]bool, len(us))
-	}
-	crds := false
+func (j *judge) phase(ctx context.Context, us []Object, verdicts []Verdict, in func(Object) bool) error {
+	made := false
 	for i, u := range us {
 		if u == nil || j.done[i] || (in != nil && !in(u)) {
 			continue
@@ -133,75 +125,75 @@ func (j *judge) phase(ctx context.Context, us []*unstructured.Unstructured, verd
 		}
 		verdicts[i] = v
 		if create && v.Accepted && isCRD(u) {
-			crds = true
-			if err := j.waitEstablished(ctx, u.GetName()); err != nil {
-				verdicts[i] = Verdict{Real: true, Reason: "NotEstablished", Message: err.Error()}
+			made = true
+			if err := j.waitEstablished(ctx, u.Name()); err != nil {
+				verdicts[i] = Verdict{Real: true, Reason: "NotEstablished", Message: err.Error(), Object: v.Object}
 			}
 		}
 	}
-	if crds {
-		j.mapper.Reset()
+	if made {
+		j.crds = true
+		j.mapper.reset()
 	}
 	return nil
 }
 
-// submit creates one object, dry-run unless real; a refusal is a verdict,
-// a failure to reach the API server an error.
-func (j *judge) submit(ctx context.Context, u *unstructured.Unstructured, real bool) (Verdict, error) {
-	gvk := u.GroupVersionKind()
-	m, err := j.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return Verdict{Reason: "NotFound", Message: fmt.Sprintf("no kind %s is served at %s", gvk.Kind, u.GetAPIVersion())}, nil
-		}
-		return Verdict{}, fmt.Errorf("discovery of %s: %w", gvk, err)
+// submit creates one object, dry-run unless create; a refusal is a
+// verdict, a failure to reach the API server an error.
+func (j *judge) submit(ctx context.Context, u Object, create bool) (Verdict, error) {
+	lookup := j.mapper.lookup
+	if j.crds {
+		lookup = j.mapper.resource
 	}
-	ri := dynamic.ResourceInterface(j.dyn.Resource(m.Resource))
-	object := gvk.Kind + " " + u.GetName()
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := namespaceOf(u)
-		object = gvk.Kind + " " + ns + "/" + u.GetName()
+	res, err := lookup(ctx, u.APIVersion(), u.Kind())
+	if err != nil {
+		if isStatus(err) || strings.HasPrefix(err.Error(), "no kind ") {
+			return Verdict{Reason: "NotFound", Message: err.Error()}, nil
+		}
+		return Verdict{}, fmt.Errorf("discovery of %s %s: %w", u.APIVersion(), u.Kind(), err)
+	}
+	object := u.Kind() + " " + u.Name()
+	ns := ""
+	if res.namespaced {
+		ns = namespaceOf(u)
+		object = u.Kind() + " " + ns + "/" + u.Name()
 		if err := j.ensureNamespace(ctx, ns); err != nil {
 			return Verdict{}, err
 		}
-		ri = j.dyn.Resource(m.Resource).Namespace(ns)
 	}
-	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict, FieldManager: "csi-kubelet-sim-validate"}
-	if !real {
-		opts.DryRun = []string{metav1.DryRunAll}
+	query := url.Values{"fieldValidation": {"Strict"}, "fieldManager": {"csi-kubelet-sim-validate"}}
+	if !create {
+		query.Set("dryRun", "All")
 	}
-	j.warn.reset()
-	_, err = ri.Create(ctx, u, opts)
-	v := Verdict{Real: real, Warnings: j.warn.take(), Object: object}
-	if err == nil {
+	w := &Warnings{}
+	j.c.warnings = w // one object's warnings: a fresh collector per request
+	err = j.c.do(ctx, http.MethodPost, res.collection(ns)+"?"+query.Encode(), u, nil)
+	v := Verdict{Real: create, Warnings: w.Take(), Object: object}
+	if err == nil || (create && isAlreadyExists(err)) {
+		// Already there: made earlier as a namespace's own, or one of
+		// the API server's (namespace default).
 		v.Accepted = true
 		return v, nil
 	}
-	if real && apierrors.IsAlreadyExists(err) {
-		// Made earlier as a namespace's own (default ServiceAccount):
-		// what the input holds is then what stays.
-		v.Accepted = true
-		return v, nil
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return Verdict{}, fmt.Errorf("create %s: %w", object, err)
 	}
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return Verdict{}, fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
+	v.Reason, v.Message = string(se.Status.Reason), se.Status.Message
+	if v.Reason == "" {
+		v.Reason = http.StatusText(se.Code)
 	}
-	s := st.Status()
-	v.Reason, v.Message = string(s.Reason), s.Message
-	if s.Details != nil && s.Reason == metav1.StatusReasonInvalid {
-		for _, c := range s.Details.Causes {
+	if se.Status.Details != nil && se.Status.Reason == metav1.StatusReasonInvalid {
+		for _, c := range se.Status.Details.Causes {
 			v.Causes = append(v.Causes, causeText(c))
 		}
 	}
 	return v, nil
 }
 
-func namespaceOf(u *unstructured.Unstructured) string {
-	if ns := u.GetNamespace(); ns != "" {
-		return ns
-	}
-	return metav1.NamespaceDefault
+func isStatus(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se)
 }
 
 func causeText(c metav1.StatusCause) string {
@@ -219,10 +211,9 @@ func (j *judge) ensureNamespace(ctx context.Context, ns string) error {
 		return nil
 	}
 	j.madeNS[ns] = true
-	nsRes := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
-	if _, err := j.dyn.Resource(nsRes).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		if apierrors.IsInvalid(err) {
+	nsObj := Object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}
+	if err := j.c.do(ctx, http.MethodPost, "/api/v1/namespaces", nsObj, nil); err != nil && !isAlreadyExists(err) {
+		if statusCode(err) == http.StatusUnprocessableEntity {
 			return nil // the object's own submission reports the bad namespace
 		}
 		return fmt.Errorf("namespace %s: %w", ns, err)
@@ -230,9 +221,8 @@ func (j *judge) ensureNamespace(ctx context.Context, ns string) error {
 	if j.inputSAs[ns+"/default"] {
 		return nil
 	}
-	saRes := schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
-	sa := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}}}
-	if _, err := j.dyn.Resource(saRes).Namespace(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	sa := Object{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}}
+	if err := j.c.do(ctx, http.MethodPost, "/api/v1/namespaces/"+url.PathEscape(ns)+"/serviceaccounts", sa, nil); err != nil && !isAlreadyExists(err) {
 		return fmt.Errorf("service account %s/default: %w", ns, err)
 	}
 	return nil
@@ -240,12 +230,12 @@ func (j *judge) ensureNamespace(ctx context.Context, ns string) error {
 
 // waitEstablished waits until the CRD's Established condition is True.
 func (j *judge) waitEstablished(ctx context.Context, name string) error {
-	res := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		u, err := j.dyn.Resource(res).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && established(u) {
+		var crd Object
+		err := j.c.do(ctx, http.MethodGet, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+url.PathEscape(name), nil, &crd)
+		if err == nil && established(crd) {
 			return nil
 		}
 		select {
@@ -256,8 +246,8 @@ func (j *judge) waitEstablished(ctx context.Context, name string) error {
 	}
 }
 
-func established(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+func established(crd Object) bool {
+	conds, _ := crd.nested("status", "conditions").([]any)
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m["type"] == "Established" && m["status"] == "True" {
@@ -265,26 +255,4 @@ func established(u *unstructured.Unstructured) bool {
 		}
 	}
 	return false
-}
-
-// warnings collects the Warning headers of one request at a time.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warnings) reset() { w.mu.Lock(); w.list = nil; w.mu.Unlock() }
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
 }

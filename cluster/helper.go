@@ -12,6 +12,10 @@ import (
 	"path/filepath"
 )
 
+// KubeVersion is the release of the helper's kube-apiserver (its module's
+// k8s.io/kubernetes).
+const KubeVersion = "v1.37.2"
+
 // HelperName is the control plane helper's executable.
 const HelperName = "csi-kubelet-sim-apiserver"
 
@@ -38,7 +42,11 @@ func (e *NotFoundError) Error() string {
 // running executable, then on $PATH.
 func HelperPath() (string, error) {
 	if p := os.Getenv(HelperEnv); p != "" {
-		return p, nil
+		if isFile(p) {
+			return p, nil
+		}
+		return "", &NotFoundError{What: "the helper " + HelperName + " (kube-apiserver)", Looked: []string{p + " ($" + HelperEnv + ")"},
+			How: "`make apiserver-helper` builds it, or fix $" + HelperEnv}
 	}
 	var looked []string
 	if exe, err := os.Executable(); err == nil {
@@ -58,7 +66,11 @@ func HelperPath() (string, error) {
 // EtcdPath finds etcd: $CSI_KUBELET_SIM_ETCD, /usr/bin/etcd, then $PATH.
 func EtcdPath() (string, error) {
 	if p := os.Getenv(EtcdEnv); p != "" {
-		return p, nil
+		if isFile(p) {
+			return p, nil
+		}
+		return "", &NotFoundError{What: "etcd (3.4 or later)", Looked: []string{p + " ($" + EtcdEnv + ")"},
+			How: "install the system package etcd-server, or fix $" + EtcdEnv}
 	}
 	const system = "/usr/bin/etcd"
 	if isFile(system) {

@@ -71,12 +71,12 @@ func writePID(dir string, pid int) error {
 	return f.Sync()
 }
 
-// stop sends SIGTERM (kube-apiserver shuts down, then the helper stops
-// etcd), then kills the whole group after grace, and waits until no
-// process of the group is left.
+// stop sends SIGUSR1 (the helper kills etcd, reaps it and exits), then
+// after grace kills what is left of the group, and waits until no process
+// of the group is left.
 func (p *process) stop(grace time.Duration) {
 	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGTERM)
+	_ = syscall.Kill(pid, syscall.SIGUSR1)
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
@@ -118,7 +118,8 @@ func (p *process) lastWords() string {
 }
 
 // startTicks is a process's start time from /proc/<pid>/stat (field 22):
-// a reused PID has another.
+// a reused PID has another. A zombie (dead, not yet reaped by its new
+// parent) counts as gone.
 func startTicks(pid int) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -132,6 +133,9 @@ func startTicks(pid int) (uint64, error) {
 	fields := strings.Fields(s[i+1:])
 	if len(fields) < 20 {
 		return 0, errors.New("bad stat")
+	}
+	if fields[0] == "Z" || fields[0] == "X" {
+		return 0, errors.New("exited")
 	}
 	return strconv.ParseUint(fields[19], 10, 64)
 }

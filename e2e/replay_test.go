@@ -50,11 +50,12 @@ func startReplayCluster(t *testing.T, work string) *replayCluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	admin, err := kubernetes.NewForConfig(cp.Admin)
+	cfg := &rest.Config{Host: cp.URL, TLSClientConfig: rest.TLSClientConfig{CAFile: cp.CAFile, CertFile: cp.Admin.Cert, KeyFile: cp.Admin.Key}}
+	admin, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &replayCluster{cp: cp, admin: admin, kubeconfig: writeKubeconfig(t, work, "admin", cp.Admin)}
+	return &replayCluster{cp: cp, admin: admin, kubeconfig: writeKubeconfig(t, work, "admin", cfg)}
 }
 
 // writeKubeconfig writes a kubeconfig for a client config.

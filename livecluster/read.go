@@ -9,15 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
@@ -73,14 +71,10 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // secret parameters, the VolumeAttachments of attachable volumes on
 // nodeName (the pod's node when empty), the pod's ServiceAccount and its
 // Node.
-func Read(ctx context.Context, cfg *rest.Config, namespace, name, nodeName string) (*Pod, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
-	}
-	r := &reader{cs: cs, host: cfg.Host, seen: map[string]bool{}}
-	pod, err := cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+func Read(ctx context.Context, cfg *Config, namespace, name, nodeName string) (*Pod, error) {
+	r := &reader{c: cfg, host: cfg.Host, seen: map[string]bool{}}
+	pod := &corev1.Pod{}
+	if err := cfg.get(ctx, path("", "v1", "pods", namespace, name), pod); err != nil {
 		if isAPIError(err) {
 			return nil, &NotReadError{Object: "Pod " + namespace + "/" + name, Err: err}
 		}
@@ -99,7 +93,7 @@ func Read(ctx context.Context, cfg *rest.Config, namespace, name, nodeName strin
 
 // reader reads each object once and remembers what it could not read.
 type reader struct {
-	cs   kubernetes.Interface
+	c    *Config
 	host string
 	seen map[string]bool
 	out  Pod
@@ -111,25 +105,37 @@ func (r *reader) keep(kind, ns, name string, obj any) {
 	r.seen[kind+"/"+ns+"/"+name] = true
 }
 
-// get reads one object (once): ok false when it is missing, recorded with
-// by; an error only when the API server cannot be reached.
-func get[T any](ctx context.Context, r *reader, kind, ns, name, by string, fn func(context.Context, string, metav1.GetOptions) (T, error)) (T, bool, error) {
-	var zero T
+// get reads one object (once) into obj: ok false when it is missing,
+// recorded with by; an error only when the API server cannot be reached.
+func (r *reader) get(ctx context.Context, kind, group, version, resource, ns, name, by string, obj any) (bool, error) {
 	key := kind + "/" + ns + "/" + name
 	if r.seen[key] {
-		return zero, false, nil
+		return false, nil
 	}
-	obj, err := fn(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	if err := r.c.get(ctx, path(group, version, resource, ns, name), obj); err != nil {
 		if !isAPIError(err) {
-			return zero, false, &UnreachableError{Host: r.host, Err: err}
+			return false, &UnreachableError{Host: r.host, Err: err}
 		}
 		r.seen[key] = true
-		r.out.Missing = append(r.out.Missing, Missing{Object: kind + " " + join(ns, name), By: by, Reason: apiMessage(err)})
-		return zero, false, nil
+		if by != "" {
+			r.out.Missing = append(r.out.Missing, Missing{Object: kind + " " + join(ns, name), By: by, Reason: apiMessage(err)})
+		}
+		return false, nil
 	}
 	r.keep(kind, ns, name, obj)
-	return obj, true, nil
+	return true, nil
+}
+
+// path is an object's URL path.
+func path(group, version, resource, ns, name string) string {
+	p := "/api/" + version
+	if group != "" {
+		p = "/apis/" + group + "/" + version
+	}
+	if ns != "" {
+		p += "/namespaces/" + url.PathEscape(ns)
+	}
+	return p + "/" + resource + "/" + url.PathEscape(name)
 }
 
 func join(ns, name string) string {
@@ -145,18 +151,14 @@ func (r *reader) podObjects(ctx context.Context, pod *corev1.Pod, nodeName strin
 	if sa == "" {
 		sa = "default"
 	}
-	if _, _, err := get(ctx, r, "ServiceAccount", pod.Namespace, sa, podName+" spec.serviceAccountName", r.cs.CoreV1().ServiceAccounts(pod.Namespace).Get); err != nil {
+	if _, err := r.get(ctx, "ServiceAccount", "", "v1", "serviceaccounts", pod.Namespace, sa, podName+" spec.serviceAccountName", &corev1.ServiceAccount{}); err != nil {
 		return err
 	}
 	if nodeName != "" {
 		// The node's labels and UID, when the cluster has it; else the
-		// simulator's own Node, as for manifests without one.
-		n, err := r.cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			r.keep("Node", "", nodeName, n)
-		case !isAPIError(err):
-			return &UnreachableError{Host: r.host, Err: err}
+		// simulator's own Node, as for manifests without one (by "").
+		if _, err := r.get(ctx, "Node", "", "v1", "nodes", "", nodeName, "", &corev1.Node{}); err != nil {
+			return err
 		}
 	}
 	for i, v := range pod.Spec.Volumes {
@@ -183,7 +185,7 @@ func (r *reader) inline(ctx context.Context, ns string, v *corev1.CSIVolumeSourc
 		return err
 	}
 	if ref := v.NodePublishSecretRef; ref != nil && ref.Name != "" {
-		_, _, err := get(ctx, r, "Secret", ns, ref.Name, by+".csi.nodePublishSecretRef", r.cs.CoreV1().Secrets(ns).Get)
+		_, err := r.get(ctx, "Secret", "", "v1", "secrets", ns, ref.Name, by+".csi.nodePublishSecretRef", &corev1.Secret{})
 		return err
 	}
 	return nil
@@ -192,23 +194,16 @@ func (r *reader) inline(ctx context.Context, ns string, v *corev1.CSIVolumeSourc
 // driver reads a CSIDriver; none is no error (a kubelet then takes the
 // driver's defaults, and says so in the run).
 func (r *reader) driver(ctx context.Context, name string) error {
-	if name == "" || r.seen["CSIDriver//"+name] {
+	if name == "" {
 		return nil
 	}
-	d, err := r.cs.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		r.keep("CSIDriver", "", name, d)
-	case !isAPIError(err):
-		return &UnreachableError{Host: r.host, Err: err}
-	default:
-		r.seen["CSIDriver//"+name] = true
-	}
-	return nil
+	_, err := r.get(ctx, "CSIDriver", "storage.k8s.io", "v1", "csidrivers", "", name, "", &storagev1.CSIDriver{})
+	return err
 }
 
 func (r *reader) claim(ctx context.Context, ns, name, nodeName, by string) error {
-	pvc, ok, err := get(ctx, r, "PersistentVolumeClaim", ns, name, by, r.cs.CoreV1().PersistentVolumeClaims(ns).Get)
+	pvc := &corev1.PersistentVolumeClaim{}
+	ok, err := r.get(ctx, "PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", ns, name, by, pvc)
 	if err != nil || !ok {
 		return err
 	}
@@ -221,7 +216,8 @@ func (r *reader) claim(ctx context.Context, ns, name, nodeName, by string) error
 	if pvc.Spec.VolumeName == "" {
 		return nil
 	}
-	pv, ok, err := get(ctx, r, "PersistentVolume", "", pvc.Spec.VolumeName, claimName+" spec.volumeName", r.cs.CoreV1().PersistentVolumes().Get)
+	pv := &corev1.PersistentVolume{}
+	ok, err = r.get(ctx, "PersistentVolume", "", "v1", "persistentvolumes", "", pvc.Spec.VolumeName, claimName+" spec.volumeName", pv)
 	if err != nil || !ok {
 		return err
 	}
@@ -255,7 +251,7 @@ func (r *reader) volume(ctx context.Context, pv *corev1.PersistentVolume, nodeNa
 		if s.ref == nil || s.ref.Name == "" {
 			continue
 		}
-		if _, _, err := get(ctx, r, "Secret", s.ref.Namespace, s.ref.Name, by+s.field, r.cs.CoreV1().Secrets(s.ref.Namespace).Get); err != nil {
+		if _, err := r.get(ctx, "Secret", "", "v1", "secrets", s.ref.Namespace, s.ref.Name, by+s.field, &corev1.Secret{}); err != nil {
 			return err
 		}
 	}
@@ -265,26 +261,21 @@ func (r *reader) volume(ctx context.Context, pv *corev1.PersistentVolume, nodeNa
 	// The attach/detach controller's object, named as the kubelet looks
 	// it up; a driver that does not attach has none (no error).
 	va := node.AttachmentName(c.VolumeHandle, c.Driver, nodeName)
-	got, err := r.cs.StorageV1().VolumeAttachments().Get(ctx, va, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		r.keep("VolumeAttachment", "", va, got)
-	case !isAPIError(err):
-		return &UnreachableError{Host: r.host, Err: err}
-	}
-	return nil
+	_, err := r.get(ctx, "VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", "", va, "", &storagev1.VolumeAttachment{})
+	return err
 }
 
 // class reads a StorageClass, and the Secrets its parameters name (the
 // provisioner's templates ${pvc.name}, ${pvc.namespace} and ${pv.name}
 // filled in; other templates are left unread).
 func (r *reader) class(ctx context.Context, name string, pvc *corev1.PersistentVolumeClaim, by string) error {
-	sc, ok, err := get(ctx, r, "StorageClass", "", name, by, r.cs.StorageV1().StorageClasses().Get)
+	sc := &storagev1.StorageClass{}
+	ok, err := r.get(ctx, "StorageClass", "storage.k8s.io", "v1", "storageclasses", "", name, by, sc)
 	if err != nil || !ok || pvc == nil {
 		return err
 	}
 	for _, ref := range classSecrets(sc, pvc) {
-		if _, _, err := get(ctx, r, "Secret", ref[0], ref[1], "StorageClass "+name+" parameters", r.cs.CoreV1().Secrets(ref[0]).Get); err != nil {
+		if _, err := r.get(ctx, "Secret", "", "v1", "secrets", ref[0], ref[1], "StorageClass "+name+" parameters", &corev1.Secret{}); err != nil {
 			return err
 		}
 	}
@@ -324,15 +315,15 @@ func clean(obj any) {
 // isAPIError: the API server answered (with a refusal), as opposed to not
 // answering at all.
 func isAPIError(err error) bool {
-	var st apierrors.APIStatus
-	return errors.As(err, &st)
+	var se *StatusError
+	return errors.As(err, &se)
 }
 
 // apiMessage is the API server's message of a refusal.
 func apiMessage(err error) string {
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		return st.Status().Message
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Error()
 	}
 	return err.Error()
 }

@@ -38,6 +38,11 @@ type Loader struct {
 	// JSON, whatever its kind, before it is decoded: validate --apiserver
 	// submits the objects as written to the API server.
 	Raw func(src Source, data []byte)
+	// Other, when set, receives the documents of kinds the kubelet does
+	// not read (CustomResourceDefinitions, RBAC, custom resources), as
+	// JSON, instead of the warning that skips them: --apiserver creates
+	// them through the API.
+	Other func(src Source, kind string, data []byte)
 
 	budget   *budget
 	problems []error
@@ -247,6 +252,10 @@ func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 		l.Raw(src, data)
 	}
 	want, known := wantAPIVersion[tm.Kind]
+	if !known && l.Other != nil {
+		l.Other(src, tm.Kind, data)
+		return nil
+	}
 	if !known {
 		if l.Raw != nil {
 			return nil // not skipped: Raw's reader judges it

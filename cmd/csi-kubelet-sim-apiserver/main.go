@@ -7,18 +7,21 @@
 //
 // Lifetime: the simulator starts it with a parent-death signal, and etcd
 // gets one from this process, so a kill -9 of the simulator takes both
-// down. On SIGTERM kube-apiserver shuts down, then etcd is stopped.
+// down. On SIGTERM kube-apiserver shuts down, then etcd is stopped; on
+// SIGUSR1 both end at once.
 // kube-apiserver's code costs its size and start-up only to the runs that
 // ask for it, which is why it lives here and not in csi-kubelet-sim.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,7 +49,7 @@ func main() {
 	fs.StringVar(&e.log, "etcd-log", "", "etcd's log file")
 	fs.IntVar(&e.clientPort, "etcd-client-port", 0, "etcd's client port on 127.0.0.1")
 	fs.IntVar(&e.peer, "etcd-peer-port", 0, "etcd's peer port on 127.0.0.1")
-	fs.DurationVar(&e.wait, "etcd-wait", 30*time.Second, "how long to wait for etcd's /health")
+	fs.DurationVar(&e.wait, "etcd-wait", 30*time.Second, "how long etcd may take to answer /health healthy")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if e.dataDir == "" || e.clientPort == 0 || e.peer == 0 {
 		fmt.Fprintln(os.Stderr, "csi-kubelet-sim-apiserver: --etcd-data-dir, --etcd-client-port and --etcd-peer-port are required (the simulator gives them)")
@@ -57,14 +60,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "csi-kubelet-sim-apiserver:", err)
 		os.Exit(exitEtcd)
 	}
-	// etcd dying under the API server leaves nothing to serve: exit, which
-	// the simulator reports with etcd's log.
+	// etcd dying (or failing to start) under the API server leaves nothing
+	// to serve: exit, which the simulator reports with etcd's log.
 	go func() {
 		<-etcd.exited
 		if !etcd.stopping.Load() {
 			fmt.Fprintf(os.Stderr, "csi-kubelet-sim-apiserver: etcd exited: %v (its log: %s)\n", etcd.err, e.log)
 			os.Exit(exitEtcd)
 		}
+	}()
+	// kube-apiserver starts beside etcd, not after it: it builds its API
+	// groups (a second or more) while etcd comes up, and waits for etcd
+	// itself before it serves.
+	// SIGUSR1 is the simulator's "done": nothing of the control plane is
+	// kept, so no graceful shutdown (seconds for kube-apiserver): etcd is
+	// killed and reaped here, so that no zombie outlives the helper, and
+	// the helper exits.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		<-usr1
+		etcd.kill()
+		os.Exit(0)
 	}()
 	cmd := app.NewAPIServerCommand()
 	cmd.SetArgs(fs.Args())
@@ -106,12 +123,16 @@ func startEtcd(e etcdFlags) (*etcdProcess, error) {
 	}
 	p := &etcdProcess{cmd: cmd, exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	if err := p.waitHealthy(client+"/health", e.wait); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("etcd did not start: %w (its log: %s)", err, e.log)
-	}
+	go func() {
+		if err := p.waitHealthy(client+"/health", e.wait); err != nil && !errors.Is(err, errExited) {
+			fmt.Fprintf(os.Stderr, "csi-kubelet-sim-apiserver: etcd did not start: %v (its log: %s)\n", err, e.log)
+			os.Exit(exitEtcd)
+		}
+	}()
 	return p, nil
 }
+
+var errExited = errors.New("etcd exited")
 
 // waitHealthy polls etcd's /health until it answers healthy, etcd exits,
 // or the time is up. A port another etcd holds makes ours exit, so a
@@ -123,7 +144,7 @@ func (p *etcdProcess) waitHealthy(url string, wait time.Duration) error {
 	for {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("it exited: %v", p.err)
+			return errExited // the watchdog reports it
 		case <-ctx.Done():
 			return fmt.Errorf("no healthy /health in %s", wait)
 		case <-time.After(50 * time.Millisecond):
@@ -137,6 +158,13 @@ func (p *etcdProcess) waitHealthy(url string, wait time.Duration) error {
 			return nil
 		}
 	}
+}
+
+// kill ends etcd at once and waits for it.
+func (p *etcdProcess) kill() {
+	p.stopping.Store(true)
+	_ = p.cmd.Process.Kill()
+	<-p.exited
 }
 
 // stop ends etcd: SIGTERM, then SIGKILL after 5 s.

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/livecluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -46,47 +43,36 @@ func (l *liveOptions) check(files []string) error {
 	return nil
 }
 
-// clientConfig loads the kubeconfig as kubectl does, and the namespace of
-// its context for a --pod without one.
-func (l *liveOptions) clientConfig() (*rest.Config, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if l.Kubeconfig != "" {
-		if _, err := os.Stat(l.Kubeconfig); err != nil {
-			return nil, "", withCode(exitUsage, fmt.Errorf("--kubeconfig: %w", err))
+// config loads the kubeconfig as kubectl does (livecluster.LoadKubeconfig).
+func (l *liveOptions) config(ctx context.Context) (*livecluster.Config, error) {
+	path := l.Kubeconfig
+	if path == "" {
+		path = livecluster.DefaultKubeconfig()
+	}
+	cfg, err := livecluster.LoadKubeconfig(ctx, path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, withCode(exitInterrupted, errors.New("interrupted while reading the kubeconfig; nothing was run"))
 		}
-		rules.ExplicitPath = l.Kubeconfig
+		return nil, withCode(exitUsage, fmt.Errorf("--kubeconfig: %w", err))
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", withCode(exitUsage, fmt.Errorf("--kubeconfig %s: %w", l.describe(), err))
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return nil, "", withCode(exitUsage, fmt.Errorf("--kubeconfig %s: %w", l.describe(), err))
-	}
-	cfg.UserAgent = "csi-kubelet-sim"
-	return cfg, ns, nil
-}
-
-func (l *liveOptions) describe() string {
-	if l.Kubeconfig != "" {
-		return l.Kubeconfig
-	}
-	return "(default: $KUBECONFIG, ~/.kube/config)"
+	return cfg, nil
 }
 
 // loadLive reads the pod and builds the cluster the run sees: each object
 // defaulted and judged as a manifest would be; what is missing is warned
 // about (the kubelet then fails where a real one fails).
 func (o *commonOptions) loadLive(ctx context.Context, warn func(string)) (*manifests.Cluster, error) {
-	cfg, defNS, err := o.live.clientConfig()
+	cfg, err := o.live.config(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ns, name, ok := strings.Cut(o.live.Pod, "/")
 	if !ok {
-		ns, name = defNS, o.live.Pod
+		ns, name = cfg.Namespace, o.live.Pod
+		if ns == "" {
+			ns = "default"
+		}
 	}
 	if ns == "" || name == "" || strings.Contains(name, "/") {
 		return nil, withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", o.live.Pod))

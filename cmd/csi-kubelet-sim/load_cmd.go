@@ -58,6 +58,7 @@ func (o *loadOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period per pod; 0 disables NodeGetVolumeStats")
 	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
 	o.sidecars.addFlags(fs)
+	o.apiserver.addFlags(fs)
 }
 
 const loadLong = `Run a node's worth of pods against the driver with the kubelet's
@@ -109,6 +110,7 @@ func runLoad(ctx context.Context, o *loadOptions, s streams) error {
 	if err != nil {
 		return err
 	}
+	defer o.apiserver.stop()
 	return o.run(ctx, s, createdDirs)
 }
 
@@ -137,7 +139,7 @@ func (o *loadOptions) validate() error {
 }
 
 func (o *loadOptions) run(ctx context.Context, s streams, createdDirs []string) error {
-	ss := newQuietSession("load", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, createdDirs, o.Verbose > 0)
+	ss := newQuietSession("load", &o.commonOptions, s, o.apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), createdDirs, o.Verbose > 0)
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)
 	stats := page.stats
@@ -162,9 +164,11 @@ func (o *loadOptions) run(ctx context.Context, s streams, createdDirs []string) 
 			progress.PodMounted()
 		}
 	}
+	o.apiserver.attach(ctx, ss, &plan)
 	ss.header()
 	out := ss.kubelet.Run(ctx, plan)
 	progress.Stop()
+	o.apiserver.finish(ss, out)
 	if out.Leftovers.NothingOnDisk() {
 		removeDirs(ss.rootDirs)
 	}
@@ -173,6 +177,7 @@ func (o *loadOptions) run(ctx context.Context, s streams, createdDirs []string) 
 	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
+	o.apiserver.summary(ss)
 	ss.loadSummary(out, sum, exit)
 	return exit
 }

@@ -41,6 +41,7 @@ type commonOptions struct {
 	serviceAccountOptions
 	admission admissionOptions
 	live      liveOptions
+	apiserver apiserverOptions // flags registered by run, load and conformance
 
 	release       node.Release
 	cluster       *manifests.Cluster
@@ -119,6 +120,9 @@ func (o *commonOptions) complete(ctx context.Context, s streams, warn func(strin
 		Warn:      warn,
 		Recursive: o.Recursive,
 	}
+	if o.apiserver.Enabled {
+		loader.Other = o.apiserver.collect
+	}
 	c, err := o.loadInput(ctx, loader, warn)
 	if err != nil {
 		return err
@@ -131,6 +135,9 @@ func (o *commonOptions) complete(ctx context.Context, s streams, warn func(strin
 			return withCode(exitUsage, fmt.Errorf("--expand-to: %w", err))
 		}
 		c.ExpandPersistentVolumes(size)
+	}
+	if o.apiserver.Enabled {
+		return nil // the API server runs the input's webhooks itself
 	}
 	return o.admission.run(ctx, c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
 }
@@ -306,9 +313,18 @@ func (o *commonOptions) prepare(ctx context.Context, s streams, ep csiclient.End
 	if err := o.complete(ctx, s, warnTo(s)); err != nil {
 		return nil, err
 	}
-	if err := ep.Check(); err != nil {
+	if err := ep.Check(); err != nil && !o.apiserver.Enabled { // --apiserver waits for it
 		return nil, withCode(exitEnvironment, err)
 	}
 	o.warnOut = s.Err
-	return o.prepareRootDir()
+	created, err := o.prepareRootDir()
+	if err != nil || !o.apiserver.Enabled {
+		return created, err
+	}
+	if err := o.apiserver.start(ctx, o, ep, s); err != nil {
+		o.rootLock.Release()
+		removeDirs(created)
+		return nil, err
+	}
+	return created, nil
 }

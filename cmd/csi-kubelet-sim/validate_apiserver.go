@@ -17,7 +17,7 @@ import (
 // validate --apiserver: beside its own findings, validate prints the
 // verdict of a real kube-apiserver (the helper of --apiserver) on every
 // object of the input, submitted as written with a server-side dry run
-// (cluster.DryRun says what is created for real, and why). Where the two
+// (ControlPlane.DryRun says what is created for real, and why). Where the two
 // disagree, the API server is right about what it stores; validate also
 // checks what the API server does not (the kubelet's own rules, the
 // references between objects), README "validate --apiserver".
@@ -76,7 +76,7 @@ func (o *validateOptions) apiServerFindings(ctx context.Context, p *preflight, r
 	for i, d := range raws.docs {
 		objs[i] = cluster.RawObject{JSON: d.data}
 	}
-	verdicts, err := cluster.DryRun(ctx, cp.Admin, objs)
+	verdicts, err := cp.DryRun(ctx, objs)
 	if err != nil {
 		return nil, apiServerError(ctx, "ask", err)
 	}
