@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -464,4 +465,55 @@ func TestAPIServerLoad(t *testing.T) {
 	}
 	assertNothingLeft(t, root, work)
 	assertNoControlPlane(t, root)
+}
+
+// validate --apiserver: the real API server judges the CSIDriver objects
+// of TestValidateRules (and a valid one, with its warning) by a dry-run
+// create, and the test fails where its verdict, messages or warnings differ
+// from validate's own (a finding of severity "disagreement", exit 1).
+func TestValidateAPIServerAgrees(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	// Two files: the cases that name "Bad_Name" cannot share one.
+	var first, second []string
+	for i, tc := range validateRuleCases() {
+		n := tc.csiName
+		if n == "" && !tc.nameless {
+			n = fmt.Sprintf("case%d.example.com", i)
+		}
+		doc := csiDriverNamed(n, tc.spec)
+		if tc.nameless {
+			doc = strings.Replace(doc, "metadata:\n  name: \n", "metadata: {}\n", 1)
+		}
+		if tc.name == "all-in-order" {
+			second = append(second, doc)
+		} else {
+			first = append(first, doc)
+		}
+	}
+	first = append(first, csiDriverNamed("valid.example.com", "  tokenRequests: [{audience: vault}]\n"))
+	for i, docs := range [][]string{first, second} {
+		f := writeFile(t, work, fmt.Sprintf("drivers-%d.yaml", i), strings.Join(docs, "---\n"))
+		r := runSim(t, "validate", "--apiserver", "-o", "json", "-f", f)
+		verdicts, disagreements := 0, 0
+		for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+			var fnd struct{ Object, Severity, Message string }
+			if err := json.Unmarshal([]byte(line), &fnd); err != nil {
+				t.Fatalf("not JSON: %q", line)
+			}
+			switch fnd.Severity {
+			case "apiserver":
+				verdicts++
+			case "disagreement":
+				disagreements++
+				t.Errorf("%s: %s", fnd.Object, fnd.Message)
+			}
+		}
+		if r.Code != 2 || disagreements > 0 {
+			t.Errorf("%s: exit %d, want 2 (invalid objects, no disagreement)\n%s", f, r.Code, r)
+		}
+		if verdicts != len(docs) {
+			t.Errorf("%s: %d verdicts of the API server, want one per CSIDriver, %d\n%s", f, verdicts, len(docs), r.Stdout)
+		}
+	}
 }
