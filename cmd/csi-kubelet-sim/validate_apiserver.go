@@ -30,7 +30,7 @@ func apiserverVerdicts(ctx context.Context, c *manifests.Cluster, defaults manif
 		return nil, apiserverError(err)
 	}
 	defer cp.Stop()
-	compare := "v" + v.String() == strings.Join(strings.Split(cluster.KubeVersion, ".")[:2], ".")
+	compare := "v"+v.String() == strings.Join(strings.Split(cluster.KubeVersion, ".")[:2], ".")
 	var out []finding
 	for _, d := range c.CSIDrivers() {
 		doc, err := document(c, d)
