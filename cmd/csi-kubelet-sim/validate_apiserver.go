@@ -22,7 +22,8 @@ import (
 // checks what the API server does not (the kubelet's own rules, the
 // references between objects), README "validate --apiserver".
 
-// apiServerMinor is the release of the helper's kube-apiserver.
+// apiServerMinor is the minor release of the helper's kube-apiserver
+// (cluster.KubeVersion, v1.37.2).
 const apiServerMinor = 37
 
 // apiServerPrefix starts every message of the API server's verdict.
