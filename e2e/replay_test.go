@@ -41,7 +41,7 @@ type replayCluster struct {
 
 func startReplayCluster(t *testing.T, work string) *replayCluster {
 	t.Helper()
-	needValidateAPIServer(t)
+	apiserverHelper(t)
 	if os.Getenv(cluster.HelperEnv) == "" {
 		t.Setenv(cluster.HelperEnv, filepath.Join(filepath.Dir(simBin(t)), cluster.HelperName))
 	}

@@ -26,25 +26,6 @@ import (
 // not), the test fails, unless the difference is listed in
 // knownValidateDifferences with why it is right.
 
-// needValidateAPIServer skips when the API server helper or etcd is
-// missing (make apiserver-helper builds the one, etcd-server is the
-// other).
-func needValidateAPIServer(t *testing.T) {
-	t.Helper()
-	helper := os.Getenv("CSI_KUBELET_SIM_APISERVER")
-	if helper == "" {
-		helper = filepath.Join(filepath.Dir(simBin(t)), "csi-kubelet-sim-apiserver")
-	}
-	if _, err := os.Stat(helper); err != nil {
-		t.Skipf("no API server helper (make apiserver-helper): %v", err)
-	}
-	if _, err := os.Stat("/usr/bin/etcd"); err != nil {
-		if _, err := exec.LookPath("etcd"); err != nil && os.Getenv("CSI_KUBELET_SIM_ETCD") == "" {
-			t.Skip("no etcd (apt-get install etcd-server)")
-		}
-	}
-}
-
 // diffCase is one input of validate's tests: its files (name, content).
 type diffCase struct {
 	name  string
@@ -337,7 +318,7 @@ var knownValidateDifferences = []knownDifference{
 // and so does a known difference that no longer occurs (the list stays
 // true).
 func TestValidateAgreesWithAPIServer(t *testing.T) {
-	needValidateAPIServer(t)
+	apiserverHelper(t)
 	var mu sync.Mutex
 	seen := make([]bool, len(knownValidateDifferences))
 	t.Run("batches", func(t *testing.T) {
@@ -557,7 +538,7 @@ spec: {provider: 7}
 // simulator does not read are judged too. Exit 2 when the API server
 // refuses, and nothing is left (no process, no directory).
 func TestValidateAPIServer(t *testing.T) {
-	needValidateAPIServer(t)
+	apiserverHelper(t)
 	work := workDir(t)
 	f := writeFile(t, work, "objects.yaml", csiDriverNamed("tokens.example.com", "  tokenRequests: [{audience: vault}]\n")+"---\n"+crdDocs)
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))

@@ -17,8 +17,9 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 )
 
 // A kubeconfig read as kubectl reads it, as far as a read-only client
@@ -250,19 +251,6 @@ func pemOf(data, file string) ([]byte, error) {
 	return nil, nil
 }
 
-// StatusError is the API server's refusal.
-type StatusError struct {
-	Code   int
-	Status metav1.Status
-}
-
-func (e *StatusError) Error() string {
-	if e.Status.Message != "" {
-		return e.Status.Message
-	}
-	return fmt.Sprintf("HTTP %d", e.Code)
-}
-
 // get reads one object by its path into out.
 func (c *Config) get(ctx context.Context, path string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Host+path, nil)
@@ -284,7 +272,7 @@ func (c *Config) get(ctx context.Context, path string, out any) error {
 		return err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		se := &StatusError{Code: resp.StatusCode}
+		se := &cluster.StatusError{Code: resp.StatusCode}
 		if json.Unmarshal(data, &se.Status) != nil || se.Status.Message == "" {
 			se.Status.Message = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
 		}

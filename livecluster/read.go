@@ -17,6 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
@@ -315,13 +316,13 @@ func clean(obj any) {
 // isAPIError: the API server answered (with a refusal), as opposed to not
 // answering at all.
 func isAPIError(err error) bool {
-	var se *StatusError
+	var se *cluster.StatusError
 	return errors.As(err, &se)
 }
 
 // apiMessage is the API server's message of a refusal.
 func apiMessage(err error) string {
-	var se *StatusError
+	var se *cluster.StatusError
 	if errors.As(err, &se) {
 		return se.Error()
 	}

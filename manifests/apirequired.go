@@ -1,7 +1,8 @@
 package manifests
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -99,28 +100,19 @@ func podRequired(p *corev1.Pod) field.ErrorList {
 func secretKeys(s *corev1.Secret) field.ErrorList {
 	var errs field.ErrorList
 	data := field.NewPath("data")
-	keys := map[string]bool{}
-	for k := range s.Data {
-		keys[k] = true
-	}
+	keys := slices.Collect(maps.Keys(s.Data))
 	for k := range s.StringData {
-		keys[k] = true
+		if _, dup := s.Data[k]; !dup {
+			keys = append(keys, k)
+		}
 	}
-	for _, k := range sortedKeys(keys) {
+	slices.Sort(keys)
+	for _, k := range keys {
 		for _, msg := range validation.IsConfigMapKey(k) {
 			errs = append(errs, field.Invalid(data.Key(k), k, msg))
 		}
 	}
 	return errs
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // attachmentRequired: exactly one source (the attacher is checked with
