@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -600,4 +601,29 @@ func TestValidateAPIServerBadUse(t *testing.T) {
 			t.Errorf("want one line naming the helper: %q", msg)
 		}
 	})
+}
+
+// TestValidateAPIServerInterrupted: Ctrl-C while the API server starts or
+// judges: exit 130, one line, and nothing of the control plane left (no
+// temporary directory, no process of the helper or etcd).
+func TestValidateAPIServerInterrupted(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	f := writeFile(t, work, "csidriver.yaml", csiDriverNamed(refDriverName, ""))
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
+	s := startSim(t, "validate", "--apiserver", "-f", f)
+	time.Sleep(time.Second)
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := s.wait(t, 30*time.Second)
+	wantCode(t, r, 130)
+	oneLineError(t, r, "interrupted")
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
+	if len(after) > len(before) {
+		t.Errorf("temporary directories left: %v (before: %v)", after, before)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "csi-kubelet-sim-validate").Output(); len(out) > 0 {
+		t.Errorf("processes of the control plane left: %s", out)
+	}
 }
