@@ -200,6 +200,12 @@ func TestRunReplayPodFromCluster(t *testing.T) {
 			t.Errorf("the replay prints the Secret's value %q without --show-secrets", secret)
 		}
 	}
+	// validate judges the same objects: valid, nothing missing.
+	v := runSim(t, "validate", "--kubeconfig", rc.kubeconfig, "--pod", "default/app")
+	wantCode(t, v, 0)
+	if !strings.Contains(v.Stdout, "cluster "+rc.cp.URL+": CSIDriver "+refDriverName+": valid") {
+		t.Errorf("validate --pod: no verdict on the CSIDriver read from the cluster:\n%s", v)
+	}
 	// plan reads the same input: the calls without a driver.
 	plan := runSim(t, "plan", "--kubeconfig", rc.kubeconfig, "--pod", "default/app", "--node-name", simNode)
 	wantCode(t, plan, 0)
@@ -293,6 +299,8 @@ func TestRunReplayErrors(t *testing.T) {
 		r := run("--kubeconfig", kc, "--pod", "default/app")
 		wantCode(t, r, 3)
 		oneLineError(t, r, "cannot be reached", "https://127.0.0.1:1")
+		v := runSim(t, "validate", "--kubeconfig", kc, "--pod", "default/app")
+		wantCode(t, v, 3)
 	})
 	t.Run("no-kubeconfig-file", func(t *testing.T) {
 		r := run("--kubeconfig", filepath.Join(work, "absent"), "--pod", "default/app")
@@ -315,6 +323,11 @@ func TestRunReplayErrors(t *testing.T) {
 		}
 		if !strings.Contains(r.Stdout, `failed to find the secret publish-creds in the namespace storage`) {
 			t.Errorf("the kubelet's error for the missing Secret is not in the trace:\n%s", r)
+		}
+		v := runSim(t, "validate", "--kubeconfig", rc.kubeconfig, "--pod", "default/app")
+		wantCode(t, v, 2)
+		if !strings.Contains(v.Stdout, "PersistentVolume pv-secure: spec.csi.nodePublishSecretRef: Secret storage/publish-creds not found") {
+			t.Errorf("validate --pod: the missing Secret is not a finding:\n%s", v)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/livecluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -59,53 +60,65 @@ func (l *liveOptions) config(ctx context.Context) (*livecluster.Config, error) {
 	return cfg, nil
 }
 
-// loadLive reads the pod and builds the cluster the run sees: each object
-// defaulted and judged as a manifest would be; what is missing is warned
-// about (the kubelet then fails where a real one fails).
+// loadLive reads the pod and builds the cluster the run sees; the
+// simulated node is the pod's unless --node-name was given.
 func (o *commonOptions) loadLive(ctx context.Context, warn func(string)) (*manifests.Cluster, error) {
-	cfg, err := o.live.config(ctx)
+	nodeName := ""
+	if o.live.nodeGiven {
+		nodeName = o.NodeName
+	}
+	c, pod, err := o.live.read(ctx, o.release.APIServerDefaults(), nodeName, true, warn)
 	if err != nil {
 		return nil, err
 	}
-	ns, name, ok := strings.Cut(o.live.Pod, "/")
+	if !o.live.nodeGiven && pod.Spec.NodeName != "" {
+		o.NodeName = pod.Spec.NodeName
+	}
+	return c, nil
+}
+
+// read reads the pod and builds a cluster of what was read: each object
+// defaulted and, with check, judged as a manifest would be (validate
+// judges them itself); what is missing is warned about (the kubelet then
+// fails where a real one fails).
+func (l *liveOptions) read(ctx context.Context, defaults manifests.Defaults, nodeName string, check bool, warn func(string)) (*manifests.Cluster, *corev1.Pod, error) {
+	cfg, err := l.config(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, name, ok := strings.Cut(l.Pod, "/")
 	if !ok {
-		ns, name = cfg.Namespace, o.live.Pod
+		ns, name = cfg.Namespace, l.Pod
 		if ns == "" {
 			ns = "default"
 		}
 	}
 	if ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", o.live.Pod))
-	}
-	nodeName := ""
-	if o.live.nodeGiven {
-		nodeName = o.NodeName
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", l.Pod))
 	}
 	got, err := livecluster.Read(ctx, cfg, ns, name, nodeName)
 	if err != nil {
-		return nil, liveError(ctx, err)
+		return nil, nil, liveError(ctx, err)
 	}
-	if !o.live.nodeGiven && got.Pod.Spec.NodeName != "" {
-		o.NodeName = got.Pod.Spec.NodeName
-	}
-	defaults := o.release.APIServerDefaults()
 	c := manifests.New()
 	for _, obj := range got.Objects {
-		src := manifests.Source{File: "cluster " + cfg.Host + ": " + manifests.ObjectName(obj)}
+		src := manifests.Source{File: "cluster " + cfg.Host}
 		if err := defaults.Apply(obj); err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
+			return nil, nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
 		}
-		if err := manifests.Validate(obj, defaults); err != nil {
-			return nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
+		if check {
+			if err := manifests.Validate(obj, defaults); err != nil {
+				return nil, nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
+			}
 		}
 		if err := c.Add(obj, src); err != nil {
-			return nil, withCode(exitUsage, err)
+			return nil, nil, withCode(exitUsage, err)
 		}
 	}
 	for _, m := range got.Missing {
 		warn(fmt.Sprintf("%s (named by %s) is not in the cluster at %s: %s; the kubelet goes on without it, as a real one would", m.Object, m.By, cfg.Host, m.Reason))
 	}
-	return c, nil
+	return c, got.Pod, nil
 }
 
 // liveError: the pod not readable is bad input (2), the cluster not

@@ -174,3 +174,13 @@ var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]+)"`)
 func oneLineMessage(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// load reads the manifests, or with --pod the pod of a cluster and what
+// its volumes name (stored as read: validate judges them).
+func (o *validateOptions) load(ctx context.Context, loader *manifests.Loader, defaults manifests.Defaults, warn func(string)) (*manifests.Cluster, error) {
+	if o.live.Pod == "" {
+		return loader.Load(o.Filenames)
+	}
+	c, _, err := o.live.read(ctx, defaults, "", false, warn)
+	return c, err
+}

@@ -36,6 +36,7 @@ type validateOptions struct {
 	Endpoint       string
 	Timeout        time.Duration
 	APIServer      bool
+	live           liveOptions
 }
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
@@ -79,6 +80,7 @@ func newValidateCommand(s streams) *cobra.Command {
 	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "also compare the objects with the driver on this socket")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each call to the driver")
 	fs.BoolVar(&o.APIServer, "apiserver", false, "also submit every object to a real kube-apiserver (server-side dry run) and print its verdict beside validate's")
+	o.live.addFlags(fs)
 	markFilenameFlag(c)
 	return c
 }
@@ -87,8 +89,14 @@ func newValidateCommand(s streams) *cobra.Command {
 // validation, warnings), the driver names of PVs and inline volumes, and,
 // with --endpoint, the objects against the live driver.
 func (o *validateOptions) run(ctx context.Context, s streams) error {
-	if len(o.Filenames) == 0 {
-		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments"))
+	if len(o.Filenames) == 0 && o.live.Pod == "" {
+		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments, or --pod"))
+	}
+	if err := o.live.check(o.Filenames); err != nil {
+		return err
+	}
+	if o.live.Pod != "" && o.APIServer {
+		return withCode(exitUsage, errors.New("--apiserver judges manifests before they are created; the objects of --pod are already in their cluster"))
 	}
 	if o.Output != "text" && o.Output != "json" {
 		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
@@ -110,8 +118,11 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	if o.APIServer {
 		loader.Raw = raws.add
 	}
-	c, loadErr := loader.Load(o.Filenames)
+	c, loadErr := o.load(ctx, loader, defaults, warnTo(s))
 	if c == nil {
+		if ee := (*exitError)(nil); errors.As(loadErr, &ee) {
+			return loadErr // --pod: its own exit code (an unreachable cluster is 3)
+		}
 		return withCode(exitUsage, loadErr)
 	}
 	p := &preflight{loader: loader, c: c}
