@@ -6,17 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
 // finding is one result of validate.
@@ -28,15 +27,15 @@ type finding struct {
 }
 
 type validateOptions struct {
-	Filenames      []string
-	Recursive      bool
-	KubeletVersion string
-	FeatureGates   string
-	Output         string
-	Endpoint       string
-	Timeout        time.Duration
-	APIServer      bool
-	live           liveOptions
+	Filenames []string
+	Recursive bool
+	releaseFlags
+	outputFlag
+	endpointFlag
+	timeoutFlag
+	streams
+	APIServer bool
+	live      liveOptions
 }
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
@@ -61,34 +60,30 @@ const validateExample = `  # every manifest of a directory tree
   csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
 
 func newValidateCommand(s streams) *cobra.Command {
-	o := &validateOptions{}
-	c := &cobra.Command{
+	o := &validateOptions{streams: s}
+	c := newCommandFor(o, &cobra.Command{
 		Use:     "validate [-f FILE]... [--endpoint unix:///PATH] [flags] [FILE...]",
 		Short:   "Judge CSIDriver objects and CSI volumes as the API server would, and against the live driver",
 		Long:    validateLong,
 		Example: validateExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Filenames = filesFrom(o.Filenames, args)
-			return o.run(c.Context(), s)
-		},
-	}
-	fs := c.Flags()
-	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
-	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the release whose API server validates, "+node.SupportedReleases())
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "feature gates over the version's defaults, A=true,B=false")
-	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one finding per line)")
-	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "also compare the objects with the driver on this socket")
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each call to the driver")
-	fs.BoolVar(&o.APIServer, "apiserver", false, "also submit every object to a real kube-apiserver (server-side dry run) and print its verdict beside validate's")
-	o.live.addFlags(fs)
+	})
 	markFilenameFlag(c)
 	return c
 }
 
-// run judges CSIDriver objects as the API server would (defaults,
-// validation, warnings), the driver names of PVs and inline volumes, and,
-// with --endpoint, the objects against the live driver.
-func (o *validateOptions) run(ctx context.Context, s streams) error {
+func (o *validateOptions) addFlags(fs *pflag.FlagSet) {
+	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
+	o.addReleaseFlags(fs, "the release whose API server validates", "feature gates over the version's defaults, A=true,B=false")
+	o.addOutputFlag(fs, "text or json (one finding per line)")
+	o.addEndpointFlag(fs, "also compare the objects with the driver on this socket")
+	o.addTimeoutFlag(fs, 10*time.Second, "timeout of each call to the driver")
+	fs.BoolVar(&o.APIServer, "apiserver", false, "also submit every object to a real kube-apiserver (server-side dry run) and print its verdict beside validate's")
+	o.live.addFlags(fs)
+}
+
+// complete takes the files of the arguments (or --pod) and the release.
+func (o *validateOptions) complete(args []string) error {
+	o.Filenames = filesFrom(o.Filenames, args)
 	if len(o.Filenames) == 0 && o.live.Pod == "" {
 		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments, or --pod"))
 	}
@@ -98,21 +93,23 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 	if o.live.Pod != "" && o.APIServer {
 		return withCode(exitUsage, errors.New("--apiserver judges manifests before they are created; the objects of --pod are already in their cluster"))
 	}
-	if o.Output != "text" && o.Output != "json" {
-		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
-	}
-	v, err := node.ParseVersion(o.KubeletVersion)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
-	}
-	gates, err := node.NewFeatureGates(v, o.FeatureGates)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
-	}
-	if err := o.checkAPIServerFlags(v); err != nil {
+	if err := o.validateOutput(); err != nil {
 		return err
 	}
-	defaults := gates.APIServerDefaults()
+	if err := o.completeRelease(); err != nil {
+		return err
+	}
+	return o.checkAPIServerFlags(o.release.Version)
+}
+
+func (o *validateOptions) validate() error { return nil }
+
+// run judges CSIDriver objects as the API server would (defaults,
+// validation, warnings), the driver names of PVs and inline volumes, and,
+// with --endpoint, the objects against the live driver.
+func (o *validateOptions) run(ctx context.Context) error {
+	s := o.streams
+	defaults := o.release.APIServerDefaults()
 	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
 	raws := &rawDocs{}
 	if o.APIServer {
