@@ -40,7 +40,8 @@ type commonOptions struct {
 	VolumeHandle   string
 	serviceAccountOptions
 	admission admissionOptions
-	apiserver apiserverOptions // flags registered by run, load and conformance
+	apiserver apiserverOptions // flags registered by run and load
+	replay    replayOptions    // flags registered by run
 
 	release       node.Release
 	cluster       *manifests.Cluster
@@ -108,8 +109,14 @@ func (o *commonOptions) complete(ctx context.Context, s streams, warn func(strin
 		return err
 	}
 	o.selinux = o.SELinux.resolve(hostHasSELinux)
+	stdin := s.In
+	if in, err := o.replay.load(ctx, o); err != nil {
+		return err
+	} else if in != nil {
+		stdin = in
+	}
 	loader := &manifests.Loader{
-		Stdin:     s.In,
+		Stdin:     stdin,
 		Defaults:  o.release.APIServerDefaults(),
 		Warn:      warn,
 		Recursive: o.Recursive,

@@ -91,6 +91,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
 	o.sidecars.addFlags(fs)
 	o.apiserver.addFlags(fs)
+	o.replay.addFlags(fs)
 	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
@@ -130,6 +131,7 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.sidecars.controller
 	o.apiserver.attach(ctx, ss, &plan)
+	o.replay.announce(ss)
 	out := ss.lifecycle(ctx, plan)
 	o.apiserver.finish(ss, out)
 	exit := ss.exitErr(out)
