@@ -27,6 +27,7 @@ type client struct {
 	base     string
 	hc       *http.Client
 	warnings *Warnings
+	token    string // a bearer token (a kubeconfig's), when set
 }
 
 // Credential is a client certificate and key, as files.
@@ -92,6 +93,9 @@ func (c *client) do(ctx context.Context, method, path string, in, out any, conte
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "csi-kubelet-sim")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if in != nil {
 		ct := "application/json"
 		if len(contentType) > 0 {

@@ -106,10 +106,21 @@ func assertNoControlPlane(t *testing.T, root string) {
 func TestAPIServerSecretsStore(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
-	sim, root := startWithDriver(t, work, sample(t, "apiserver"))
+	page := filepath.Join(work, "report.html")
+	sim, root := startWithDriver(t, work, sample(t, "apiserver"), "--report", page)
 	r := sim.wait(t, simTimeout)
 	if r.Code != 0 {
 		t.Fatalf("exit %d, want 0\n%s", r.Code, r)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the driver is system:serviceaccount:secrets-store:secrets-store-csi-driver",
+		"s API requests (", "create secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io default/web-default-vault-db → 201"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the report lacks %q:\n%s", want, html)
+		}
 	}
 	out := r.Stdout
 	for _, want := range []string{

@@ -13,6 +13,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
 )
 
 // attach tells what the control plane is, follows the driver's requests
@@ -188,4 +189,17 @@ func (o *apiserverOptions) conn(c grpc.ClientConnInterface) grpc.ClientConnInter
 		return c
 	}
 	return driverConn{ClientConnInterface: c, o: o}
+}
+
+// reportHeader adds the driver's identity and API requests to the
+// --report page's header.
+func (o *apiserverOptions) reportHeader(h loadreport.Header) loadreport.Header {
+	if o.tail == nil {
+		return h
+	}
+	h.APIIdentity = o.identity.User + " (" + o.identity.Why + ")"
+	for _, r := range o.tail.Requests() {
+		h.APIRequests = append(h.APIRequests, r.Time.Format("15:04:05.000")+" "+r.String())
+	}
+	return h
 }

@@ -37,7 +37,9 @@ func (l *liveOptions) addFlags(fs *pflag.FlagSet) {
 func (l *liveOptions) check(files []string) error {
 	switch {
 	case l.Pod == "" && l.Kubeconfig != "":
-		return withCode(exitUsage, errors.New("--kubeconfig reads a pod from a cluster: give --pod NAMESPACE/NAME"))
+		return withCode(exitUsage, errors.New("--kubeconfig needs --pod NAMESPACE/NAME"))
+	case l.Pod != "" && (strings.Count(l.Pod, "/") > 1 || strings.HasPrefix(l.Pod, "/") || strings.HasSuffix(l.Pod, "/")):
+		return withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME (or NAME, in the kubeconfig context's namespace)", l.Pod))
 	case l.Pod != "" && len(files) > 0:
 		return withCode(exitUsage, fmt.Errorf("--pod reads the input from the cluster: drop -f and the file arguments (%s)", strings.Join(files, ", ")))
 	}

@@ -171,7 +171,7 @@ func (o *loadOptions) runPods(ctx context.Context, s streams, createdDirs []stri
 	}
 	exit := ss.exitErr(out)
 	sum := stats.Summary()
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
 	o.apiserver.summary(ss)

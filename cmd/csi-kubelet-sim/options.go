@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,7 +40,7 @@ type commonOptions struct {
 	serviceAccountOptions
 	admission admissionOptions
 	live      liveOptions
-	apiserver apiserverOptions // flags registered by run, load and conformance
+	apiserver apiserverOptions // flags registered by run and load
 
 	cluster       *manifests.Cluster
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
@@ -92,6 +93,9 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 	}
 	if err := o.live.check(o.Filenames); err != nil {
 		return err
+	}
+	if o.live.Pod != "" && o.apiserver.Enabled {
+		return withCode(exitUsage, errors.New("--pod reads a live cluster, --apiserver makes one: not both"))
 	}
 	o.live.nodeGiven = o.NodeName != ""
 	var err error

@@ -138,7 +138,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	out := ss.lifecycle(ctx, plan)
 	o.apiserver.finish(ss, out)
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
 	if o.JUnit != "" {
