@@ -17,6 +17,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -49,7 +50,7 @@ const (
 // checkNodeInfo: NodeGetInfo's node_id and topology, as the kubelet
 // records them at registration (docs/kubelet.md §13).
 func checkNodeInfo(ctx context.Context, r *scenarioRun) {
-	if !r.register(ctx) {
+	if !r.registerOnly(ctx) {
 		return
 	}
 	reg := r.reg
@@ -78,24 +79,20 @@ func checkNodeInfo(ctx context.Context, r *scenarioRun) {
 // checkLifecyclePersistent: a PV through the whole flow.
 func checkLifecyclePersistent(ctx context.Context, r *scenarioRun) {
 	pod := r.pod(podSpec{persistent: true})
-	res, ok := r.mount(ctx, pod)
-	if !ok {
-		return
-	}
-	r.checkPublished(res)
+	r.run(ctx, pod, podRun{running: func(_ context.Context, p *node.RunningPod) {
+		r.checkPublished(p.Result)
+	}})
 }
 
 // checkLifecycleEphemeral: an inline volume through the whole flow.
 func checkLifecycleEphemeral(ctx context.Context, r *scenarioRun) {
 	pod := r.pod(podSpec{inline: true})
-	res, ok := r.mount(ctx, pod)
-	if !ok {
-		return
-	}
-	r.checkPublished(res)
-	for _, c := range r.kubeletCalls("NodeStageVolume") {
-		r.fail("2", "the kubelet staged an inline volume: "+c.Method, "inline volumes are never staged")
-	}
+	r.run(ctx, pod, podRun{running: func(_ context.Context, p *node.RunningPod) {
+		r.checkPublished(p.Result)
+		for _, c := range r.kubeletCalls("NodeStageVolume") {
+			r.fail("2", "the kubelet staged an inline volume: "+c.Method, "inline volumes are never staged")
+		}
+	}})
 }
 
 // checkPublished checks what the pod's containers need after a successful
@@ -138,10 +135,13 @@ func (r *scenarioRun) publishRequests() map[string]*csi.NodePublishVolumeRequest
 func checkPodInfo(ctx context.Context, r *scenarioRun) {
 	f := newFacts(r.env.info, r.env.cfg.CSIDriver, r.env.cfg.Host)
 	pod := r.pod(podSpec{persistent: f.persistent, inline: f.ephemeral})
-	res, ok := r.mount(ctx, pod)
-	if !ok {
-		return
-	}
+	r.run(ctx, pod, podRun{running: func(_ context.Context, p *node.RunningPod) {
+		r.checkPodInfoSent(pod, p.Result)
+	}})
+}
+
+// checkPodInfoSent checks the pod info keys of each NodePublishVolume.
+func (r *scenarioRun) checkPodInfoSent(pod *corev1.Pod, res *node.PodResult) {
 	reqs := r.publishRequests()
 	for _, v := range res.Volumes {
 		want := map[string]string{
@@ -162,10 +162,13 @@ func checkPodInfo(ctx context.Context, r *scenarioRun) {
 // checkTokens: tokenRequests, in volume_context or in secrets.
 func checkTokens(ctx context.Context, r *scenarioRun, inSecrets bool) {
 	pod := r.pod(r.defaultSpec())
-	res, ok := r.mount(ctx, pod)
-	if !ok {
-		return
-	}
+	r.run(ctx, pod, podRun{running: func(_ context.Context, p *node.RunningPod) {
+		r.checkTokensSent(p.Result, inSecrets)
+	}})
+}
+
+// checkTokensSent checks the tokens of each NodePublishVolume.
+func (r *scenarioRun) checkTokensSent(res *node.PodResult, inSecrets bool) {
 	where := "volume_context"
 	if inSecrets {
 		where = "secrets"
@@ -199,10 +202,13 @@ const republishFile = "csi-kubelet-sim-republish-check"
 // calls through the VolumeAttachment (docs/kubelet.md §10).
 func checkAttach(ctx context.Context, r *scenarioRun) {
 	pod := r.pod(podSpec{persistent: true})
-	if _, ok := r.mount(ctx, pod); !ok {
-		return
-	}
-	if len(r.attached) == 0 {
+	r.run(ctx, pod, podRun{running: func(context.Context, *node.RunningPod) { r.checkPublishContext() }})
+}
+
+// checkPublishContext checks that ControllerPublishVolume's
+// publish_context reached NodeStage and NodePublish.
+func (r *scenarioRun) checkPublishContext() {
+	if len(r.attached()) == 0 {
 		r.fail("10", "ControllerPublishVolume was not called", "")
 		return
 	}

@@ -14,28 +14,36 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
-// stagedVolume mounts the default pod and returns the kubelet's last
-// NodeStageVolume and NodePublishVolume requests.
-func (r *scenarioRun) stagedVolume(ctx context.Context) (*csi.NodeStageVolumeRequest, *csi.NodePublishVolumeRequest, bool) {
+// stagedVol is the default pod, mounted and running, and the kubelet's
+// last NodeStageVolume (nil when the driver does not stage) and
+// NodePublishVolume requests.
+type stagedVol struct {
+	pod     *node.RunningPod
+	stage   *csi.NodeStageVolumeRequest
+	publish *csi.NodePublishVolumeRequest
+}
+
+// withStagedVolume mounts the default pod and, while it runs, checks it.
+func (r *scenarioRun) withStagedVolume(ctx context.Context, check func(context.Context, *scenarioRun, stagedVol)) {
 	pod := r.pod(r.defaultSpec())
-	if _, ok := r.mount(ctx, pod); !ok {
-		return nil, nil, false
-	}
-	var stage *csi.NodeStageVolumeRequest
-	var publish *csi.NodePublishVolumeRequest
-	if cs := r.kubeletCalls("NodeStageVolume"); len(cs) > 0 {
-		stage = cs[len(cs)-1].Request.(*csi.NodeStageVolumeRequest)
-	}
-	if cs := r.kubeletCalls("NodePublishVolume"); len(cs) > 0 {
-		publish = cs[len(cs)-1].Request.(*csi.NodePublishVolumeRequest)
-	}
-	if publish == nil {
-		r.fail("12", "the mount stopped before NodePublishVolume (an earlier call failed)", "the volume to reach NodePublishVolume, so that the node rules can be checked on it")
-		return nil, nil, false
-	}
-	return stage, publish, true
+	r.run(ctx, pod, podRun{running: func(ctx context.Context, p *node.RunningPod) {
+		v := stagedVol{pod: p}
+		if cs := r.kubeletCalls("NodeStageVolume"); len(cs) > 0 {
+			v.stage = cs[len(cs)-1].Request.(*csi.NodeStageVolumeRequest)
+		}
+		if cs := r.kubeletCalls("NodePublishVolume"); len(cs) > 0 {
+			v.publish = cs[len(cs)-1].Request.(*csi.NodePublishVolumeRequest)
+		}
+		if v.publish == nil {
+			r.fail("12", "the mount stopped before NodePublishVolume (an earlier call failed)", "the volume to reach NodePublishVolume, so that the node rules can be checked on it")
+			return
+		}
+		check(ctx, r, v)
+	}})
 }
 
 // repeatOnMount repeats a call that mounted path and checks that the mount
@@ -62,10 +70,11 @@ func (r *scenarioRun) repeatOnMount(method, path string, call func() error) {
 }
 
 func checkStageIdempotent(ctx context.Context, r *scenarioRun) {
-	stage, _, ok := r.stagedVolume(ctx)
-	if !ok {
-		return
-	}
+	r.withStagedVolume(ctx, checkStageIdempotentStaged)
+}
+
+func checkStageIdempotentStaged(ctx context.Context, r *scenarioRun, v stagedVol) {
+	stage := v.stage
 	if stage == nil {
 		r.fail("11", "the mount stopped before NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME (an earlier call failed)", "NodeStageVolume to run, so that it can be checked")
 		return
@@ -79,10 +88,11 @@ func checkStageIdempotent(ctx context.Context, r *scenarioRun) {
 }
 
 func checkPublishIdempotent(ctx context.Context, r *scenarioRun) {
-	_, publish, ok := r.stagedVolume(ctx)
-	if !ok {
-		return
-	}
+	r.withStagedVolume(ctx, checkPublishIdempotentStaged)
+}
+
+func checkPublishIdempotentStaged(ctx context.Context, r *scenarioRun, v stagedVol) {
+	publish := v.publish
 	r.repeatOnMount("NodePublishVolume", publish.GetTargetPath(), func() error {
 		c, cctx, cancel := r.direct(ctx, "Repeat")
 		defer cancel()
@@ -99,10 +109,11 @@ func (r *scenarioRun) unpublish(ctx context.Context, publish *csi.NodePublishVol
 }
 
 func checkUnpublishRemovesTarget(ctx context.Context, r *scenarioRun) {
-	_, publish, ok := r.stagedVolume(ctx)
-	if !ok {
-		return
-	}
+	r.withStagedVolume(ctx, checkUnpublishRemovesTargetStaged)
+}
+
+func checkUnpublishRemovesTargetStaged(ctx context.Context, r *scenarioRun, v stagedVol) {
+	publish := v.publish
 	target := publish.GetTargetPath()
 	if !r.unpublishPublished(ctx, publish) {
 		return
@@ -116,10 +127,11 @@ func checkUnpublishRemovesTarget(ctx context.Context, r *scenarioRun) {
 }
 
 func checkUnpublishIdempotent(ctx context.Context, r *scenarioRun) {
-	_, publish, ok := r.stagedVolume(ctx)
-	if !ok {
-		return
-	}
+	r.withStagedVolume(ctx, checkUnpublishIdempotentStaged)
+}
+
+func checkUnpublishIdempotentStaged(ctx context.Context, r *scenarioRun, v stagedVol) {
+	publish := v.publish
 	if !r.unpublishPublished(ctx, publish) {
 		return
 	}
@@ -137,18 +149,17 @@ func checkUnpublishIdempotent(ctx context.Context, r *scenarioRun) {
 }
 
 func checkUnstageIdempotent(ctx context.Context, r *scenarioRun) {
-	stage, _, ok := r.stagedVolume(ctx)
-	if !ok {
-		return
-	}
+	r.withStagedVolume(ctx, checkUnstageIdempotentStaged)
+}
+
+func checkUnstageIdempotentStaged(ctx context.Context, r *scenarioRun, v stagedVol) {
+	stage := v.stage
 	if stage == nil {
 		r.fail("11", "the mount stopped before NodeStageVolume although the driver has STAGE_UNSTAGE_VOLUME (an earlier call failed)", "NodeStageVolume to run, so that it can be checked")
 		return
 	}
-	for _, pod := range r.pods {
-		for _, err := range r.kubelet.UnmountPod(ctx, pod, false) {
-			r.fail("12", fmt.Sprintf("teardown failed: %v", err), "the kubelet retries the teardown forever and the pod stays Terminating")
-		}
+	for _, err := range v.pod.Unmount(ctx) {
+		r.fail("12", fmt.Sprintf("teardown failed: %v", err), "the kubelet retries the teardown forever and the pod stays Terminating")
 	}
 	if len(r.kubeletCalls("NodeUnstageVolume")) == 0 {
 		r.fail("12", "the volume was never unstaged: the kubelet makes no NodeUnstageVolume while a pod's mount of it remains (an earlier NodeUnpublishVolume failed)", "NodeUnpublishVolume to succeed first, so that NodeUnstageVolume can be checked")
@@ -214,10 +225,11 @@ var invalidArgumentMethods = []invalidMethod{
 // checkInvalidArgument sends the kubelet's own request of a stage/publish
 // with one required field left out at a time.
 func checkInvalidArgument(ctx context.Context, r *scenarioRun, m invalidMethod) {
-	stage, publish, ok := r.stagedVolume(ctx)
-	if !ok {
-		return
-	}
+	r.withStagedVolume(ctx, func(ctx context.Context, r *scenarioRun, v stagedVol) { r.invalidArguments(ctx, m, v.stage, v.publish) })
+}
+
+// invalidArguments sends each of m's requests without one field.
+func (r *scenarioRun) invalidArguments(ctx context.Context, m invalidMethod, stage *csi.NodeStageVolumeRequest, publish *csi.NodePublishVolumeRequest) {
 	var base proto.Message
 	switch m.method {
 	case "NodeStageVolume":

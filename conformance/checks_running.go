@@ -18,16 +18,20 @@ import (
 
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
 // checkRepublish: requiresRepublish over a live mount (docs/kubelet.md §5).
 func checkRepublish(ctx context.Context, r *scenarioRun) {
 	pod := r.pod(r.defaultSpec())
-	res, ok := r.mount(ctx, pod)
-	if !ok {
-		return
-	}
-	target := res.Volumes[0].TargetPath
+	r.run(ctx, pod, podRun{running: r.republishSameMount})
+}
+
+// republishSameMount republishes the running pod once and compares the
+// target before and after.
+func (r *scenarioRun) republishSameMount(ctx context.Context, p *node.RunningPod) {
+	target := p.Result.Volumes[0].TargetPath
 	before := mountStateAt(target)
 	content := []byte("written before the republish by csi-kubelet-sim conformance\n")
 	file := filepath.Join(target, republishFile)
@@ -37,7 +41,7 @@ func checkRepublish(ctx context.Context, r *scenarioRun) {
 		r.note("cannot write into the target (%v): only the mount is compared", err)
 	}
 	defer os.Remove(file)
-	errs := r.kubelet.Republish(ctx, pod, 1)
+	errs := p.Republish(ctx, 1)
 	if len(r.kubeletCalls("NodePublishVolume")) < 2 {
 		r.fail("5", "no NodePublishVolume was repeated", "")
 		return
@@ -82,18 +86,24 @@ func checkRepublish(ctx context.Context, r *scenarioRun) {
 func checkSELinux(ctx context.Context, r *scenarioRun) {
 	pod := r.pod(podSpec{persistent: true, accessMode: corev1.ReadWriteOncePod,
 		seLinux: &corev1.SELinuxOptions{Level: seLinuxLevel}})
-	res, ok := r.mount(ctx, pod)
 	want := fmt.Sprintf("context=%q", seLinuxLabel)
-	if !ok {
-		// The kubelet on a node without SELinux never sends the option; a
-		// driver that passes it to mount(2) fails here only because this
-		// host has no SELinux. Other failures stay failures.
-		if c, failed := r.lastFailedCall(); failed && !r.env.cfg.Host.SELinux && slices.Contains(mountFlags(c.Request), want) {
-			r.failures = nil
-			r.skip = fmt.Sprintf("this host has no SELinux (/sys/fs/selinux absent), so a kubelet here would send no context= option; informational: with mount_flags %s, %s returned %s: %s", want, c.Method, c.Code, status.Convert(c.Err).Message())
-		}
-		return
-	}
+	r.run(ctx, pod, podRun{
+		running: func(_ context.Context, p *node.RunningPod) { r.checkContextMount(p.Result, want) },
+		failed: func() {
+			// The kubelet on a node without SELinux never sends the
+			// option; a driver that passes it to mount(2) fails here only
+			// because this host has no SELinux. Other failures stay
+			// failures.
+			if c, failed := r.lastFailedCall(); failed && !r.env.cfg.Host.SELinux && slices.Contains(mountFlags(c.Request), want) {
+				r.failures = nil
+				r.skip = fmt.Sprintf("this host has no SELinux (/sys/fs/selinux absent), so a kubelet here would send no context= option; informational: with mount_flags %s, %s returned %s: %s", want, c.Method, c.Code, status.Convert(c.Err).Message())
+			}
+		},
+	})
+}
+
+// checkContextMount checks the context= option of the mounted target.
+func (r *scenarioRun) checkContextMount(res *node.PodResult, want string) {
 	sent := false
 	for _, req := range r.publishRequests() {
 		sent = sent || slices.Contains(req.GetVolumeCapability().GetMount().GetMountFlags(), want)
@@ -140,10 +150,12 @@ func checkVolumeMountGroup(ctx context.Context, r *scenarioRun) {
 	g := int64(checkFSGroup)
 	spec.fsGroup = &g
 	pod := r.pod(spec)
-	res, ok := r.mount(ctx, pod)
-	if !ok {
-		return
-	}
+	r.run(ctx, pod, podRun{running: func(_ context.Context, p *node.RunningPod) { r.checkGroupWrite(p.Result) }})
+}
+
+// checkGroupWrite checks that the pod's fsGroup can write into the
+// target.
+func (r *scenarioRun) checkGroupWrite(res *node.PodResult) {
 	want := strconv.Itoa(checkFSGroup)
 	for _, req := range r.publishRequests() {
 		if got := req.GetVolumeCapability().GetMount().GetVolumeMountGroup(); got != want {

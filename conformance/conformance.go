@@ -28,6 +28,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
@@ -234,6 +235,11 @@ type Config struct {
 	// Sensitive collects the secrets of every request of the run (every
 	// trace gets it first), for Report.Redactor; nil: none collected.
 	Sensitive *csiclient.Sensitive
+	// Input holds the objects given besides the CSIDriver: the scenarios'
+	// pods' ServiceAccount (default/default) and the Node named NodeName
+	// reach every scenario's objects, where the kubelet's token path reads
+	// their UIDs, as `run` reads its input's. Nil: none.
+	Input *manifests.Cluster
 }
 
 // slug turns a scenario name into a directory name.

@@ -2,13 +2,13 @@ package conformance
 
 import (
 	"context"
+	"crypto"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
@@ -24,7 +24,9 @@ type runEnv struct {
 	// record writes down the volumes CreateVolume makes, in the sidecars'
 	// record under the run's root dir, for `cleanup` after a kill -9.
 	record *sidecars.VolumeRecord
-	tokens *node.TokenSource
+	// tokenKey signs the tokens of every scenario; nil: each token
+	// source makes its own.
+	tokenKey crypto.Signer
 	// traces of the probe and of every scenario run so far, for the timing
 	// check.
 	mu     sync.Mutex
@@ -92,17 +94,19 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 		}
 		selected = append(selected, sc)
 	}
-	// One token source for the run, the one `run` uses: claims follow the
-	// release and its gates. Its API server signs with an ECDSA P-256 key
-	// (ES256, which kube-apiserver's --service-account-signing-key-file
-	// takes as well as RSA): making one takes microseconds, where the
-	// RSA-2048 key `run` generates takes 50-400 ms, and every scenario
-	// mounting a volume with tokenRequests waited for it.
+	// One signing key for the run's token sources (each scenario's kubelet
+	// has the one `run` uses, over the scenario's objects: claims follow
+	// the release and its gates). The API server signs with an ECDSA
+	// P-256 key (ES256, which kube-apiserver's
+	// --service-account-signing-key-file takes as well as RSA): making
+	// one takes microseconds, where the RSA-2048 key `run` generates takes
+	// 50-400 ms, and every scenario mounting a volume with tokenRequests
+	// waited for it.
 	key, err := tokens.GenerateKey("es256")
 	if err != nil {
-		key = nil // the token source makes an RSA key instead
+		key = nil // each token source makes an RSA key instead
 	}
-	env := &runEnv{cfg: cfg, info: info, record: sidecars.NewVolumeRecord(cfg.RootDir, "conformance"), tokens: node.NewTokenSource(cfg.Release, manifests.New(), node.TokenOptions{NodeName: cfg.NodeName, Key: key})}
+	env := &runEnv{cfg: cfg, info: info, record: sidecars.NewVolumeRecord(cfg.RootDir, "conformance"), tokenKey: key}
 	if probe != nil {
 		env.traces = append(env.traces, namedTrace{"probe", probe})
 	}

@@ -2,8 +2,8 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -33,10 +32,11 @@ type scenarioRun struct {
 	kubelet *node.Kubelet
 	reg     *node.Registration
 	pods    []*corev1.Pod
-	// attached are the volumes ControllerPublishVolume attached, to
-	// detach after teardown.
-	attached []*csi.ControllerPublishVolumeRequest
-	selinux  bool
+	// attacher is the attach step of the kubelet's plan.
+	attacher *attacher
+	// out is what the kubelet's Run did; nil before it ran.
+	out     *node.Outcome
+	selinux bool
 
 	failures []Failure
 	notes    []string
@@ -143,6 +143,7 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 	if obj := r.env.cfg.CSIDriver; obj != nil {
 		_ = r.cluster.Add(obj.DeepCopy(), source)
 	}
+	r.addInput()
 	r.selinux = seLinux || r.env.cfg.Host.SELinux
 	r.kubelet = node.New(node.Config{
 		RootDir:  r.root,
@@ -150,11 +151,32 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 		Timeout:  r.env.cfg.Timeout,
 		Release:  r.env.cfg.Release,
 		SELinux:  node.SELinux{Enabled: r.selinux},
-	}, r.cluster, r.env.cfg.Conn, r.trace)
-	// The scenario's root dir is the run's own: journaled, so that the
-	// `cleanup` of an interrupted run removes it too once it is empty.
-	r.kubelet.AdoptRoot([]string{r.root})
-	r.kubelet.SetTokenIssuer(r.env.tokens)
+		Cluster:  r.cluster,
+		Conn:     r.env.cfg.Conn,
+		Trace:    r.trace,
+		// The token path of `run` over the scenario's own objects (its
+		// ServiceAccounts and Nodes), with the run's one signing key.
+		TokenOptions: &node.TokenOptions{NodeName: r.env.cfg.NodeName, Key: r.env.tokenKey},
+		// The scenario's root dir is the run's own: journaled, so that
+		// the `cleanup` of an interrupted run removes it too once it is
+		// empty.
+		Adopted: []string{r.root},
+	})
+}
+
+// addInput copies the input's ServiceAccount of the scenario's pod and
+// the Node into the scenario's objects.
+func (r *scenarioRun) addInput() {
+	in := r.env.cfg.Input
+	if in == nil {
+		return
+	}
+	if sa, ok := in.ServiceAccount(namespace, serviceAccount); ok {
+		_ = r.cluster.Add(sa.DeepCopy(), source)
+	}
+	if n, ok := in.Node(r.env.cfg.NodeName); ok {
+		_ = r.cluster.Add(n.DeepCopy(), source)
+	}
 }
 
 // pod builds the scenario's kubelet (if not yet) and a pod.
@@ -194,134 +216,12 @@ func (r *scenarioRun) defaultSpec() podSpec {
 	return podSpec{inline: true}
 }
 
-// register does what node-driver-registrar and the kubelet do when the
-// driver starts.
-func (r *scenarioRun) register(ctx context.Context) bool {
-	if r.reg != nil {
-		return true
-	}
-	if r.kubelet == nil {
-		r.newKubelet(false)
-	}
-	reg, err := r.kubelet.Register(ctx)
-	if err != nil {
-		r.fail("13", "registration failed: "+err.Error(),
-			"the kubelet calls NodeGetInfo when node-driver-registrar offers the driver and unregisters the driver when it fails; every volume then fails with `driver name "+r.env.info.Name+" not found in the list of registered CSI drivers`")
-		return false
-	}
-	r.reg = reg
-	return true
-}
-
-// mount registers the driver, attaches the pod's PV as the attach/detach
-// controller and external-attacher would, and mounts the pod's volumes
-// through the kubelet. It reports whether every volume was published.
-func (r *scenarioRun) mount(ctx context.Context, pod *corev1.Pod) (*node.PodResult, bool) {
-	if pod == nil || !r.register(ctx) {
-		return nil, false
-	}
-	if !r.attach(ctx, pod) {
-		return nil, false
-	}
-	res, err := r.kubelet.MountPod(ctx, pod, false)
-	if err != nil {
-		r.fail("", "the simulated kubelet could not resolve the pod's volumes: "+err.Error(), "")
-		return nil, false
-	}
-	for _, v := range res.Volumes {
-		if v.Err != nil {
-			r.mountFailure(v)
-		}
-	}
-	return res, !res.Failed()
-}
-
-// mountFailure words a failed mount: the driver's failed call when there
-// is one, and the event the kubelet would post.
-func (r *scenarioRun) mountFailure(v node.VolumeResult) {
-	if c, ok := r.lastFailedCall(); ok {
-		r.fail("11", fmt.Sprintf("%s for the %s volume %q returned %s: %s", c.Method, strings.ToLower(string(v.Mode)), v.SpecName, c.Code, status.Convert(c.Err).Message()),
-			fmt.Sprintf("the kubelet needs it to succeed for a valid request, else the pod never starts (event: %v)", v.Err))
-		return
-	}
-	r.fail("11", fmt.Sprintf("the %s volume %q was not mounted: %v", strings.ToLower(string(v.Mode)), v.SpecName, v.Err), "the pod never starts")
-}
-
-// attach makes the VolumeAttachment of the pod's PV when attach is
-// required: with PUBLISH_UNPUBLISH_VOLUME, ControllerPublishVolume as the
-// external-attacher calls it, its publish_context as attachmentMetadata.
-func (r *scenarioRun) attach(ctx context.Context, pod *corev1.Pod) bool {
-	f := newFacts(r.env.info, r.env.cfg.CSIDriver, r.env.cfg.Host)
-	if !f.attach {
-		return true
-	}
-	pv, ok := r.cluster.PersistentVolume(pvName)
-	if !ok || !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil }) {
-		return true
-	}
-	driver, nodeName := r.env.info.Name, r.env.cfg.NodeName
-	name := node.AttachmentName(pv.Spec.CSI.VolumeHandle, driver, nodeName)
-	if _, exists := r.cluster.VolumeAttachment(name); exists {
-		return true
-	}
-	var metadata map[string]string
-	if r.env.info.Publishes() {
-		req := &csi.ControllerPublishVolumeRequest{
-			VolumeId:         pv.Spec.CSI.VolumeHandle,
-			NodeId:           r.reg.NodeID,
-			VolumeCapability: r.env.controllerCapability(pv.Spec.AccessModes[0]),
-			VolumeContext:    maps.Clone(pv.Spec.CSI.VolumeAttributes),
-		}
-		cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "attacher", Operation: "Attach", Volume: pvName}), r.env.cfg.Timeout)
-		resp, err := csi.NewControllerClient(r.conn).ControllerPublishVolume(cctx, req)
-		cancel()
-		if err != nil {
-			r.fail("10", fmt.Sprintf("ControllerPublishVolume of %q to node %q returned %s: %s", req.VolumeId, req.NodeId, status.Code(err), status.Convert(err).Message()),
-				"the external-attacher sets the VolumeAttachment's attachError and the kubelet's WaitForAttach fails with it; the pod never starts")
-			return false
-		}
-		r.attached = append(r.attached, req)
-		metadata = resp.GetPublishContext()
-	}
-	if err := r.cluster.Add(attachment(name, driver, nodeName, metadata), source); err != nil {
-		r.fail("", "cannot add the VolumeAttachment: "+err.Error(), "")
-		return false
-	}
-	return true
-}
-
-// teardown deletes the pods as the kubelet's reconciler does, detaches,
-// cleans up, and checks that nothing is left under the root dir.
+// teardown turns the kubelet's teardown (Run's, after the pods were
+// deleted, the volumes detached and the root dir cleaned up) into
+// findings, and checks that nothing is left under the root dir.
 func (r *scenarioRun) teardown(ctx context.Context) {
-	if r.kubelet != nil {
-		for i := len(r.pods) - 1; i >= 0; i-- {
-			for _, err := range r.kubelet.UnmountPod(ctx, r.pods[i], false) {
-				r.fail("12", fmt.Sprintf("teardown failed: %v", err),
-					"the kubelet retries the teardown forever and the pod stays Terminating")
-			}
-		}
-		for i := len(r.attached) - 1; i >= 0; i-- {
-			a := r.attached[i]
-			cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "attacher", Operation: "Detach", Volume: pvName}), r.env.cfg.Timeout)
-			_, err := csi.NewControllerClient(r.conn).ControllerUnpublishVolume(cctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: a.VolumeId, NodeId: a.NodeId})
-			cancel()
-			if err != nil {
-				r.fail("10", fmt.Sprintf("ControllerUnpublishVolume of %q from node %q returned %s: %s", a.VolumeId, a.NodeId, status.Code(err), status.Convert(err).Message()),
-					"the external-attacher retries and the VolumeAttachment is never deleted, so the volume cannot attach elsewhere")
-			}
-		}
-		left := r.kubelet.Cleanup(context.WithoutCancel(ctx), true)
-		if len(left.Mounts) > 0 {
-			r.fail("1.7", "after the kubelet's NodeUnpublishVolume and NodeUnstageVolume, still mounted: "+strings.Join(r.rel(left.Mounts), ", "),
-				"the kubelet expects nothing mounted once the driver unpublished and unstaged; on a real node these mounts leak")
-		}
-		if paths := driverPaths(left); len(paths) > 0 {
-			r.fail("1.7", "the driver left "+strings.Join(r.rel(paths), ", ")+" in directories the kubelet made",
-				"the kubelet removes only empty, unmounted directories, so the pod's volume directories stay behind")
-		}
-		for _, err := range left.Errors {
-			r.fail("1.7", "clean-up after the teardown: "+err.Error(), "")
-		}
+	if r.out != nil {
+		r.teardownFindings(r.out)
 	}
 	if ctx.Err() != nil {
 		// Abandoned: the root dir and its journal stay for `cleanup`,
@@ -337,6 +237,34 @@ func (r *scenarioRun) teardown(ctx context.Context) {
 	}
 	if _, err := os.Lstat(r.root); err == nil {
 		_ = os.RemoveAll(r.root)
+	}
+}
+
+// teardownFindings are the failures of the kubelet's teardown and what it
+// left.
+func (r *scenarioRun) teardownFindings(out *node.Outcome) {
+	for _, err := range out.TeardownErrs {
+		if f := (*finding)(nil); errors.As(err, &f) {
+			r.failures = append(r.failures, f.Failure)
+			continue
+		}
+		r.fail("12", fmt.Sprintf("teardown failed: %v", err),
+			"the kubelet retries the teardown forever and the pod stays Terminating")
+	}
+	left := out.Leftovers
+	if left == nil {
+		return
+	}
+	if len(left.Mounts) > 0 {
+		r.fail("1.7", "after the kubelet's NodeUnpublishVolume and NodeUnstageVolume, still mounted: "+strings.Join(r.rel(left.Mounts), ", "),
+			"the kubelet expects nothing mounted once the driver unpublished and unstaged; on a real node these mounts leak")
+	}
+	if paths := driverPaths(left); len(paths) > 0 {
+		r.fail("1.7", "the driver left "+strings.Join(r.rel(paths), ", ")+" in directories the kubelet made",
+			"the kubelet removes only empty, unmounted directories, so the pod's volume directories stay behind")
+	}
+	for _, err := range left.Errors {
+		r.fail("1.7", "clean-up after the teardown: "+err.Error(), "")
 	}
 }
 

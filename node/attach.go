@@ -8,7 +8,7 @@ import (
 
 // attachRequired is the negation of csiPlugin.skipAttach: attach is needed
 // unless a CSIDriver object exists with attachRequired: false.
-func (k *Kubelet) attachRequired(driver string) bool {
+func (k *csiPlugin) attachRequired(driver string) bool {
 	d, ok := k.cluster.CSIDriver(driver)
 	if !ok {
 		return true
@@ -54,7 +54,7 @@ func (k *Kubelet) waitForAttach(ctx context.Context, v *volumeSpec) error {
 
 // publishContext is csiPlugin.getPublishContext: nil when attach is
 // skipped, else the VolumeAttachment's attachmentMetadata from a fresh GET.
-func (k *Kubelet) publishContext(ctx context.Context, v *volumeSpec) (map[string]string, error) {
+func (k *csiPlugin) publishContext(ctx context.Context, v *volumeSpec) (map[string]string, error) {
 	if !k.attachRequired(v.Driver) {
 		return nil, nil
 	}

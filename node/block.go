@@ -54,25 +54,25 @@ func (p Paths) PodDeviceMapPath(podUID string) string {
 // newBlockVolumeMapper is csiPlugin.NewBlockVolumeMapper: the data dir and
 // its vol_data.json (no lifecycle mode, no SELinux key), written every time
 // a mapper is made.
-func (k *Kubelet) newBlockVolumeMapper(ctx context.Context, v *volumeSpec) error {
-	dataDir := k.paths.BlockDataDir(v.SpecName)
-	if err := k.claimDir("csi.NewBlockVolumeMapper", filepath.Dir(dataDir)); err != nil {
+func (b *csiBlockMapper) newBlockVolumeMapper(ctx context.Context, v *volumeSpec) error {
+	dataDir := b.paths.BlockDataDir(v.SpecName)
+	if err := b.claimDir("csi.NewBlockVolumeMapper", filepath.Dir(dataDir)); err != nil {
 		return err
 	}
-	if err := k.fs.mkdirAll(dataDir, 0o750); err != nil {
+	if err := b.fs.mkdirAll(dataDir, 0o750); err != nil {
 		return errors.New(pluginLog("failed to create data dir %s:  %v", dataDir, err))
 	}
 	data := map[string]string{
 		"specVolID":    v.SpecName,
 		"volumeHandle": v.Handle,
 		"driverName":   v.Driver,
-		"nodeName":     k.cfg.NodeName,
-		"attachmentID": AttachmentName(v.Handle, v.Driver, k.cfg.NodeName),
+		"nodeName":     b.cfg.NodeName,
+		"attachmentID": AttachmentName(v.Handle, v.Driver, b.cfg.NodeName),
 	}
-	if err := k.fs.saveVolumeData(dataDir, data); err != nil {
+	if err := b.fs.saveVolumeData(dataDir, data); err != nil {
 		return errors.New(pluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err))
 	}
-	k.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
+	b.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	return nil
 }
 
@@ -99,7 +99,7 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	if k.state.mountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail(labels, "MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
-	if err := k.newBlockVolumeMapper(csiclient.WithLabels(ctx, labels), v); err != nil {
+	if err := k.mapper.newBlockVolumeMapper(csiclient.WithLabels(ctx, labels), v); err != nil {
 		return fail(labels, "MapVolume.NewBlockVolumeMapper initialization", err)
 	}
 	if k.attachRequired(v.Driver) {
@@ -113,7 +113,7 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	if !k.state.deviceMounted(unique) {
 		l := op("SetUpDevice")
 		octx, cancel := k.operationContext(ctx, l)
-		staged, err := k.setUpDevice(octx, v)
+		staged, err := k.mapper.setUpDevice(octx, v)
 		cancel()
 		k.state.recordDevice(unique, v, err)
 		if err != nil {
@@ -124,12 +124,12 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	l := op("MapPodDevice")
 	octx, cancel := k.operationContext(ctx, l)
 	defer cancel()
-	publishPath, err := k.mapPodDevice(octx, pod, v)
+	publishPath, err := k.mapper.mapPodDevice(octx, pod, v)
 	k.state.recordMount(pod, unique, v, err)
 	if err != nil {
 		return fail(l, "MapVolume.MapPodDevice", err)
 	}
-	if err := k.mapBlockVolume(octx, pod, v, publishPath); err != nil {
+	if err := k.mapper.mapBlockVolume(octx, pod, v, publishPath); err != nil {
 		// After MapPodDevice a failure leaves the volume uncertain, so that
 		// teardown still unpublishes it.
 		k.state.recordMount(pod, unique, v, uncertain(err))
@@ -152,16 +152,16 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 
 // blockPublishContext is the GET of the VolumeAttachment in SetUpDevice and
 // MapPodDevice: its attachmentMetadata, or {} when attach is skipped.
-func (k *Kubelet) blockPublishContext(ctx context.Context, v *volumeSpec, op string) (map[string]string, error) {
-	if !k.attachRequired(v.Driver) {
+func (b *csiBlockMapper) blockPublishContext(ctx context.Context, v *volumeSpec, op string) (map[string]string, error) {
+	if !b.attachRequired(v.Driver) {
 		return map[string]string{}, nil
 	}
-	name := AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
-	va, ok := k.cluster.VolumeAttachment(name)
+	name := AttachmentName(v.Handle, v.Driver, b.cfg.NodeName)
+	va, ok := b.cluster.VolumeAttachment(name)
 	if !ok {
 		return nil, transient("%s", pluginLog("blockMapper.%s failed to get volume attachment [id=%v]: volumeattachments.storage.k8s.io %q not found", op, name, name))
 	}
-	k.trace.Note(ctx, true, "publish_context: GET VolumeAttachment "+name)
+	b.trace.Note(ctx, true, "publish_context: GET VolumeAttachment "+name)
 	meta := copyMap(va.Status.AttachmentMetadata)
 	if meta == nil {
 		meta = map[string]string{}
@@ -172,38 +172,38 @@ func (k *Kubelet) blockPublishContext(ctx context.Context, v *volumeSpec, op str
 // setUpDevice is csiBlockMapper.SetUpDevice and stageVolumeForBlock. It
 // returns the staging path when it staged ("" for a driver without
 // STAGE_UNSTAGE_VOLUME), which the expansion after the map then sends.
-func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) (string, error) {
-	publishContext, err := k.blockPublishContext(ctx, v, "SetupDevice")
+func (b *csiBlockMapper) setUpDevice(ctx context.Context, v *volumeSpec) (string, error) {
+	publishContext, err := b.blockPublishContext(ctx, v, "SetupDevice")
 	if err != nil {
 		return "", err
 	}
-	if err := k.driverRegistered(v.Driver); err != nil {
+	if err := b.driverRegistered(v.Driver); err != nil {
 		return "", transient("%s", pluginLog("blockMapper.SetUpDevice failed to get CSI client: %v", err))
 	}
-	stagingPath := k.paths.BlockStagingPath(v.SpecName)
-	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	stagingPath := b.paths.BlockStagingPath(v.SpecName)
+	stage, err := b.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return "", errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
 	}
 	if !stage {
-		k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume, and no staging directory")
+		b.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume, and no staging directory")
 		return "", nil
 	}
 	secrets := map[string]string{}
 	if ref := v.StageSecretRef; ref != nil {
-		if secrets, err = k.credentialsFromSecret(ref); err != nil {
+		if secrets, err = b.credentialsFromSecret(ref); err != nil {
 			return "", transient("%s", pluginLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
 		}
 	}
-	if err := k.claimDir("blockMapper.stageVolumeForBlock", stagingPath); err != nil {
+	if err := b.claimDir("blockMapper.stageVolumeForBlock", stagingPath); err != nil {
 		return "", err
 	}
-	k.fs.markMountPath(stagingPath)
-	if err := k.fs.mkdirAll(stagingPath, 0o750); err != nil {
+	b.fs.markMountPath(stagingPath)
+	if err := b.fs.mkdirAll(stagingPath, 0o750); err != nil {
 		return "", errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", stagingPath, err))
 	}
-	k.trace.Note(ctx, true, "mkdir "+stagingPath+" (0750)")
-	err = k.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+	b.trace.Note(ctx, true, "mkdir "+stagingPath+" (0750)")
+	err = b.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
 		VolumeId:          v.Handle,
 		PublishContext:    publishContext,
 		StagingTargetPath: stagingPath,
@@ -212,7 +212,7 @@ func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) (string, error
 	}, v.accessMode(), fsTypeBlockName, nil, nil)
 	if err != nil {
 		if kindOf(err) == Final {
-			k.cleanupOrphanDeviceFiles(ctx, v)
+			b.cleanupOrphanDeviceFiles(ctx, v)
 		}
 		return "", err
 	}
@@ -222,37 +222,37 @@ func (k *Kubelet) setUpDevice(ctx context.Context, v *volumeSpec) (string, error
 // mapPodDevice is csiBlockMapper.MapPodDevice and publishVolumeForBlock:
 // pod info without tokens (the block path has none), and the staging path
 // always, even for drivers that do not stage.
-func (k *Kubelet) mapPodDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec) (string, error) {
-	publishContext, err := k.blockPublishContext(ctx, v, "MapPodDevice")
+func (b *csiBlockMapper) mapPodDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec) (string, error) {
+	publishContext, err := b.blockPublishContext(ctx, v, "MapPodDevice")
 	if err != nil {
 		return "", err
 	}
-	if err := k.driverRegistered(v.Driver); err != nil {
+	if err := b.driverRegistered(v.Driver); err != nil {
 		return "", transient("%s", pluginLog("blockMapper.MapPodDevice failed to get CSI client: %v", err))
 	}
 	volumeContext := copyMap(v.Attributes)
-	if d, ok := k.cluster.CSIDriver(v.Driver); ok && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
+	if d, ok := b.cluster.CSIDriver(v.Driver); ok && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
 		volumeContext = mergeMap(volumeContext, podInfoAttrs(pod, storagev1.VolumeLifecyclePersistent))
 	}
 	secrets := map[string]string{}
 	if ref := v.PublishSecretRef; ref != nil {
-		if secrets, err = k.credentialsFromSecret(ref); err != nil {
+		if secrets, err = b.credentialsFromSecret(ref); err != nil {
 			return "", transient("%s", pluginLog("blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
 		}
 	}
-	publishPath := k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
-	if err := k.claimDir("blockMapper.publishVolumeForBlock", filepath.Dir(publishPath)); err != nil {
+	publishPath := b.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	if err := b.claimDir("blockMapper.publishVolumeForBlock", filepath.Dir(publishPath)); err != nil {
 		return "", err
 	}
-	k.fs.markMountPath(publishPath)
-	if err := k.fs.mkdirAll(filepath.Dir(publishPath), 0o750); err != nil {
+	b.fs.markMountPath(publishPath)
+	if err := b.fs.mkdirAll(filepath.Dir(publishPath), 0o750); err != nil {
 		return "", errors.New(pluginLog("blockMapper.publishVolumeForBlock failed to create dir %s:  %v", filepath.Dir(publishPath), err))
 	}
-	k.trace.Note(ctx, true, "mkdir "+filepath.Dir(publishPath)+" (0750); the device file itself is left to the driver")
-	err = k.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
+	b.trace.Note(ctx, true, "mkdir "+filepath.Dir(publishPath)+" (0750); the device file itself is left to the driver")
+	err = b.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
 		VolumeId:          v.Handle,
 		PublishContext:    publishContext,
-		StagingTargetPath: k.paths.BlockStagingPath(v.SpecName),
+		StagingTargetPath: b.paths.BlockStagingPath(v.SpecName),
 		TargetPath:        publishPath,
 		Readonly:          v.ReadOnly,
 		Secrets:           secrets,
@@ -265,23 +265,23 @@ func (k *Kubelet) mapPodDevice(ctx context.Context, pod *corev1.Pod, v *volumeSp
 // device at <globalMapPath>/<podUID>, a symlink to it in the pod's
 // volumeDevices dir, and a loop device over the bind mount that keeps the
 // device open while the pod runs.
-func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec, devicePath string) error {
-	globalMapPath := k.paths.GlobalMapPath(v.SpecName)
-	podMapPath := k.paths.PodDeviceMapPath(string(pod.UID))
-	if k.cfg.DryRun {
-		k.trace.Note(ctx, false, fmt.Sprintf("the kubelet would bind-mount %s at %s/%s, link %s/%s to it, and hold a loop device on it", devicePath, globalMapPath, pod.UID, podMapPath, v.SpecName))
+func (b *csiBlockMapper) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec, devicePath string) error {
+	globalMapPath := b.paths.GlobalMapPath(v.SpecName)
+	podMapPath := b.paths.PodDeviceMapPath(string(pod.UID))
+	if b.cfg.DryRun {
+		b.trace.Note(ctx, false, fmt.Sprintf("the kubelet would bind-mount %s at %s/%s, link %s/%s to it, and hold a loop device on it", devicePath, globalMapPath, pod.UID, podMapPath, v.SpecName))
 		return nil
 	}
 	linkPath := filepath.Join(globalMapPath, string(pod.UID))
-	if err := k.fs.mkdirAll(globalMapPath, 0o750); err != nil {
+	if err := b.fs.mkdirAll(globalMapPath, 0o750); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: %v", devicePath, globalMapPath, pod.UID, true, err)
 	}
-	k.fs.markMountPath(linkPath)
+	b.fs.markMountPath(linkPath)
 	fi, err := os.Stat(linkPath)
 	switch {
 	case os.IsNotExist(err):
-		k.fs.remember(linkPath)
-		f, err := k.fs.createAt(linkPath, 0o750)
+		b.fs.remember(linkPath)
+		f, err := b.fs.createAt(linkPath, 0o750)
 		if err != nil {
 			return fmt.Errorf("blkUtil.MapDevice failed: failed to open file %s: %w", linkPath, err)
 		}
@@ -292,7 +292,7 @@ func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volume
 	// mapBindMountDevice: a device node already there is the bind mount of
 	// an earlier map (a republish), so the kubelet skips the mount.
 	if err == nil && fi.Mode()&os.ModeDevice != 0 {
-		k.trace.Note(ctx, true, fmt.Sprintf("bind mount of %s at %s already there (device node): map skipped", devicePath, linkPath))
+		b.trace.Note(ctx, true, fmt.Sprintf("bind mount of %s at %s already there (device node): map skipped", devicePath, linkPath))
 	} else {
 		// mount.New(""), as the kubelet's volumepathhandler
 		// (mapBindMountDevice): the bind mount runs in a systemd scope
@@ -300,48 +300,48 @@ func (k *Kubelet) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v *volume
 		if err := mount.New("").Mount(devicePath, linkPath, "", []string{"bind"}); err != nil {
 			return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: failed to bind mount devicePath: %s to linkPath %s: %v", devicePath, globalMapPath, pod.UID, true, devicePath, linkPath, err)
 		}
-		k.trace.Note(ctx, false, fmt.Sprintf("bind-mounted %s at %s", devicePath, linkPath))
+		b.trace.Note(ctx, false, fmt.Sprintf("bind-mounted %s at %s", devicePath, linkPath))
 	}
-	if err := k.fs.mkdirAll(podMapPath, 0o750); err != nil {
+	if err := b.fs.mkdirAll(podMapPath, 0o750); err != nil {
 		return err
 	}
 	symlink := filepath.Join(podMapPath, v.SpecName)
-	_ = k.fs.removeAt(symlink, false)
-	k.fs.remember(symlink)
-	if err := k.fs.symlinkInRoot(devicePath, symlink); err != nil {
+	_ = b.fs.removeAt(symlink, false)
+	b.fs.remember(symlink)
+	if err := b.fs.symlinkInRoot(devicePath, symlink); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, podVolumeMapPath:%s, volumeMapName: %s, bindMount: %v: %w", devicePath, podMapPath, v.SpecName, false, err)
 	}
-	k.trace.Note(ctx, true, fmt.Sprintf("linked %s -> %s", symlink, devicePath))
+	b.trace.Note(ctx, true, fmt.Sprintf("linked %s -> %s", symlink, devicePath))
 	loop, err := attachFileDevice(linkPath)
 	if err != nil {
 		return fmt.Errorf("blkUtil.AttachFileDevice failed. globalMapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)
 	}
-	k.trace.Note(ctx, false, fmt.Sprintf("loop device %s holds %s open", loop, linkPath))
+	b.trace.Note(ctx, false, fmt.Sprintf("loop device %s holds %s open", loop, linkPath))
 	return nil
 }
 
 // unmapVolume is GenerateUnmapVolumeFunc: UnmapBlockVolume (loop device,
 // symlink, bind mount), then UnmapPodDevice (NodeUnpublishVolume).
-func (k *Kubelet) unmapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
-	globalMapPath := k.paths.GlobalMapPath(v.SpecName)
+func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+	globalMapPath := b.paths.GlobalMapPath(v.SpecName)
 	linkPath := filepath.Join(globalMapPath, string(pod.UID))
-	if !k.cfg.DryRun {
+	if !b.cfg.DryRun {
 		if err := detachFileDevice(linkPath); err != nil {
 			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)}
 		}
-		symlink := filepath.Join(k.paths.PodDeviceMapPath(string(pod.UID)), v.SpecName)
+		symlink := filepath.Join(b.paths.PodDeviceMapPath(string(pod.UID)), v.SpecName)
 		if fi, err := os.Lstat(symlink); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			_ = k.fs.removeAt(symlink, false)
+			_ = b.fs.removeAt(symlink, false)
 		}
-		if err := k.fs.unmapBindMountDevice(linkPath); err != nil {
+		if err := b.fs.unmapBindMountDevice(linkPath); err != nil {
 			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s, bindMount: %v: %v", globalMapPath, pod.UID, true, err)}
 		}
 	}
-	if err := k.driverRegistered(v.Driver); err != nil {
+	if err := b.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
 	}
-	publishPath := k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
-	if _, err := k.nodeClient().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
+	publishPath := b.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	if _, err := b.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
 		return errors.New(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err))
 	}
 	return nil
@@ -350,46 +350,46 @@ func (k *Kubelet) unmapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 // unmapDevice is GenerateUnmapDeviceFunc and csiBlockMapper.TearDownDevice:
 // NodeUnstage only when the staging path still exists, then the orphan
 // device files and the global map path go.
-func (k *Kubelet) unmapDevice(ctx context.Context, v *volumeSpec) error {
-	if err := k.driverRegistered(v.Driver); err != nil {
+func (b *csiBlockMapper) unmapDevice(ctx context.Context, v *volumeSpec) error {
+	if err := b.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("blockMapper.TearDownDevice failed to get CSI client: %v", err))
 	}
-	stagingPath := k.paths.BlockStagingPath(v.SpecName)
+	stagingPath := b.paths.BlockStagingPath(v.SpecName)
 	if _, err := os.Stat(stagingPath); err == nil {
-		stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+		stage, err := b.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 		if err != nil {
 			return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
 		}
 		if stage {
-			if err := k.nodeUnstageVolume(ctx, v.Handle, stagingPath); err != nil {
+			if err := b.nodeUnstageVolume(ctx, v.Handle, stagingPath); err != nil {
 				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err))
 			}
-			if _, err := k.fs.removeOwnedTree(stagingPath); err != nil {
+			if _, err := b.fs.removeOwnedTree(stagingPath); err != nil {
 				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to remove staging path after NodeUnstageVolume() error [%s]: %v", stagingPath, err))
 			}
 		}
 	} else if os.IsNotExist(err) {
-		k.trace.Note(ctx, false, "block staging path does not exist: no NodeUnstageVolume")
+		b.trace.Note(ctx, false, "block staging path does not exist: no NodeUnstageVolume")
 	} else {
 		return err
 	}
-	k.cleanupOrphanDeviceFiles(ctx, v)
-	if _, err := k.fs.removeOwnedTree(k.paths.GlobalMapPath(v.SpecName)); err != nil {
-		return fmt.Errorf("failed to remove directory %s: %v", k.paths.GlobalMapPath(v.SpecName), err)
+	b.cleanupOrphanDeviceFiles(ctx, v)
+	if _, err := b.fs.removeOwnedTree(b.paths.GlobalMapPath(v.SpecName)); err != nil {
+		return fmt.Errorf("failed to remove directory %s: %v", b.paths.GlobalMapPath(v.SpecName), err)
 	}
 	return nil
 }
 
 // cleanupOrphanDeviceFiles removes the publish dir and the staging path if
 // empty, then the volume's dir (data and dev) on one filesystem.
-func (k *Kubelet) cleanupOrphanDeviceFiles(ctx context.Context, v *volumeSpec) {
-	_ = k.fs.removeAt(filepath.Dir(k.paths.BlockPublishPath(v.SpecName, "x")), true)
-	_ = k.fs.removeAt(k.paths.BlockStagingPath(v.SpecName), true)
-	volumeDir := filepath.Dir(k.paths.GlobalMapPath(v.SpecName))
+func (b *csiBlockMapper) cleanupOrphanDeviceFiles(ctx context.Context, v *volumeSpec) {
+	_ = b.fs.removeAt(filepath.Dir(b.paths.BlockPublishPath(v.SpecName, "x")), true)
+	_ = b.fs.removeAt(b.paths.BlockStagingPath(v.SpecName), true)
+	volumeDir := filepath.Dir(b.paths.GlobalMapPath(v.SpecName))
 	if mounted, _ := isMountPoint(volumeDir); !mounted {
 		// The kubelet removes the whole tree; the simulator only what it made.
-		if removed, _ := k.fs.removeOwnedTree(volumeDir); len(removed) > 0 {
-			k.trace.Note(ctx, true, "removed "+volumeDir)
+		if removed, _ := b.fs.removeOwnedTree(volumeDir); len(removed) > 0 {
+			b.trace.Note(ctx, true, "removed "+volumeDir)
 		}
 	}
 }

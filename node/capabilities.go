@@ -11,8 +11,8 @@ import (
 // nodeSupports is the kubelet's nodeSupportsCapability: a NodeGetCapabilities
 // call of its own, on a new connection, for every capability it tests. The
 // kubelet never caches the answer, and drivers see every one of these calls.
-func (k *Kubelet) nodeSupports(ctx context.Context, c csi.NodeServiceCapability_RPC_Type) (bool, error) {
-	resp, err := k.nodeClient().NodeGetCapabilities(csiclient.WithAsking(ctx, capabilityName(c)), &csi.NodeGetCapabilitiesRequest{})
+func (k *csiPlugin) nodeSupports(ctx context.Context, c csi.NodeServiceCapability_RPC_Type) (bool, error) {
+	resp, err := k.nodeClient.NodeGetCapabilities(csiclient.WithAsking(ctx, capabilityName(c)), &csi.NodeGetCapabilitiesRequest{})
 	if err != nil {
 		if k.release.CapabilityErrorsUncertain() && !isFinalError(err) {
 			return false, uncertain(err)

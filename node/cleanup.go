@@ -86,13 +86,13 @@ func (l *Leftovers) DriverLeft() bool {
 	return len(l.Mounts) > 0 || slices.ContainsFunc(l.Left, func(x Leftover) bool { return x.Owner == OwnerDriver })
 }
 
-// Cleanup runs after teardown. It does the kubelet's housekeeping of
+// cleanup runs after teardown. It does the kubelet's housekeeping of
 // orphaned pod directories and removes what the simulation created, and
 // nothing else: directories one level at a time and only when empty,
 // nothing inside a path that is or was a mount point, nothing of a volume
 // kept after a failed teardown. With removeRoot, the root dir goes too
 // when it is then empty.
-func (k *Kubelet) Cleanup(ctx context.Context, removeRoot bool) *Leftovers {
+func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 	ctx = csiclient.WithLabels(ctx, csiclient.Labels{Component: "simulator", Operation: "Cleanup"})
 	l := &Leftovers{}
 	k.checkMounts(ctx, l)
@@ -130,15 +130,6 @@ func (k *Kubelet) removeEmptyCreated() {
 	created := k.fs.Created()
 	for i := len(created) - 1; i >= 0; i-- {
 		_ = k.fs.removePath(created[i])
-	}
-}
-
-// AdoptRoot records the root dir and the parents a command made for it, so
-// that they go when the run (or the `cleanup` of an interrupted run) leaves
-// nothing else in them.
-func (k *Kubelet) AdoptRoot(created []string) {
-	for _, d := range created {
-		k.fs.rememberKind(d, recordDir)
 	}
 }
 

@@ -33,13 +33,13 @@ func (k *Kubelet) prepareController(ctx context.Context, plan Plan, reg *Registr
 	return out.ControllerErr == nil
 }
 
-// finishController runs the plan's controller after the teardown, unless
-// the teardown was abandoned (then `cleanup` finishes).
-func (k *Kubelet) finishController(ctx context.Context, plan Plan, out *Outcome) {
-	if plan.Controller == nil || ctx.Err() != nil {
-		return
+// finishController is the plan's controller after the kubelet's teardown;
+// nil without one.
+func (k *Kubelet) finishController(plan Plan) func(context.Context) []error {
+	if plan.Controller == nil {
+		return nil
 	}
-	out.TeardownErrs = append(out.TeardownErrs, plan.Controller.Finish(ctx, k.volumeInUse)...)
+	return func(ctx context.Context) []error { return plan.Controller.Finish(ctx, k.volumeInUse) }
 }
 
 // volumeInUse tells whether the kubelet still has the volume: staged

@@ -125,7 +125,7 @@ func (k *Kubelet) nodeExpand(ctx context.Context, v *volumeSpec, at resizePaths,
 		VolumeCapability:  volumeCapability(mapper(v.accessMode()), fsType, v.mountOptions(), nil),
 		Secrets:           secrets,
 	}
-	resp, err := k.nodeClient().NodeExpandVolume(ctx, req)
+	resp, err := k.nodeClient.NodeExpandVolume(ctx, req)
 	if err != nil {
 		return newSize, fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", classifyRPC(err))
 	}

@@ -1,8 +1,9 @@
 // Package node is the simulated kubelet: what a kubelet on a node does for
 // the CSI volumes of its pods, call for call. run.go is a pod's whole life
-// (register, mount, run, tear down, clean up) that run, plan and load drive
-// with their own plans (cleanup goes through recover.go's Recover, and
-// conformance calls the steps itself); the other files follow the kubelet's own split:
+// (register, attach, mount, run, tear down, clean up) that run, plan, load
+// and conformance drive with their own plans; cleanup goes through
+// recover.go's Recover, which ends with the same teardown (teardown.go).
+// The other files follow the kubelet's own split:
 // register.go (pluginmanager, csi_plugin.go RegisterPlugin), stage.go
 // (csi_attacher.go MountDevice/UnmountDevice), publish.go (csi_mounter.go
 // SetUpAt/TearDownAt), block.go (csi_block.go), attach.go (WaitForAttach and
@@ -14,7 +15,6 @@
 package node
 
 import (
-	"context"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -27,8 +27,31 @@ import (
 // DefaultTimeout is csiTimeout in csi_plugin.go: one context per operation.
 const DefaultTimeout = 2 * time.Minute
 
-// Config is what a kubelet is started with.
+// Config is what a kubelet is started with: everything it needs, given
+// once to New.
 type Config struct {
+	// Cluster holds the API server's objects the kubelet reads.
+	Cluster *manifests.Cluster
+	// Conn is the driver connection (a csiclient.Dialer for `run`, a
+	// csiclient.Planned for `plan`); every call through it is recorded
+	// into Trace.
+	Conn  grpc.ClientConnInterface
+	Trace *csiclient.Trace
+	// Tokens answers the kubelet's TokenRequests. Nil: with TokenOptions,
+	// a TokenSource of the Release over the Cluster (its ServiceAccounts
+	// and Nodes); without, the kubelet has no token getter.
+	Tokens       TokenIssuer
+	TokenOptions *TokenOptions
+	// Command names the command in the journal.
+	Command string
+	// Adopted are the root dir and the parents a command made for it: they
+	// go when the run (or the `cleanup` of an interrupted run) leaves
+	// nothing else in them.
+	Adopted []string
+	// RootLock is the root dir's lock: released (its file removed) when
+	// the run leaves nothing, and kept otherwise. Nil: none.
+	RootLock *RootLock
+
 	RootDir  string
 	NodeName string
 	Timeout  time.Duration
@@ -44,57 +67,69 @@ type Config struct {
 	DryRun bool
 }
 
-// Kubelet is one simulated kubelet on one node, talking to one driver.
+// Kubelet is one simulated kubelet on one node, talking to one driver:
+// the volume manager (the actual state of the world, the operations) over
+// the CSI plugin, whose attacher (MountDevice, UnmountDevice), mounter
+// (SetUp, TearDown) and block mapper it drives.
 type Kubelet struct {
-	cfg     Config
-	release Release
-	paths   Paths
-	cluster *manifests.Cluster
-	conn    grpc.ClientConnInterface
-	trace   *csiclient.Trace
-	tokens  TokenIssuer
-	fs      *fileSystem
-	state   *actualState
-	ops     *operations
-	selinux SELinux
+	*csiPlugin
+	state    *actualState
+	ops      *operations
+	attacher *csiAttacher
+	mounter  *csiMountMgr
+	mapper   *csiBlockMapper
 }
 
-// New returns a kubelet. conn is the driver connection (a csiclient.Dialer
-// for `run`, a csiclient.Planned for `plan`); every call through it is
-// recorded into trace.
-func New(cfg Config, c *manifests.Cluster, conn grpc.ClientConnInterface, trace *csiclient.Trace) *Kubelet {
+// New returns the kubelet cfg describes.
+func New(cfg Config) *Kubelet {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	if !cfg.Release.valid() {
 		cfg.Release = DefaultRelease()
 	}
-	return &Kubelet{
-		cfg:     cfg,
-		release: cfg.Release,
-		paths:   Paths{Root: cfg.RootDir},
-		cluster: c,
-		conn:    &csiclient.Recorder{Next: conn, Trace: trace},
-		trace:   trace,
-		fs:      newFileSystem(cfg.RootDir),
-		state:   newActualState(),
-		ops:     &operations{},
-		selinux: cfg.SELinux,
+	if cfg.Cluster == nil {
+		cfg.Cluster = manifests.New()
 	}
+	if cfg.Trace == nil {
+		cfg.Trace = csiclient.NewTrace()
+	}
+	p := &csiPlugin{
+		cfg:        cfg,
+		release:    cfg.Release,
+		paths:      Paths{Root: cfg.RootDir},
+		cluster:    cfg.Cluster,
+		conn:       &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
+		trace:      cfg.Trace,
+		tokens:     cfg.Tokens,
+		fs:         newFileSystem(cfg.RootDir),
+		selinux:    cfg.SELinux,
+		drivers:    &csiDrivers{registered: map[string]*Registration{}},
+		sentTokens: &tokenRecord{last: map[string]string{}},
+	}
+	p.nodeClient, p.identityClient = csi.NewNodeClient(p.conn), csi.NewIdentityClient(p.conn)
+	k := &Kubelet{
+		csiPlugin: p,
+		state:     newActualState(),
+		ops:       &operations{},
+		attacher:  &csiAttacher{p},
+		mounter:   &csiMountMgr{p},
+		mapper:    &csiBlockMapper{p},
+	}
+	if k.tokens == nil && cfg.TokenOptions != nil {
+		o := *cfg.TokenOptions
+		if o.NodeName == "" {
+			o.NodeName = cfg.NodeName
+		}
+		k.tokens = NewTokenSource(cfg.Release, cfg.Cluster, o)
+	}
+	k.fs.command = cfg.Command
+	k.fs.lock = cfg.RootLock
+	for _, d := range cfg.Adopted {
+		k.fs.rememberKind(d, recordDir)
+	}
+	return k
 }
-
-// SetTokenIssuer sets what answers the kubelet's TokenRequests.
-func (k *Kubelet) SetTokenIssuer(t TokenIssuer) { k.tokens = t }
 
 // Paths returns the kubelet's directory layout.
 func (k *Kubelet) Paths() Paths { return k.paths }
-
-func (k *Kubelet) nodeClient() csi.NodeClient { return csi.NewNodeClient(k.conn) }
-
-func (k *Kubelet) identityClient() csi.IdentityClient { return csi.NewIdentityClient(k.conn) }
-
-// operationContext is createCSIOperationContext: one timeout shared by all
-// the calls of one kubelet operation.
-func (k *Kubelet) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.cfg.Timeout)
-}

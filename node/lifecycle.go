@@ -45,14 +45,14 @@ func (r *PodResult) Failed() bool {
 	return false
 }
 
-// MountPod mounts every CSI volume of the pod as the kubelet's volume
+// mountPod mounts every CSI volume of the pod as the kubelet's volume
 // manager does when the pod lands on the node. The error is for inputs the
 // kubelet could not even resolve (a claim with no PV); volume failures are
 // in the result. With parallel the reconciler's way is followed: an
 // operation per volume, side by side, one pending operation per volume
 // (operations.go); without, the volumes are mounted in the pod's order, so
 // that a trace reads as a story.
-func (k *Kubelet) MountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
+func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
 	specs, skipped, err := resolveVolumes(k.cluster, pod)
 	if err != nil {
 		return nil, err
@@ -131,6 +131,12 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 	return vr
 }
 
+// operationContext is createCSIOperationContext: one timeout shared by all
+// the calls of one kubelet operation, which the operations made here take.
+func (k *Kubelet) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.cfg.Timeout)
+}
+
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
 func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.paths.PodDir(string(pod.UID))
@@ -182,7 +188,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 			l := labels
 			l.Operation = "MountDevice"
 			octx, cancel := k.operationContext(ctx, l)
-			err := k.mountDevice(octx, pod, v, seLinuxLabel)
+			err := k.attacher.mountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
 			k.state.recordDevice(unique, v, err)
 			if err != nil {
@@ -193,7 +199,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	l := labels
 	l.Operation = "SetUp"
 	octx, cancel := k.operationContext(ctx, l)
-	err = k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
+	err = k.mounter.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
 	k.state.recordMount(pod, unique, v, err)
 	if err != nil {
@@ -209,12 +215,12 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	return nil
 }
 
-// UnmountPod tears the pod's volumes down as the reconciler does once the
+// unmountPod tears the pod's volumes down as the reconciler does once the
 // pod is deleted: NodeUnpublish for each volume mounted or uncertain, then,
 // for each of its devices no pod uses any more, UnmountDevice
 // (NodeUnstage). It returns the failures, worded as the kubelet's events.
 // With parallel the volumes are torn down side by side.
-func (k *Kubelet) UnmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
+func (k *Kubelet) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
 	keys := k.state.podMounts(pod)
 	errs := make([]error, len(keys))
 	devices := make([]string, len(keys))
@@ -253,9 +259,9 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey)
 	if !ok {
 		return nil
 	}
-	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.tearDown
+	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.mounter.tearDown
 	if m.spec.Block {
-		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.unmapVolume
+		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.mapper.unmapVolume
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.spec.SpecName, Pod: podName(pod)}
 	opKey := operationKey{volume: key.uniqueName, pod: key.podUID}
@@ -299,10 +305,10 @@ func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 		}
 		d, _ := k.state.device(unique)
 		op, prefix := "UnmountDevice", "UnmountDevice failed"
-		unmount := func(ctx context.Context) error { return k.unmountDevice(ctx, d.driver, d.handle) }
+		unmount := func(ctx context.Context) error { return k.attacher.unmountDevice(ctx, d.driver, d.handle) }
 		if d.spec.Block {
 			op, prefix = "TearDownDevice", "UnmapDevice.TearDownDevice failed"
-			unmount = func(ctx context.Context) error { return k.unmapDevice(ctx, d.spec) }
+			unmount = func(ctx context.Context) error { return k.mapper.unmapDevice(ctx, d.spec) }
 		}
 		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: d.spec.SpecName}
 		err := k.withRetry(ctx, l, func(int) error {

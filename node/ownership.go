@@ -8,7 +8,7 @@ import (
 // claimDir checks that a directory the kubelet is about to make for a pod
 // or a volume is not someone else's; the error says whose it is not, and
 // nothing is touched.
-func (k *Kubelet) claimDir(step, p string) error {
+func (k *csiPlugin) claimDir(step, p string) error {
 	if err := k.fs.claim(p); err != nil {
 		return &opError{kind: Transient, err: fmt.Errorf("%s: %w", step, err)}
 	}

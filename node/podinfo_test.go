@@ -183,7 +183,7 @@ stringData: {"csi.storage.k8s.io/serviceAccount.tokens": user-secret, password: 
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(tc.driver, pv, pvc1, pod1, secret), newFakeDriver(capStage))
 			tokens := &fakeTokens{}
-			e.k.SetTokenIssuer(tokens)
+			e.k.tokens = tokens
 			e.mountOK("app-1")
 			calls := e.drv.Calls()
 			req := one[*csi.NodePublishVolumeRequest](t, calls, "NodePublishVolume")
@@ -208,7 +208,7 @@ stringData: {"csi.storage.k8s.io/serviceAccount.tokens": user-secret, password: 
 func TestTokenRequestSpec(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault, expirationSeconds: 3607}, {audience: ''}]"), pv1, pvc1, pod1), newFakeDriver())
 	tokens := &fakeTokens{}
-	e.k.SetTokenIssuer(tokens)
+	e.k.tokens = tokens
 	e.mountOK("app-1")
 	if len(tokens.got) != 2 {
 		t.Fatalf("%d TokenRequests, want 2", len(tokens.got))
@@ -237,7 +237,7 @@ func TestTokenRequestSpec(t *testing.T) {
 // docs/kubelet.md §21.8: Go encoding/json escapes HTML characters in the tokens value.
 func TestTokensJSONEscapesHTML(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: a}]"), pv1, pvc1, pod1), newFakeDriver())
-	e.k.SetTokenIssuer(&fakeTokens{token: func(string) string { return "x<y&z>" }})
+	e.k.tokens = &fakeTokens{token: func(string) string { return "x<y&z>" }}
 	e.mountOK("app-1")
 	got := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
 	const want = `{"a":{"token":"x\u003cy\u0026z\u003e","expirationTimestamp":"2026-01-02T15:04:05Z"}}`
@@ -261,7 +261,7 @@ func TestTokenFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			if tc.issuer != nil {
-				e.k.SetTokenIssuer(tc.issuer)
+				e.k.tokens = tc.issuer
 			}
 			ve := volErr(t, e.mount("app-1"))
 			if ve.Err.Error() != tc.want || ve.Kind != Transient {

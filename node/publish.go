@@ -22,27 +22,27 @@ type mounterArgs struct {
 
 // setUp is csiMountMgr.SetUpAt (csi_mounter.go): NodePublishVolume for one
 // volume of one pod, with the kubelet's steps in the kubelet's order.
-func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, args mounterArgs) error {
-	target := k.paths.TargetPath(string(pod.UID), v.SpecName)
-	if err := k.driverRegistered(v.Driver); err != nil {
+func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, args mounterArgs) error {
+	target := m.paths.TargetPath(string(pod.UID), v.SpecName)
+	if err := m.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("mounter.SetUpAt failed to get CSI client: %v", err))
 	}
-	if err := k.supportsVolumeLifecycleMode(v); err != nil {
+	if err := m.supportsVolumeLifecycleMode(v); err != nil {
 		return transient("%s", pluginLog("mounter.SetupAt failed to check volume lifecycle mode: %s", err))
 	}
-	stagingPath, publishContext, err := k.stagingForPublish(ctx, v)
+	stagingPath, publishContext, err := m.stagingForPublish(ctx, v)
 	if err != nil {
 		return err
 	}
 	parentDir := filepath.Dir(target)
-	if err := k.makeTargetParent(ctx, parentDir, target); err != nil {
+	if err := m.makeTargetParent(ctx, parentDir, target); err != nil {
 		return err
 	}
-	secrets, volumeContext, err := k.publishAttributes(ctx, pod, v, args)
+	secrets, volumeContext, err := m.publishAttributes(ctx, pod, v, args)
 	if err != nil {
 		return err
 	}
-	vmg, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	vmg, err := m.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
 		return transient("%s", pluginLog("mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
 	}
@@ -51,16 +51,16 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 		fsGroup = podFSGroup(pod)
 	}
 	mountOptions := v.mountOptions()
-	seLinuxMount := k.pluginSupportsSELinuxMount(v.Driver) && args.SELinuxLabel != ""
+	seLinuxMount := m.pluginSupportsSELinuxMount(v.Driver) && args.SELinuxLabel != ""
 	if seLinuxMount {
 		mountOptions = addSELinuxMountOption(mountOptions, args.SELinuxLabel)
 	}
-	if err := k.saveTargetVolumeData(ctx, v, parentDir, seLinuxMount, args.SELinuxLabel); err != nil {
-		k.removeMountDir(ctx, target)
-		k.fs.forgetVolumeData(parentDir)
+	if err := m.saveTargetVolumeData(ctx, v, parentDir, seLinuxMount, args.SELinuxLabel); err != nil {
+		m.removeMountDir(ctx, target)
+		m.fs.forgetVolumeData(parentDir)
 		return err
 	}
-	err = k.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
+	err = m.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
 		VolumeId:          v.Handle,
 		PublishContext:    publishContext,
 		StagingTargetPath: stagingPath,
@@ -72,39 +72,39 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, arg
 	if err != nil {
 		// Since 1.36 a failed republish keeps the target: the pod still
 		// uses the existing mount (#121271).
-		if kindOf(err) == Final && !(args.IsRemount && k.release.KeepsTargetOnFailedRemount()) {
-			k.removeMountDir(ctx, target)
+		if kindOf(err) == Final && !(args.IsRemount && m.release.KeepsTargetOnFailedRemount()) {
+			m.removeMountDir(ctx, target)
 			// A failed remount up to 1.35 took vol_data.json from a
 			// volume that stays mounted: the journal keeps its copy, so
 			// that `cleanup` can still unpublish it (recover.go).
 			if !args.IsRemount {
-				k.fs.forgetVolumeData(parentDir)
+				m.fs.forgetVolumeData(parentDir)
 			}
 		}
 		return err
 	}
 	if seLinuxMount {
-		k.checkSELinuxContext(ctx, target, args.SELinuxLabel)
+		m.checkSELinuxContext(ctx, target, args.SELinuxLabel)
 	}
-	driverObj, hasDriverObj := k.cluster.CSIDriver(v.Driver)
-	return k.applyFSGroup(ctx, pod, v, target, vmg, driverObj, hasDriverObj)
+	driverObj, hasDriverObj := m.cluster.CSIDriver(v.Driver)
+	return m.applyFSGroup(ctx, pod, v, target, vmg, driverObj, hasDriverObj)
 }
 
 // stagingForPublish is SetUpAt's part for persistent volumes: the staging
 // path when the driver stages, and the VolumeAttachment's publish_context.
-func (k *Kubelet) stagingForPublish(ctx context.Context, v *volumeSpec) (string, map[string]string, error) {
+func (m *csiMountMgr) stagingForPublish(ctx context.Context, v *volumeSpec) (string, map[string]string, error) {
 	if !v.persistent() {
 		return "", nil, nil
 	}
-	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	stage, err := m.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return "", nil, errors.New(pluginLog("mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: %v", err))
 	}
 	stagingPath := ""
 	if stage {
-		stagingPath = k.paths.DeviceMountPath(v.Driver, v.Handle)
+		stagingPath = m.paths.DeviceMountPath(v.Driver, v.Handle)
 	}
-	publishContext, err := k.publishContext(ctx, v)
+	publishContext, err := m.publishContext(ctx, v)
 	if err != nil {
 		return "", nil, transient("%s", pluginLog("mounter.SetUpAt failed to fetch publishContext: %v", err))
 	}
@@ -113,38 +113,38 @@ func (k *Kubelet) stagingForPublish(ctx context.Context, v *volumeSpec) (string,
 
 // makeTargetParent makes the target's parent, never the target itself
 // (the driver's), after checking the directory is not someone else's.
-func (k *Kubelet) makeTargetParent(ctx context.Context, parentDir, target string) error {
-	if err := k.claimDir("mounter.SetUpAt", parentDir); err != nil {
+func (m *csiMountMgr) makeTargetParent(ctx context.Context, parentDir, target string) error {
+	if err := m.claimDir("mounter.SetUpAt", parentDir); err != nil {
 		return err
 	}
-	k.fs.markMountPath(target)
-	if err := k.fs.mkdirAll(parentDir, 0o750); err != nil {
+	m.fs.markMountPath(target)
+	if err := m.fs.mkdirAll(parentDir, 0o750); err != nil {
 		return errors.New(pluginLog("mounter.SetUpAt failed to create dir %#v:  %v", parentDir, err))
 	}
-	k.trace.Note(ctx, true, "mkdir "+parentDir+" (0750); the target itself is left to the driver")
+	m.trace.Note(ctx, true, "mkdir "+parentDir+" (0750); the target itself is left to the driver")
 	return nil
 }
 
 // publishAttributes are NodePublishVolume's secrets and volume_context:
 // the publish secret, the volume's attributes, pod info when the CSIDriver
 // asks for it, and the service-account tokens in either.
-func (k *Kubelet) publishAttributes(ctx context.Context, pod *corev1.Pod, v *volumeSpec, args mounterArgs) (map[string]string, map[string]string, error) {
+func (m *csiMountMgr) publishAttributes(ctx context.Context, pod *corev1.Pod, v *volumeSpec, args mounterArgs) (map[string]string, map[string]string, error) {
 	secrets := map[string]string{}
 	if ref := v.PublishSecretRef; ref != nil {
 		var err error
-		if secrets, err = k.credentialsFromSecret(ref); err != nil {
+		if secrets, err = m.credentialsFromSecret(ref); err != nil {
 			return nil, nil, transient("fetching NodePublishSecretRef %s failed: %v", secretRefText(ref), err)
 		}
 	}
 	volumeContext := copyMap(v.Attributes)
-	if d, ok := k.cluster.CSIDriver(v.Driver); ok && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
+	if d, ok := m.cluster.CSIDriver(v.Driver); ok && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
 		volumeContext = mergeMap(volumeContext, podInfoAttrs(pod, v.Mode))
 	}
-	tokenAttrs, inSecrets, err := k.serviceAccountTokenAttrs(ctx, pod, v.Driver)
+	tokenAttrs, inSecrets, err := m.serviceAccountTokenAttrs(ctx, pod, v.Driver)
 	if err != nil {
 		return nil, nil, transient("%s", pluginLog("mounter.SetUpAt failed to get service accoount token attributes: %v", err))
 	}
-	k.noteTokenChange(ctx, pod, v, tokenAttrs, args.IsRemount)
+	m.noteTokenChange(ctx, pod, v, tokenAttrs, args.IsRemount)
 	if inSecrets {
 		secrets = mergeMap(secrets, tokenAttrs)
 	} else {
@@ -155,27 +155,27 @@ func (k *Kubelet) publishAttributes(ctx context.Context, pod *corev1.Pod, v *vol
 
 // saveTargetVolumeData writes the pod volume's vol_data.json beside the
 // target, as SetUpAt does before NodePublishVolume.
-func (k *Kubelet) saveTargetVolumeData(ctx context.Context, v *volumeSpec, parentDir string, seLinuxMount bool, label string) error {
+func (m *csiMountMgr) saveTargetVolumeData(ctx context.Context, v *volumeSpec, parentDir string, seLinuxMount bool, label string) error {
 	volData := map[string]string{
 		"specVolID":           v.SpecName,
 		"volumeHandle":        v.Handle,
 		"driverName":          v.Driver,
-		"nodeName":            k.cfg.NodeName,
+		"nodeName":            m.cfg.NodeName,
 		"volumeLifecycleMode": string(v.Mode),
-		"attachmentID":        AttachmentName(v.Handle, v.Driver, k.cfg.NodeName),
+		"attachmentID":        AttachmentName(v.Handle, v.Driver, m.cfg.NodeName),
 	}
 	if seLinuxMount {
 		volData["seLinuxMountContext"] = label
 	}
-	if err := k.fs.saveVolumeData(parentDir, volData); err != nil {
+	if err := m.fs.saveVolumeData(parentDir, volData); err != nil {
 		return err
 	}
-	k.trace.Note(ctx, true, "wrote "+filepath.Join(parentDir, volDataFileName))
+	m.trace.Note(ctx, true, "wrote "+filepath.Join(parentDir, volDataFileName))
 	return nil
 }
 
 // nodePublishVolume is csiDriverClient.NodePublishVolume.
-func (k *Kubelet) nodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest, am corev1.PersistentVolumeAccessMode, fsType string, mountFlags []string, fsGroup *int64) error {
+func (k *csiPlugin) nodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest, am corev1.PersistentVolumeAccessMode, fsType string, mountFlags []string, fsGroup *int64) error {
 	if req.VolumeId == "" {
 		return errors.New("missing volume id")
 	}
@@ -188,14 +188,14 @@ func (k *Kubelet) nodePublishVolume(ctx context.Context, req *csi.NodePublishVol
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
 	k.fs.callStarted("NodePublishVolume", req.TargetPath)
-	_, err = k.nodeClient().NodePublishVolume(ctx, req)
+	_, err = k.nodeClient.NodePublishVolume(ctx, req)
 	k.fs.callEnded("NodePublishVolume", req.TargetPath)
 	return classifyRPC(err)
 }
 
 // supportsVolumeLifecycleMode is csiMountMgr.supportsVolumeLifecycleMode:
 // without a CSIDriver object only persistent volumes are allowed.
-func (k *Kubelet) supportsVolumeLifecycleMode(v *volumeSpec) error {
+func (k *csiPlugin) supportsVolumeLifecycleMode(v *volumeSpec) error {
 	d, ok := k.cluster.CSIDriver(v.Driver)
 	switch {
 	case !ok && v.Mode == storagev1.VolumeLifecyclePersistent:
@@ -212,13 +212,13 @@ func (k *Kubelet) supportsVolumeLifecycleMode(v *volumeSpec) error {
 // publish, when the driver does not take fsGroup itself (supportsFSGroup
 // and VolumeOwnership.ChangePermissions, docs/kubelet.md §7.2 and §7.3). It runs
 // for real on the published target; a failure makes the mount uncertain.
-func (k *Kubelet) applyFSGroup(ctx context.Context, pod *corev1.Pod, v *volumeSpec, target string, vmg bool, d *storagev1.CSIDriver, hasDriver bool) error {
+func (m *csiMountMgr) applyFSGroup(ctx context.Context, pod *corev1.Pod, v *volumeSpec, target string, vmg bool, d *storagev1.CSIDriver, hasDriver bool) error {
 	fsGroup := podFSGroup(pod)
 	if vmg || !supportsFSGroup(v, fsGroup, fsGroupPolicy(d, hasDriver)) {
 		return nil
 	}
-	if k.cfg.DryRun {
-		k.trace.Note(ctx, false, fmt.Sprintf("fsGroup %d: the kubelet would now set the group of every file on the volume (fsGroupPolicy %s)", *fsGroup, fsGroupPolicy(d, hasDriver)))
+	if m.cfg.DryRun {
+		m.trace.Note(ctx, false, fmt.Sprintf("fsGroup %d: the kubelet would now set the group of every file on the volume (fsGroupPolicy %s)", *fsGroup, fsGroupPolicy(d, hasDriver)))
 		return nil
 	}
 	var policy *corev1.PodFSGroupChangePolicy
@@ -229,7 +229,7 @@ func (k *Kubelet) applyFSGroup(ctx context.Context, pod *corev1.Pod, v *volumeSp
 	if err != nil {
 		return uncertain(fmt.Errorf("applyFSGroup failed for vol %s: %v", v.Handle, err))
 	}
-	k.trace.Note(ctx, false, fmt.Sprintf("fsGroup %d (fsGroupPolicy %s): %s", *fsGroup, fsGroupPolicy(d, hasDriver), res))
+	m.trace.Note(ctx, false, fmt.Sprintf("fsGroup %d (fsGroupPolicy %s): %s", *fsGroup, fsGroupPolicy(d, hasDriver), res))
 	return nil
 }
 
@@ -269,8 +269,8 @@ func hasReadWriteOnce(modes []corev1.PersistentVolumeAccessMode) bool {
 // KeepsTargetOnFailedRemount), then csiMountMgr.TearDownAt:
 // NodeUnpublishVolume, then the kubelet removes the target if the driver
 // left it unmounted and empty, vol_data.json and their parent.
-func (k *Kubelet) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
-	target := k.paths.TargetPath(string(pod.UID), v.SpecName)
+func (m *csiMountMgr) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+	target := m.paths.TargetPath(string(pod.UID), v.SpecName)
 	if _, err := loadVolumeData(filepath.Dir(target)); err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -278,15 +278,15 @@ func (k *Kubelet) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 		}
 		return &prefixedError{"UnmountVolume.NewUnmounter failed", errors.New(pluginLog("unmounter failed to load volume data file [%s]: %v", target, err))}
 	}
-	if err := k.driverRegistered(v.Driver); err != nil {
+	if err := m.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("Unmounter.TearDownAt failed to get CSI client: %v", err))
 	}
-	if _, err := k.nodeClient().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: target}); err != nil {
+	if _, err := m.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: target}); err != nil {
 		return errors.New(pluginLog("Unmounter.TearDownAt failed: %v", err))
 	}
-	if err := k.removeMountDir(ctx, target); err != nil {
+	if err := m.removeMountDir(ctx, target); err != nil {
 		return errors.New(pluginLog("Unmounter.TearDownAt failed to clean mount dir [%s]: %v", target, err))
 	}
-	k.fs.forgetVolumeData(filepath.Dir(target))
+	m.fs.forgetVolumeData(filepath.Dir(target))
 	return nil
 }

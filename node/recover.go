@@ -51,21 +51,14 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 		}
 		k.fs.adopt(jc, k.refuseRecord(ctx, j))
 	}
-	reg, err := k.Register(ctx)
+	reg, err := k.register(ctx)
 	out.Registration, out.RegErr = reg, err
 	if err != nil {
 		return out
 	}
 	pods := k.reconstruct(csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "Reconstruct"}))
-	for _, pod := range pods {
-		out.Pods++
-		out.TeardownErrs = append(out.TeardownErrs, k.UnmountPod(ctx, pod, false)...)
-	}
-	out.TeardownErrs = append(out.TeardownErrs, k.unmountDevices(ctx, k.state.allDevices())...)
-	if after != nil && ctx.Err() == nil {
-		out.TeardownErrs = append(out.TeardownErrs, after(ctx)...)
-	}
-	out.Leftovers = k.Cleanup(ctx, false)
+	out.Pods = len(pods)
+	k.teardownAll(ctx, teardown{pods: pods, allDevices: true, after: after}, out)
 	if out.Leftovers.NothingOnDisk() && len(out.TeardownErrs) == 0 {
 		for _, j := range journals {
 			_ = os.Remove(j)

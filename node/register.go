@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
@@ -42,14 +43,14 @@ type RegistrationError struct {
 func (e *RegistrationError) Error() string { return fmt.Sprintf("%s: %v", e.Step, e.Err) }
 func (e *RegistrationError) Unwrap() error { return e.Err }
 
-// Register does what node-driver-registrar and the kubelet's plugin manager
+// register does what node-driver-registrar and the kubelet's plugin manager
 // do when a driver starts (docs/kubelet.md §13): the registrar asks the driver its
 // name with GetPluginInfo and offers it on a registration socket; the
 // kubelet validates the versions and calls NodeGetInfo, then records the
 // node ID and topology. The kubelet itself never calls an Identity method.
-func (k *Kubelet) Register(ctx context.Context) (*Registration, error) {
+func (k *Kubelet) register(ctx context.Context) (*Registration, error) {
 	rctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "registrar", Operation: "GetDriverName"})
-	info, err := k.identityClient().GetPluginInfo(rctx, &csi.GetPluginInfoRequest{})
+	info, err := k.identityClient.GetPluginInfo(rctx, &csi.GetPluginInfoRequest{})
 	cancel()
 	if err != nil {
 		return nil, &RegistrationError{Step: "node-driver-registrar: GetPluginInfo", Err: err}
@@ -73,7 +74,7 @@ func (k *Kubelet) Register(ctx context.Context) (*Registration, error) {
 	k.trace.Note(kctx, true, fmt.Sprintf("Node %q, uid %s: %s; pod-bound tokens carry it in kubernetes.io.node", k.cfg.NodeName, uid, from))
 	k.trace.Note(kctx, false, fmt.Sprintf("plugin watcher: %s/%s-reg.sock offers CSIPlugin %q, supported_versions [1.0.0]", k.paths.RegistrationDir(), name, name))
 
-	ni, err := k.nodeClient().NodeGetInfo(kctx, &csi.NodeGetInfoRequest{})
+	ni, err := k.nodeClient.NodeGetInfo(kctx, &csi.NodeGetInfoRequest{})
 	if err != nil {
 		return nil, &RegistrationError{Step: "kubelet: RegisterPlugin", Err: fmt.Errorf("RegisterPlugin error -- %w", err)}
 	}
@@ -82,7 +83,7 @@ func (k *Kubelet) Register(ctx context.Context) (*Registration, error) {
 		return nil, &RegistrationError{Step: "kubelet: RegisterPlugin", Err: fmt.Errorf("RegisterPlugin error -- %w", err)}
 	}
 	reg.VendorVersion = info.GetVendorVersion()
-	k.state.register(reg)
+	k.drivers.register(reg)
 	k.trace.Note(kctx, false, fmt.Sprintf("registered driver %q: CSINode drivers[] {nodeID: %q, topologyKeys: %v%s}",
 		name, reg.NodeID, reg.CSINodeDriver.TopologyKeys, allocatableText(reg.CSINodeDriver)))
 	return reg, nil
@@ -132,9 +133,29 @@ func allocatableText(d storagev1.CSINodeDriver) string {
 // driverClient is csiClientGetter.Get / newCsiDriverClient: a volume can
 // only be mounted through a driver registered under the exact name the
 // volume names.
-func (k *Kubelet) driverRegistered(driver string) error {
-	if _, ok := k.state.registration(driver); !ok {
+func (k *csiPlugin) driverRegistered(driver string) error {
+	if _, ok := k.drivers.registration(driver); !ok {
 		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
 	}
 	return nil
+}
+
+// csiDrivers is the plugin's list of registered CSI drivers (csiDrivers in
+// csi_plugin.go).
+type csiDrivers struct {
+	mu         sync.Mutex
+	registered map[string]*Registration
+}
+
+func (d *csiDrivers) registration(driver string) (*Registration, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.registered[driver]
+	return r, ok
+}
+
+func (d *csiDrivers) register(r *Registration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.registered[r.DriverName] = r
 }

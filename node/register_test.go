@@ -22,7 +22,7 @@ import (
 func TestRegisterCalls(t *testing.T) {
 	drv := newFakeDriver()
 	e := newUnregisteredEnv(t, "", drv)
-	reg, err := e.k.Register(context.Background())
+	reg, err := e.k.register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRegisterTopologyAndAllocatable(t *testing.T) {
 			drv := newFakeDriver()
 			drv.Update(func(c *csifake.Config) { c.Topology, c.MaxVolumesPerNode = tc.topology, tc.max })
 			e := newUnregisteredEnv(t, "", drv)
-			reg, err := e.k.Register(context.Background())
+			reg, err := e.k.register(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestRegisterErrors(t *testing.T) {
 			drv := newFakeDriver()
 			tc.setup(drv)
 			e := newUnregisteredEnv(t, docs(csiDriverDoc("volumeLifecycleModes: [Ephemeral]"), podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))), drv)
-			reg, err := e.k.Register(context.Background())
+			reg, err := e.k.register(context.Background())
 			if err == nil || reg != nil {
 				t.Fatalf("Register = %+v, %v; want an error", reg, err)
 			}
@@ -221,7 +221,7 @@ func TestRegisterRefusesDriverName(t *testing.T) {
 			drv := newFakeDriver()
 			drv.Update(func(c *csifake.Config) { c.Name = tc.driver })
 			e := newUnregisteredEnv(t, "", drv)
-			_, err := e.k.Register(context.Background())
+			_, err := e.k.register(context.Background())
 			var re *RegistrationError
 			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want a RegistrationError starting %q", err, tc.want)

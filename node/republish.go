@@ -10,9 +10,9 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
-// RequiresRepublish tells whether any volume of the pod belongs to a
+// requiresRepublish tells whether any volume of the pod belongs to a
 // driver whose CSIDriver has requiresRepublish (csiPlugin.RequiresRemount).
-func (k *Kubelet) RequiresRepublish(pod *corev1.Pod) bool {
+func (k *Kubelet) requiresRepublish(pod *corev1.Pod) bool {
 	for _, key := range k.state.podMounts(pod) {
 		if m, ok := k.state.mount(key); ok && k.requiresRemount(m.spec.Driver) {
 			return true
@@ -26,13 +26,13 @@ func (k *Kubelet) requiresRemount(driver string) bool {
 	return ok && d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
 }
 
-// Republish is what one pod sync does to a running pod's volumes (docs/kubelet.md
+// republish is what one pod sync does to a running pod's volumes (docs/kubelet.md
 // §5): for every mounted volume whose driver requires republish, the mount
 // operation again with isRemount: WaitForAttach, no MountDevice (the device
 // is globally mounted), the whole SetUp with tokens from the kubelet's
 // cache, and the fsGroup walk. A block volume gets the whole map operation
 // again (GenerateMapVolumeFunc): MapPodDevice, no SetUpDevice.
-func (k *Kubelet) Republish(ctx context.Context, pod *corev1.Pod, round int) []error {
+func (k *Kubelet) republish(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
 	for _, key := range k.state.podMounts(pod) {
 		m, ok := k.state.mount(key)
@@ -65,7 +65,7 @@ func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, k
 			}
 		}
 		octx, cancel := k.operationContext(ctx, labels)
-		err := k.setUp(octx, pod, v, mounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
+		err := k.mounter.setUp(octx, pod, v, mounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
 		cancel()
 		if err != nil {
 			// The volume stays mounted; remountRequired stays set and the
@@ -92,13 +92,13 @@ func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op stri
 // noteTokenChange tells, on a republish, whether the driver got the same
 // token as last time: the kubelet's token manager renews a token only past
 // 80% of its life or 24 hours (docs/kubelet.md §4.6).
-func (k *Kubelet) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *volumeSpec, attrs map[string]string, remount bool) {
+func (k *csiPlugin) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *volumeSpec, attrs map[string]string, remount bool) {
 	key := string(pod.UID) + "/" + v.SpecName
 	value, ok := attrs[csiclient.TokensKey]
 	if !ok {
 		return
 	}
-	prev, seen := k.state.swapTokens(key, value)
+	prev, seen := k.sentTokens.swap(key, value)
 	if !remount || !seen {
 		return
 	}

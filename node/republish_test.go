@@ -68,12 +68,12 @@ func TestRepublishCalls(t *testing.T) {
 			e := newEnv(t, tc.manifests, newFakeDriver(capStage))
 			e.mountOK("app-1")
 			first := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume")
-			if got := e.k.RequiresRepublish(e.pod("app-1")); got != tc.requires {
+			if got := e.k.requiresRepublish(e.pod("app-1")); got != tc.requires {
 				t.Errorf("RequiresRepublish = %t, want %t", got, tc.requires)
 			}
 			e.drv.ClearCalls()
 			before := len(e.steps(false))
-			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
+			if errs := e.k.republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
 				t.Fatalf("Republish: %v", errs)
 			}
 			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.want) {
@@ -107,7 +107,7 @@ func TestRepublishFailureKeepsTarget(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage), withVersion(tc.minor))
 			e.mountOK("app-1")
 			e.drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "bad"))
-			errs := e.k.Republish(context.Background(), e.pod("app-1"), 1)
+			errs := e.k.republish(context.Background(), e.pod("app-1"), 1)
 			if len(errs) != 1 {
 				t.Fatalf("errors %v, want one", errs)
 			}
@@ -119,7 +119,7 @@ func TestRepublishFailureKeepsTarget(t *testing.T) {
 				t.Errorf("target kept = %t, want %t", kept, tc.wantKeep)
 			}
 			e.drv.ClearCalls()
-			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
+			if errs := e.k.republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
 				t.Errorf("second republish: %v", errs)
 			}
 			if n := len(only(e.drv.Calls(), "NodePublishVolume")); n != 1 {
@@ -138,7 +138,7 @@ func TestRepublishWaitForAttachFails(t *testing.T) {
 	va, _ := e.cluster.VolumeAttachment(attachmentVol1)
 	va.Status.Attached = false
 	e.drv.ClearCalls()
-	errs := e.k.Republish(context.Background(), e.pod("app-1"), 1)
+	errs := e.k.republish(context.Background(), e.pod("app-1"), 1)
 	const want = `MountVolume.WaitForAttach failed for volume "pv-1" : volume vol-1 is not attached for volume attachment ` + attachmentVol1
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("errors %v, want %q", errs, want)
@@ -165,19 +165,19 @@ func TestRepublishTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			var n atomic.Int32
-			e.k.SetTokenIssuer(&fakeTokens{token: func(aud string) string {
+			e.k.tokens = &fakeTokens{token: func(aud string) string {
 				if !tc.renew {
 					return "token-" + aud
 				}
 				return fmt.Sprintf("token-%s-%d", aud, n.Add(1))
-			}})
+			}}
 			e.mountOK("app-1")
 			for _, s := range e.steps(false) {
 				if strings.HasPrefix(s, "republish:") {
 					t.Errorf("first mount noted %q", s)
 				}
 			}
-			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
+			if errs := e.k.republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
 				t.Fatal(errs)
 			}
 			if got := e.steps(false); !slices.Contains(got, tc.wantMsg) {
@@ -194,7 +194,7 @@ func TestRepublishBlock(t *testing.T) {
 	e := newEnv(t, m, newFakeDriver(capStage), dryRun)
 	e.mountOK("app-1")
 	e.drv.ClearCalls()
-	if errs := e.k.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
+	if errs := e.k.republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	want := []string{"MapPodDevice#2:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)", "MapPodDevice#2:NodePublishVolume"}

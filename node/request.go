@@ -43,7 +43,7 @@ func asSingleNodeMultiWriterCapableCSIAccessMode(am corev1.PersistentVolumeAcces
 
 // accessModeMapper is getNodeV1AccessModeMapper: it asks the driver before
 // every NodeStage and NodePublish.
-func (k *Kubelet) accessModeMapper(ctx context.Context) (accessModeMapper, error) {
+func (k *csiPlugin) accessModeMapper(ctx context.Context) (accessModeMapper, error) {
 	ok, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER)
 	if err != nil {
 		return nil, err

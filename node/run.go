@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 // Plan is a command's schedule for the kubelet: which pods come, when,
 // for how long, and how the kubelet works on them. `run` and `plan` give
 // every pod at once, one after the other; `load` gives many, at a rate,
-// with the reconciler's parallelism. Only these three go through Run:
-// `cleanup` calls Recover, and conformance drives the steps (Register,
-// MountPod, UnmountPod, Republish, Cleanup) itself, scenario by scenario.
+// with the reconciler's parallelism; conformance gives each scenario's pod,
+// its attach step as the Controller and its checks as WhileRunning.
+// `cleanup` calls Recover, which ends with the same teardown.
 type Plan struct {
 	// Pods are the pods to run; none: the cluster's pods, or the default
 	// pod when the cluster has none.
@@ -54,6 +55,14 @@ type Plan struct {
 	// Controller provisions and attaches before the pods, and detaches
 	// and deletes after them (controller.go); nil: none.
 	Controller Controller
+	// WhileRunning is called for each pod once all its volumes are
+	// mounted, before it runs for its Hold: what is done to a running pod
+	// from outside the kubelet (conformance's checks republish, unmount
+	// and call the driver themselves). Nil: nothing.
+	WhileRunning func(ctx context.Context, pod *RunningPod)
+	// RemoveRoot: the clean-up removes the root dir too when it leaves
+	// nothing in it (conformance's root dir of one scenario).
+	RemoveRoot bool
 }
 
 // PodPlan is one pod of a plan: when it is created (after the run's start)
@@ -155,20 +164,13 @@ func LiveJournalOwner(journals []string) (LockOwner, bool) {
 	return LockOwner{}, false
 }
 
-// SetRootLock hands the kubelet the root dir's lock: it is released (its
-// file removed) when the run leaves nothing, and kept otherwise.
-func (k *Kubelet) SetRootLock(l *RootLock) { k.fs.lock = l }
-
-// SetCommand names the command in the journal.
-func (k *Kubelet) SetCommand(cmd string) { k.fs.command = cmd }
-
 // Run is a kubelet's life on the node for the plan: register the driver,
 // mount the pods' volumes, run the pods, tear them down (in reverse order
 // without Parallel) and clean up. Everything after ctx ends is done with
 // plan.Teardown.
 func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 	out := &Outcome{}
-	reg, err := k.Register(ctx)
+	reg, err := k.register(ctx)
 	out.Registration, out.RegErr = reg, err
 	var mounted []*corev1.Pod
 	if err == nil {
@@ -185,17 +187,17 @@ func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 		}
 	}
 	out.Interrupted = ctx.Err() != nil
-	tctx := plan.Teardown
-	if tctx == nil {
-		tctx = context.WithoutCancel(ctx)
-	}
-	for i := len(mounted) - 1; i >= 0; i-- {
-		out.TeardownErrs = append(out.TeardownErrs, k.UnmountPod(tctx, mounted[i], false)...)
-	}
-	k.finishController(tctx, plan, out)
-	out.Abandoned = tctx.Err() != nil
-	out.Leftovers = k.Cleanup(context.WithoutCancel(tctx), false)
+	slices.Reverse(mounted)
+	k.teardownAll(teardownContext(ctx, plan), teardown{pods: mounted, after: k.finishController(plan), removeRoot: plan.RemoveRoot}, out)
 	return out
+}
+
+// teardownContext is what the teardown runs with once ctx ended.
+func teardownContext(ctx context.Context, plan Plan) context.Context {
+	if plan.Teardown != nil {
+		return plan.Teardown
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // podPlans are the plan's pods, or the cluster's, or the default pod.
@@ -232,28 +234,33 @@ func (k *Kubelet) podPlans(plan Plan, driver string) ([]PodPlan, error) {
 // the pods to tear down.
 func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out *Outcome) []*corev1.Pod {
 	var mounted []*corev1.Pod
+	var results []*PodResult
 	for _, pp := range pods {
 		if ctx.Err() != nil {
 			break
 		}
 		k.placePod(pp.Pod)
-		res, err := k.MountPod(ctx, pp.Pod, false)
+		res, err := k.mountPod(ctx, pp.Pod, false)
 		if err != nil {
 			out.MountErr = err
 			break
 		}
 		mounted = append(mounted, pp.Pod)
+		results = append(results, res)
 		k.count(out, res, plan)
 	}
 	if out.MountErr != nil || out.Failed > 0 || ctx.Err() != nil {
 		return mounted
+	}
+	for _, res := range results {
+		k.whileRunning(ctx, plan, res)
 	}
 	var wg sync.WaitGroup
 	for _, pp := range pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+			k.runPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 		}()
 	}
 	wg.Wait()
@@ -264,10 +271,7 @@ func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out
 // lifetime and tears it down, all pods side by side, as a node's kubelet
 // does with its pod workers and its volume manager.
 func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, out *Outcome) {
-	tctx := plan.Teardown
-	if tctx == nil {
-		tctx = context.WithoutCancel(ctx)
-	}
+	tctx := teardownContext(ctx, plan)
 	start := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -279,7 +283,7 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 		go func() {
 			defer wg.Done()
 			k.placePod(pp.Pod)
-			res, err := k.MountPod(ctx, pp.Pod, true)
+			res, err := k.mountPod(ctx, pp.Pod, true)
 			mu.Lock()
 			if err != nil && out.MountErr == nil {
 				out.MountErr = err
@@ -289,9 +293,10 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 			}
 			mu.Unlock()
 			if err == nil && !res.Failed() {
-				k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+				k.whileRunning(ctx, plan, res)
+				k.runPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 			}
-			errs := k.UnmountPod(tctx, pp.Pod, true)
+			errs := k.unmountPod(tctx, pp.Pod, true)
 			mu.Lock()
 			out.TeardownErrs = append(out.TeardownErrs, errs...)
 			mu.Unlock()

@@ -151,7 +151,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 		t.Fatalf("CheckRoot accepted a root dir with an unfinished run")
 	}
 	drv.ClearCalls()
-	k := New(Config{RootDir: e.root, NodeName: testNode}, e.cluster, drv, e.trace)
+	k := New(Config{RootDir: e.root, NodeName: testNode, Cluster: e.cluster, Conn: drv, Trace: e.trace})
 	out := k.Recover(context.Background(), nil)
 	if out.RegErr != nil || len(out.TeardownErrs) != 0 {
 		t.Fatalf("recover: reg %v, teardown %v", out.RegErr, out.TeardownErrs)

@@ -78,11 +78,11 @@ func (r *RunningReport) Snapshot() RunningReport {
 		Stats: r.Stats, StatsFailed: r.StatsFailed, FirstSync: r.FirstSync, Errs: append([]error(nil), r.Errs...)}
 }
 
-// RunPod keeps one pod running for d (until ctx ends when d < 0), as its
+// runPod keeps one pod running for d (until ctx ends when d < 0), as its
 // pod worker and stats calculator do: each sync republishes the volumes of
 // drivers with requiresRepublish, on the pod's own jittered period, and
 // each stats round calls NodeGetVolumeStats per volume on its own.
-func (k *Kubelet) RunPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
+func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
 	if d == 0 {
 		return
 	}
@@ -92,7 +92,7 @@ func (k *Kubelet) RunPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 		defer t.Stop()
 		end = t.C
 	}
-	republish := k.RequiresRepublish(pod)
+	republish := k.requiresRepublish(pod)
 	syncT := stoppedTimer()
 	defer syncT.Stop()
 	if republish && (s.RepublishPeriod > 0 || s.SyncFrequency > 0) {
@@ -119,7 +119,7 @@ func (k *Kubelet) RunPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 			return
 		case <-syncT.C:
 			syncs++
-			errs := k.Republish(ctx, pod, syncs)
+			errs := k.republish(ctx, pod, syncs)
 			rep.add(func(r *RunningReport) { r.Syncs++; r.RepublishFailed += len(errs) }, errs)
 			syncT.Reset(s.nextSync())
 		case <-statsT.C:

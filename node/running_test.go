@@ -41,12 +41,12 @@ func TestRunPod(t *testing.T) {
 	e.drv.ClearCalls()
 	var rep RunningReport
 	sched := RunningSchedule{RepublishPeriod: 40 * time.Millisecond, StatsPeriod: 40 * time.Millisecond}
-	e.k.RunPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
+	e.k.runPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
 	if len(e.drv.Calls()) != 0 {
 		t.Fatalf("RunPod for 0: calls %q", seq(e.drv.Calls()))
 	}
 	e.drv.FailNext("NodePublishVolume", codes.Internal, 1)
-	e.k.RunPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
+	e.k.runPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
 	got := rep.Snapshot()
 	if !got.Republish || got.FirstSync != 40*time.Millisecond || got.Syncs < 2 || got.Stats < 1 {
 		t.Errorf("report: republish %t, first sync %v, %d syncs, %d stats rounds; want republish, 40ms, 2+, 1+",
@@ -68,7 +68,7 @@ func TestRunPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	e.k.RunPod(ctx, e.pod("app-1"), -1, sched, &rep)
+	e.k.runPod(ctx, e.pod("app-1"), -1, sched, &rep)
 	if time.Since(start) > 2*time.Second {
 		t.Errorf("RunPod(-1) did not end with its context")
 	}

@@ -9,7 +9,7 @@ import (
 
 // credentialsFromSecret is getCredentialsFromSecret in csi_util.go: a live
 // GET of the Secret every time, its data as strings.
-func (k *Kubelet) credentialsFromSecret(ref *corev1.SecretReference) (map[string]string, error) {
+func (k *csiPlugin) credentialsFromSecret(ref *corev1.SecretReference) (map[string]string, error) {
 	creds := map[string]string{}
 	s, ok := k.cluster.Secret(ref.Namespace, ref.Name)
 	if !ok {

@@ -119,7 +119,7 @@ func (k *Kubelet) volumeSupportsSELinuxMount(v *volumeSpec) bool {
 
 // pluginSupportsSELinuxMount is csiPlugin.SupportsSELinuxContextMount: the
 // CSIDriver's seLinuxMount.
-func (k *Kubelet) pluginSupportsSELinuxMount(driver string) bool {
+func (k *csiPlugin) pluginSupportsSELinuxMount(driver string) bool {
 	if !k.release.Enabled(SELinuxMountReadWriteOncePod) {
 		return false
 	}
@@ -201,7 +201,7 @@ func addSELinuxMountOption(options []string, label string) []string {
 // checkSELinuxContext warns when the driver did not mount the target with
 // the context it was sent: a silent failure the field knows well, since a
 // bind mount or a FUSE mount drops the option without an error.
-func (k *Kubelet) checkSELinuxContext(ctx context.Context, target, label string) {
+func (k *csiPlugin) checkSELinuxContext(ctx context.Context, target, label string) {
 	if k.cfg.DryRun {
 		return
 	}

@@ -19,65 +19,60 @@ import (
 // that do not stage, VOLUME_MOUNT_GROUP query, vol_data.json (up to 1.33
 // before the STAGE_UNSTAGE_VOLUME check), then NodeStageVolume (preceded by
 // its SINGLE_NODE_MULTI_WRITER query).
-func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec, seLinuxLabel string) error {
-	deviceMountPath := k.paths.DeviceMountPath(v.Driver, v.Handle)
-	if err := k.driverRegistered(v.Driver); err != nil {
+func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec, seLinuxLabel string) error {
+	deviceMountPath := a.paths.DeviceMountPath(v.Driver, v.Handle)
+	if err := a.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("attacher.MountDevice failed to create newCsiDriverClient: %v", err))
 	}
-	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	stage, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return err
 	}
-	publishContext, err := k.publishContext(ctx, v)
+	publishContext, err := a.publishContext(ctx, v)
 	if err != nil {
 		return transient("%v", err)
 	}
 	secrets := map[string]string{}
 	if v.StageSecretRef != nil && stage {
-		secrets, err = k.credentialsFromSecret(v.StageSecretRef)
+		secrets, err = a.credentialsFromSecret(v.StageSecretRef)
 		if err != nil {
 			return transient("fetching NodeStageSecretRef %s failed: %v", secretRefText(v.StageSecretRef), err)
 		}
 	}
 	mountOptions := v.mountOptions()
-	seLinuxMount := k.pluginSupportsSELinuxMount(v.Driver) && seLinuxLabel != ""
+	seLinuxMount := a.pluginSupportsSELinuxMount(v.Driver) && seLinuxLabel != ""
 	if seLinuxMount {
 		mountOptions = addSELinuxMountOption(mountOptions, seLinuxLabel)
 	}
 
-	if err := k.claimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
+	if err := a.makeDeviceMountPath(ctx, deviceMountPath); err != nil {
 		return err
 	}
-	k.fs.markMountPath(deviceMountPath)
-	if err := k.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
-		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
-	}
-	k.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
 	data := map[string]string{"volumeHandle": v.Handle, "driverName": v.Driver}
 	if seLinuxMount {
 		data["seLinuxMountContext"] = seLinuxLabel
 	}
 	// Up to 1.33 vol_data.json comes before the STAGE_UNSTAGE_VOLUME check.
-	early := k.release.StagingDataWithoutStaging()
+	early := a.release.StagingDataWithoutStaging()
 	if early {
-		if err := k.saveStagingData(ctx, deviceMountPath, data); err != nil {
+		if err := a.saveStagingData(ctx, deviceMountPath, data); err != nil {
 			return err
 		}
 	}
 	if !stage {
 		if early {
-			k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, with vol_data.json beside it for UnmountDevice")
+			a.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, with vol_data.json beside it for UnmountDevice")
 		} else {
-			k.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, without vol_data.json")
+			a.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, without vol_data.json")
 		}
 		return nil
 	}
-	vmg, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	vmg, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
 		return transient("%s", pluginLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
 	}
 	if !early {
-		if err := k.saveStagingData(ctx, deviceMountPath, data); err != nil {
+		if err := a.saveStagingData(ctx, deviceMountPath, data); err != nil {
 			return err
 		}
 	}
@@ -85,7 +80,7 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	if vmg {
 		fsGroup = podFSGroup(pod)
 	}
-	err = k.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+	err = a.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
 		VolumeId:          v.Handle,
 		PublishContext:    publishContext,
 		StagingTargetPath: deviceMountPath,
@@ -94,29 +89,43 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	}, v.accessMode(), v.FSType, mountOptions, fsGroup)
 	if err != nil {
 		if kindOf(err) == Final {
-			k.removeMountDir(ctx, deviceMountPath)
+			a.removeMountDir(ctx, deviceMountPath)
 		}
 		return err
 	}
 	return nil
 }
 
+// makeDeviceMountPath makes globalmount, which the simulator hands the
+// driver.
+func (a *csiAttacher) makeDeviceMountPath(ctx context.Context, deviceMountPath string) error {
+	if err := a.claimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
+		return err
+	}
+	a.fs.markMountPath(deviceMountPath)
+	if err := a.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
+		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
+	}
+	a.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
+	return nil
+}
+
 // saveStagingData writes the staging vol_data.json beside globalmount; if
 // it cannot, globalmount goes again.
-func (k *Kubelet) saveStagingData(ctx context.Context, deviceMountPath string, data map[string]string) error {
+func (a *csiAttacher) saveStagingData(ctx context.Context, deviceMountPath string, data map[string]string) error {
 	dataDir := filepath.Dir(deviceMountPath)
-	if err := k.fs.saveVolumeData(dataDir, data); err != nil {
-		k.removeMountDir(ctx, deviceMountPath)
+	if err := a.fs.saveVolumeData(dataDir, data); err != nil {
+		a.removeMountDir(ctx, deviceMountPath)
 		return errors.New(pluginLog("failed to save volume info data: %v", err))
 	}
-	k.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
+	a.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	return nil
 }
 
 // nodeStageVolume is csiDriverClient.NodeStageVolume: argument checks before
 // any call, the access-mode query, then the RPC; non-final errors are
 // uncertain.
-func (k *Kubelet) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest, am corev1.PersistentVolumeAccessMode, fsType string, mountFlags []string, fsGroup *int64) error {
+func (k *csiPlugin) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest, am corev1.PersistentVolumeAccessMode, fsType string, mountFlags []string, fsGroup *int64) error {
 	if req.VolumeId == "" {
 		return errors.New("missing volume id")
 	}
@@ -129,7 +138,7 @@ func (k *Kubelet) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeR
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
 	k.fs.callStarted("NodeStageVolume", req.StagingTargetPath)
-	_, err = k.nodeClient().NodeStageVolume(ctx, req)
+	_, err = k.nodeClient.NodeStageVolume(ctx, req)
 	k.fs.callEnded("NodeStageVolume", req.StagingTargetPath)
 	return classifyRPC(err)
 }
@@ -138,9 +147,9 @@ func (k *Kubelet) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeR
 // csiAttacher.UnmountDevice: refuse while other mounts of the staging path
 // remain; a missing vol_data.json means the driver never staged, so there is
 // nothing to do (and nothing is removed).
-func (k *Kubelet) unmountDevice(ctx context.Context, driver, handle string) error {
-	deviceMountPath := k.paths.DeviceMountPath(driver, handle)
-	refs, err := k.fs.mountRefs(deviceMountPath)
+func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) error {
+	deviceMountPath := a.paths.DeviceMountPath(driver, handle)
+	refs, err := a.fs.mountRefs(deviceMountPath)
 	if err == nil && hasMountRefs(deviceMountPath, refs) {
 		err = fmt.Errorf("the device mount path %q is still mounted by other references %v", deviceMountPath, refs)
 	}
@@ -150,38 +159,38 @@ func (k *Kubelet) unmountDevice(ctx context.Context, driver, handle string) erro
 	dataDir := filepath.Dir(deviceMountPath)
 	data, err := loadVolumeData(dataDir)
 	if errors.Is(err, os.ErrNotExist) {
-		k.trace.Note(ctx, false, "no vol_data.json beside globalmount: nothing to unstage; the kubelet removes nothing")
+		a.trace.Note(ctx, false, "no vol_data.json beside globalmount: nothing to unstage; the kubelet removes nothing")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := k.driverRegistered(data["driverName"]); err != nil {
+	if err := a.driverRegistered(data["driverName"]); err != nil {
 		return transient("%s", pluginLog("attacher.UnmountDevice failed to create newCsiDriverClient: %v", err))
 	}
-	stage, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	stage, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return errors.New(pluginLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: %v", err))
 	}
 	if stage {
-		if err := k.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
+		if err := a.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
 			return fmt.Errorf("%s", pluginLog("attacher.UnmountDevice failed: %v", err))
 		}
 	}
-	if err := k.removeMountDir(ctx, deviceMountPath); err != nil {
+	if err := a.removeMountDir(ctx, deviceMountPath); err != nil {
 		return errors.New(pluginLog("failed to clean up global mount %s: %s", dataDir, err))
 	}
 	return nil
 }
 
-func (k *Kubelet) nodeUnstageVolume(ctx context.Context, volumeID, stagingPath string) error {
+func (k *csiPlugin) nodeUnstageVolume(ctx context.Context, volumeID, stagingPath string) error {
 	if volumeID == "" {
 		return errors.New("missing volume id")
 	}
 	if stagingPath == "" {
 		return errors.New("missing staging target path")
 	}
-	_, err := k.nodeClient().NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
+	_, err := k.nodeClient.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
 	return err
 }
 
@@ -201,7 +210,7 @@ func hasMountRefs(mountPath string, refs []string) bool {
 }
 
 // removeMountDir runs the kubelet's clean-up and says what it removed.
-func (k *Kubelet) removeMountDir(ctx context.Context, p string) error {
+func (k *csiPlugin) removeMountDir(ctx context.Context, p string) error {
 	removed, err := k.fs.removeMountDir(p)
 	for _, r := range removed {
 		k.trace.Note(ctx, true, "removed "+r)

@@ -34,47 +34,30 @@ type mountState struct {
 
 // actualState is the kubelet's actual state of the world
 // (cache/actual_state_of_world.go) with the desired state's per-volume
-// SELinux labels and the token manager's last answers: everything a
-// filesystem volume and a block volume both record, behind one lock so
-// that the reconciler's operations can run in parallel (`load`). Mounts are
-// indexed by pod and counted by volume, so teardown never scans the whole
-// node.
+// SELinux labels: everything a filesystem volume and a block volume both
+// record, behind one lock so that the reconciler's operations can run in
+// parallel (`load`). Mounts are indexed by pod and counted by volume, so
+// teardown never scans the whole node. The registered drivers are the
+// plugin's (csiDrivers).
 type actualState struct {
 	mu         sync.Mutex
-	registered map[string]*Registration
 	devices    map[string]*deviceState
 	mounts     map[string]map[string]*mountState // pod UID -> unique volume name
 	users      map[string]int                    // unique volume name -> pods mounting it
 	podDirs    map[string]bool                   // pods whose directories this run made
 	podVolumes map[string]map[string]bool        // pod UID -> unique names of the volumes it asked for
 	seLinux    map[string]*seLinuxVolume
-	lastTokens map[string]string
 }
 
 func newActualState() *actualState {
 	return &actualState{
-		registered: map[string]*Registration{},
 		devices:    map[string]*deviceState{},
 		mounts:     map[string]map[string]*mountState{},
 		users:      map[string]int{},
 		podDirs:    map[string]bool{},
 		podVolumes: map[string]map[string]bool{},
 		seLinux:    map[string]*seLinuxVolume{},
-		lastTokens: map[string]string{},
 	}
-}
-
-func (s *actualState) registration(driver string) (*Registration, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.registered[driver]
-	return r, ok
-}
-
-func (s *actualState) register(r *Registration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.registered[r.DriverName] = r
 }
 
 // device returns a copy of the device's state.
@@ -318,16 +301,6 @@ func (s *actualState) seLinuxLabel(unique string) string {
 		return sv.effective
 	}
 	return ""
-}
-
-// swapTokens stores the tokens value last sent for a pod volume and
-// returns the previous one.
-func (s *actualState) swapTokens(key, value string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	prev, seen := s.lastTokens[key]
-	s.lastTokens[key] = value
-	return prev, seen
 }
 
 func compareStrings(a, b string) int {

@@ -56,7 +56,7 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 		// The block metrics provider's path: the global map path + podUID.
 		target = k.paths.GlobalMapPath(v.SpecName) + "/" + string(pod.UID)
 	}
-	resp, err := k.nodeClient().NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.Handle, VolumePath: target})
+	resp, err := k.nodeClient.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.Handle, VolumePath: target})
 	if err != nil {
 		return err
 	}

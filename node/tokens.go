@@ -21,7 +21,7 @@ type TokenIssuer interface {
 // TokenRequest per CSIDriver tokenRequests entry, bound to the pod, the
 // statuses marshalled as one JSON map keyed by audience; and whether they
 // go to secrets (serviceAccountTokenInSecrets) instead of volume_context.
-func (k *Kubelet) serviceAccountTokenAttrs(ctx context.Context, pod *corev1.Pod, driver string) (map[string]string, bool, error) {
+func (k *csiPlugin) serviceAccountTokenAttrs(ctx context.Context, pod *corev1.Pod, driver string) (map[string]string, bool, error) {
 	d, ok := k.cluster.CSIDriver(driver)
 	if !ok || len(d.Spec.TokenRequests) == 0 {
 		return nil, false, nil

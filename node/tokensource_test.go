@@ -41,7 +41,7 @@ func TestTokenSourceClaimsByRelease(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver(),
 				withGates(t, tc.minor, tc.gates))
 			src := NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode})
-			e.k.SetTokenIssuer(src)
+			e.k.tokens = src
 			e.mountOK("app-1")
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
 			var toks map[string]struct{ Token string }
@@ -174,10 +174,10 @@ func TestTokensCarryNodeUID(t *testing.T) {
 				m = docs(m, tc.extra)
 			}
 			e := newUnregisteredEnv(t, m, newFakeDriver())
-			if _, err := e.k.Register(context.Background()); err != nil {
+			if _, err := e.k.register(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			e.k.SetTokenIssuer(NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode}))
+			e.k.tokens = NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode})
 			e.drv.ClearCalls()
 			e.mountOK(tc.pod)
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]

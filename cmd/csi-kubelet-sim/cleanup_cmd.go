@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -29,66 +30,66 @@ const cleanupExample = `  # after a run interrupted twice (its error names this 
 // cleanupOptions are the flags of `cleanup`.
 type cleanupOptions struct {
 	commonOptions
-	Endpoint           string
+	endpointFlag
+	streams
 	ControllerEndpoint string
 }
 
 func newCleanupCommand(s streams) *cobra.Command {
-	o := &cleanupOptions{}
-	c := &cobra.Command{
+	o := &cleanupOptions{streams: s}
+	c := newCommandFor(o, &cobra.Command{
 		Use:     "cleanup --root-dir DIR --endpoint unix:///PATH [flags]",
 		Short:   "Finish an interrupted run: its volumes reconstructed and torn down through the driver",
 		Long:    cleanupLong,
 		Example: cleanupExample,
 		Args:    noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return o.run(c.Context(), s)
-		},
-	}
-	fs := c.Flags()
-	fs.StringVar(&o.RootDir, "root-dir", "", "the root dir of the interrupted run (required)")
-	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
-	fs.StringVar(&o.ControllerEndpoint, "controller-endpoint", "", "the driver's controller socket, for the volumes and attachments the run's provisioner and attacher left (default: --endpoint)")
-	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, "+node.SupportedReleases())
-	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one object per line)")
-	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
-	fs.DurationVar(&o.Timeout, "timeout", node.DefaultTimeout, "timeout of each kubelet operation")
-	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail")
+	})
 	_ = c.MarkFlagDirname("root-dir")
 	return c
 }
+
+func (co *cleanupOptions) addFlags(fs *pflag.FlagSet) {
+	o := &co.commonOptions
+	o.addRootDirFlag(fs, "the root dir of the interrupted run (required)")
+	co.addEndpointFlag(fs, endpointUsage)
+	fs.StringVar(&co.ControllerEndpoint, "controller-endpoint", "", "the driver's controller socket, for the volumes and attachments the run's provisioner and attacher left (default: --endpoint)")
+	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
+	o.addReleaseFlags(fs, "the kubelet release to reproduce", "")
+	o.addOutputFlag(fs, "text or json (one object per line)")
+	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
+	o.addTimeoutFlag(fs, node.DefaultTimeout, "timeout of each kubelet operation")
+	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail")
+}
+
+// complete takes the root dir (required), the driver's socket and the
+// release.
+func (co *cleanupOptions) complete([]string) error {
+	if co.RootDir == "" {
+		return withCode(exitUsage, fmt.Errorf("cleanup: --root-dir is required"))
+	}
+	if err := co.completeEndpoint(); err != nil {
+		return err
+	}
+	if err := co.completeRootDir(); err != nil {
+		return err
+	}
+	return co.completeRelease()
+}
+
+func (co *cleanupOptions) validate() error { return co.validateOutput() }
 
 // run finishes what interrupted runs left under a root dir: the
 // kubelet's reconstruction of volumes after a restart, then their
 // teardown through the driver. Only what the runs' journals list is
 // touched.
-func (co *cleanupOptions) run(ctx context.Context, s streams) error {
-	o := &co.commonOptions
-	if o.RootDir == "" {
-		return withCode(exitUsage, fmt.Errorf("cleanup: --root-dir is required"))
-	}
-	ep, err := csiclient.ParseEndpoint(co.Endpoint)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
-	}
-	if o.RootDir, err = filepath.Abs(o.RootDir); err != nil {
-		return withCode(exitUsage, err)
-	}
-	if err := checkRootDir(o.RootDir); err != nil {
-		return err
-	}
+func (co *cleanupOptions) run(ctx context.Context) error {
+	o, s, ep := &co.commonOptions, co.streams, co.endpoint
+	var err error
 	if _, err := os.Lstat(o.RootDir); os.IsNotExist(err) {
 		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: %s does not exist: nothing to do\n", o.RootDir)
 		return nil
 	}
 	if o.RootDir, err = resolveRootDir(o.RootDir, s.Err); err != nil {
-		return err
-	}
-	if o.Output != "text" && o.Output != "json" {
-		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
-	}
-	if o.release, err = newRelease(o.KubeletVersion, ""); err != nil {
 		return err
 	}
 	if o.NodeName == "" {

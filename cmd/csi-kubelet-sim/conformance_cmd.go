@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,18 +23,18 @@ import (
 
 // conformanceOptions are the flags of `conformance`.
 type conformanceOptions struct {
-	Endpoint         string
+	endpointFlag
+	outputFlag
+	timeoutFlag
+	releaseFlags
+	rootDirFlag
+	streams
 	Filenames        []string
 	Recursive        bool
 	VolumeHandle     string
 	VolumeAttributes map[string]string
 	Focus, Skip      string
 	JUnit            string
-	Output           string
-	Timeout          time.Duration
-	KubeletVersion   string
-	FeatureGates     string
-	RootDir          string
 	NodeName         string
 	Verbose          int
 	Parallel         int
@@ -43,19 +42,13 @@ type conformanceOptions struct {
 	Report           string
 	admission        admissionOptions
 
-	endpoint    csiclient.Endpoint
-	release     node.Release
 	focus, skip *regexp.Regexp
 	csiDrivers  []*storagev1.CSIDriver
 	cluster     *manifests.Cluster
 }
 
-func newConformanceOptions() *conformanceOptions {
-	return &conformanceOptions{Output: "text", Timeout: node.DefaultTimeout, KubeletVersion: node.DefaultVersion.String()}
-}
-
 func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
+	o.addEndpointFlag(fs, endpointUsage)
 	addFileFlags(fs, &o.Filenames, &o.Recursive, "the driver's CSIDriver object: a file, a directory or - (repeatable; files may also be given as arguments); without it, scenarios come from the driver's capabilities and the kubelet behaves as without a CSIDriver")
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "handle of a pre-provisioned volume for the PersistentVolume (default: a 1Gi volume made by CreateVolume when the driver has CREATE_DELETE_VOLUME, else "+conformance.DefaultVolumeHandle+")")
 	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
@@ -64,35 +57,45 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
 	fs.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
 	fs.StringVar(&o.Report, "report", "", "also write an HTML report (the scenarios as rows, a failure with its calls) to this file")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "text, or json (one object per scenario, then a summary)")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
-	fs.StringVar(&o.KubeletVersion, "kubelet-version", o.KubeletVersion, "the kubelet release to reproduce, "+node.SupportedReleases())
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet feature gates over the version's defaults, A=true,B=false")
-	fs.StringVar(&o.RootDir, "root-dir", "", "where each scenario gets its kubelet root dir (default: a fresh temp dir, removed afterwards)")
+	o.addOutputFlag(fs, "text, or json (one object per scenario, then a summary)")
+	o.addTimeoutFlag(fs, node.DefaultTimeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
+	o.addReleaseFlags(fs, "the kubelet release to reproduce", "kubelet feature gates over the version's defaults, A=true,B=false")
+	o.addRootDirFlag(fs, "where each scenario gets its kubelet root dir (default: a fresh temp dir, removed afterwards)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
 	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v always runs one at a time)")
 	o.admission.addFlags(fs)
 	fs.CountVarP(&o.Verbose, "verbose", "v", "print each scenario's calls and notes (-vv: the kubelet's own steps too)")
 }
 
+// complete takes the files of the arguments, the driver's socket, the
+// release and the root dir; --list needs none of them.
+func (o *conformanceOptions) complete(args []string) error {
+	o.Filenames = filesFrom(o.Filenames, args)
+	if o.List {
+		return nil
+	}
+	if err := o.completeEndpoint(); err != nil {
+		return err
+	}
+	if err := o.validateOutput(); err != nil {
+		return err
+	}
+	if err := o.completeRelease(); err != nil {
+		return err
+	}
+	return o.completeRootDir()
+}
+
 // validate checks the flags that need no I/O.
 func (o *conformanceOptions) validate() error {
-	ep, err := csiclient.ParseEndpoint(o.Endpoint)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
-	}
-	o.endpoint = ep
-	if o.Output != "text" && o.Output != "json" {
-		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
-	}
-	if o.release, err = newRelease(o.KubeletVersion, o.FeatureGates); err != nil {
-		return err
+	if o.List {
+		return nil
 	}
 	if o.Parallel < 1 {
 		return withCode(exitUsage, errors.New("--parallel must be at least 1"))
 	}
-	if o.Timeout <= 0 {
-		return withCode(exitUsage, errors.New("--timeout must be positive"))
+	if err := o.validateTimeout(); err != nil {
+		return err
 	}
 	for _, x := range []struct {
 		flag, expr string
@@ -107,24 +110,11 @@ func (o *conformanceOptions) validate() error {
 		}
 		*x.re = re
 	}
-	if o.RootDir != "" {
-		abs, err := filepath.Abs(o.RootDir)
-		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("--root-dir: %w", err))
-		}
-		o.RootDir = abs
-	}
 	return nil
 }
 
-// complete loads the CSIDriver objects and fills the defaults.
-func (o *conformanceOptions) complete(s streams) error {
-	// Refused before the driver is probed: a usage error comes first.
-	if o.RootDir != "" {
-		if err := checkRootDir(o.RootDir); err != nil {
-			return err
-		}
-	}
+// load loads the CSIDriver objects and fills the defaults.
+func (o *conformanceOptions) load(s streams) error {
 	if o.NodeName == "" {
 		name, err := os.Hostname()
 		if err != nil {
@@ -193,34 +183,29 @@ const conformanceExample = `  # every scenario the CSIDriver object calls for
   csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml`
 
 func newConformanceCommand(s streams) *cobra.Command {
-	o := newConformanceOptions()
-	c := &cobra.Command{
+	o := &conformanceOptions{streams: s}
+	c := newCommandFor(o, &cobra.Command{
 		Use:     "conformance --endpoint unix:///PATH [-f CSIDRIVER] [flags] [FILE...]",
 		Short:   "Check the driver against what a kubelet needs of it",
 		Long:    conformanceLong,
 		Example: conformanceExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Filenames = filesFrom(o.Filenames, args)
-			if o.List {
-				return printScenarioList(s.Out, o.Output)
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			if err := o.complete(s); err != nil {
-				return err
-			}
-			return o.run(c.Context(), s)
-		},
-	}
-	o.addFlags(c.Flags())
+	})
 	markFilenameFlag(c)
 	_ = c.RegisterFlagCompletionFunc("focus", completeFocus)
 	_ = c.RegisterFlagCompletionFunc("skip", completeFocus)
 	return c
 }
 
-func (o *conformanceOptions) run(ctx context.Context, s streams) error {
+// run lists the scenarios (--list), or loads the CSIDriver objects and
+// checks the driver.
+func (o *conformanceOptions) run(ctx context.Context) error {
+	s := o.streams
+	if o.List {
+		return printScenarioList(s.Out, o.Output)
+	}
+	if err := o.load(s); err != nil {
+		return err
+	}
 	if err := o.endpoint.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
@@ -230,22 +215,15 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	red := csiclient.Redactor{Sensitive: sensitive}
 	probeTrace := csiclient.NewTrace(sensitive)
 	dialer := &csiclient.Dialer{Endpoint: o.endpoint}
-	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: probeTrace}, o.Timeout)
+	info, err := o.probe(ctx, dialer, probeTrace)
 	if err != nil {
-		var ue *conformance.UnreachableError
-		if ctx.Err() != nil {
-			return withCode(exitInterrupted, errors.New("interrupted while probing the driver (GetPluginInfo, capabilities), before any scenario ran"))
-		}
-		if errors.As(err, &ue) {
-			return withCode(exitEnvironment, err)
-		}
-		return withCode(exitFailed, err)
+		return err
 	}
 	obj, err := o.csiDriverFor(info.Name)
 	if err != nil {
 		return err
 	}
-	co := &commonOptions{RootDir: o.RootDir, lockAs: "conformance", warnOut: s.Err}
+	co := &commonOptions{rootDirFlag: o.rootDirFlag, lockAs: "conformance", warnOut: s.Err}
 	created, err := co.prepareRootDir()
 	if err != nil {
 		return err
@@ -281,6 +259,7 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 		OnResult:         p.result,
 		Teardown:         teardownContext(ctx),
 		Sensitive:        sensitive,
+		Input:            o.cluster,
 	}
 	admit, closeAdmit, err := o.admitFunc(ctx, s)
 	if err != nil {
@@ -295,6 +274,23 @@ func (o *conformanceOptions) run(ctx context.Context, s streams) error {
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
 	return o.finish(rep, p, root)
+}
+
+// probe asks the driver what it is and does, before any scenario; an
+// unreachable driver is the environment's fault, an interrupt the user's.
+func (o *conformanceOptions) probe(ctx context.Context, dialer *csiclient.Dialer, trace *csiclient.Trace) (*conformance.DriverInfo, error) {
+	info, err := conformance.Probe(ctx, &csiclient.Recorder{Next: dialer, Trace: trace}, o.Timeout)
+	if err == nil {
+		return info, nil
+	}
+	var ue *conformance.UnreachableError
+	switch {
+	case ctx.Err() != nil:
+		return nil, withCode(exitInterrupted, errors.New("interrupted while probing the driver (GetPluginInfo, capabilities), before any scenario ran"))
+	case errors.As(err, &ue):
+		return nil, withCode(exitEnvironment, err)
+	}
+	return nil, withCode(exitFailed, err)
 }
 
 // finish writes the JUnit file and prints the summary, and gives the

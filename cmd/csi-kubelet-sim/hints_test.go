@@ -44,7 +44,7 @@ func TestConformanceFocusCompletion(t *testing.T) {
 	if code != 0 || strings.Count(list, "\n") != strings.Count(stdout, "\n")-1 {
 		t.Errorf("--list: exit %d\n%s", code, list)
 	}
-	if got := (&conformanceOptions{Endpoint: "/run/csi it.sock", Filenames: []string{"d.yaml"}}).rerunHint("lifecycle/persistent"); got != `csi-kubelet-sim conformance --endpoint '/run/csi it.sock' -f d.yaml --focus '^lifecycle/persistent$' -v` {
+	if got := (&conformanceOptions{endpointFlag: endpointFlag{Endpoint: "/run/csi it.sock"}, Filenames: []string{"d.yaml"}}).rerunHint("lifecycle/persistent"); got != `csi-kubelet-sim conformance --endpoint '/run/csi it.sock' -f d.yaml --focus '^lifecycle/persistent$' -v` {
 		t.Errorf("rerun hint: %s", got)
 	}
 }

@@ -24,7 +24,8 @@ const maxLoadPods = 20000
 
 type loadOptions struct {
 	commonOptions
-	Endpoint        string
+	endpointFlag
+	streams
 	Replicas        int
 	QPS             float64
 	Burst           int
@@ -38,13 +39,11 @@ type loadOptions struct {
 	StatsPeriod     time.Duration
 	Report          string
 	sidecars        sidecarOptions
-
-	endpoint csiclient.Endpoint
 }
 
 func (o *loadOptions) addFlags(fs *pflag.FlagSet) {
 	o.commonOptions.addFlags(fs)
-	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
+	o.addEndpointFlag(fs, endpointUsage)
 	fs.IntVar(&o.Replicas, "replicas", 0, "copies of each input pod, each with a fresh name and UID (and fresh claims, PVs and volume handles unless --shared-volumes)")
 	fs.Float64Var(&o.QPS, "qps", 0, "pods created per second (0: all at once)")
 	fs.IntVar(&o.Burst, "burst", 1, "pods created at once before --qps applies")
@@ -79,47 +78,44 @@ const loadExample = `  # 110 pods at once on one node, with an HTML report
   csi-kubelet-sim load pod.yaml --endpoint /run/csi/csi.sock --duration 10m --churn 2 --churn-lifetime 30s -o json`
 
 func newLoadCommand(s streams) *cobra.Command {
-	o := &loadOptions{}
-	c := &cobra.Command{
+	o := &loadOptions{streams: s}
+	c := newCommandFor(o, &cobra.Command{
 		Use:     "load [-f FILE]... --endpoint unix:///PATH [--replicas N] [flags] [FILE...]",
 		Short:   "A node's worth of pods with the kubelet's concurrency; latency per CSI method",
 		Long:    loadLong,
 		Example: loadExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Filenames = filesFrom(o.Filenames, args)
-			return runLoad(c.Context(), o, s)
-		},
-	}
-	o.addFlags(c.Flags())
+	})
 	markFilenameFlag(c)
 	return c
 }
 
-// runLoad runs a node's worth of pods against the driver with the
+// run runs a node's worth of pods against the driver with the
 // kubelet's concurrency: pods started at a rate, their volumes mounted side
 // by side with one pending operation per volume, each pod syncing and
 // reporting stats on its own period, then torn down; and reports per CSI
 // method what the driver did under that load.
-func runLoad(ctx context.Context, o *loadOptions, s streams) error {
+func (o *loadOptions) run(ctx context.Context) error {
 	defaultGC() // a long run: the heap kept near what is live (gc.go)
-	if err := o.validate(); err != nil {
-		return err
-	}
 	o.lockAs = "load"
-	createdDirs, err := o.prepare(ctx, s, o.endpoint)
+	createdDirs, err := o.prepare(ctx, o.streams, o.endpoint)
 	if err != nil {
 		return err
 	}
 	defer o.apiserver.stop()
-	return o.run(ctx, s, createdDirs)
+	return o.runPods(ctx, o.streams, createdDirs)
+}
+
+// complete takes the files of the arguments, the driver's socket and the
+// root dir.
+func (o *loadOptions) complete(args []string) error {
+	o.Filenames = filesFrom(o.Filenames, args)
+	if err := o.completeEndpoint(); err != nil {
+		return err
+	}
+	return o.completeRootDir()
 }
 
 func (o *loadOptions) validate() error {
-	ep, err := csiclient.ParseEndpoint(o.Endpoint)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
-	}
-	o.endpoint = ep
 	switch {
 	case o.Replicas < 0:
 		return withCode(exitUsage, errors.New("--replicas must not be negative"))
@@ -135,10 +131,11 @@ func (o *loadOptions) validate() error {
 	if o.Hold == 0 {
 		o.Hold = o.Duration
 	}
-	return absRootDir(&o.commonOptions)
+	return nil
 }
 
-func (o *loadOptions) run(ctx context.Context, s streams, createdDirs []string) error {
+// runPods runs the pods once the root dir is made.
+func (o *loadOptions) runPods(ctx context.Context, s streams, createdDirs []string) error {
 	ss := newQuietSession("load", &o.commonOptions, s, o.apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), createdDirs, o.Verbose > 0)
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,29 +20,27 @@ import (
 
 // commonOptions are the flags `run` and `plan` share.
 type commonOptions struct {
-	Filenames      []string
-	Recursive      bool
-	RootDir        string
-	NodeName       string
-	KubeletVersion string
-	FeatureGates   string
-	SELinux        selinuxFlag
-	SELinuxLevel   string
-	Output         string
-	ShowSecrets    bool
-	Timeout        time.Duration
-	Verbose        int
-	PodUID         string
-	MaxAttempts    int
-	ExpandTo       string
-	RetryFor       time.Duration
-	VolumeHandle   string
+	Filenames    []string
+	Recursive    bool
+	NodeName     string
+	SELinux      selinuxFlag
+	SELinuxLevel string
+	ShowSecrets  bool
+	Verbose      int
+	rootDirFlag
+	releaseFlags
+	outputFlag
+	timeoutFlag
+	PodUID       string
+	MaxAttempts  int
+	ExpandTo     string
+	RetryFor     time.Duration
+	VolumeHandle string
 	serviceAccountOptions
 	admission admissionOptions
 	apiserver apiserverOptions // flags registered by run and load
 	replay    replayOptions    // flags registered by run
 
-	release       node.Release
 	cluster       *manifests.Cluster
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
 	selinux       selinuxHost   // the host, detected or simulated
@@ -57,15 +54,14 @@ type commonOptions struct {
 
 func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
-	fs.StringVar(&o.RootDir, "root-dir", "", "the kubelet root dir (default: a fresh temp dir, removed afterwards)")
+	o.addRootDirFlag(fs, "the kubelet root dir (default: a fresh temp dir, removed afterwards)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the kubelet release to reproduce, "+node.SupportedReleases())
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet feature gates over the version's defaults, A=true,B=false")
+	o.addReleaseFlags(fs, "the kubelet release to reproduce", "kubelet feature gates over the version's defaults, A=true,B=false")
 	o.SELinux.addFlag(fs)
 	fs.StringVar(&o.SELinuxLevel, "selinux-level", "", "MCS level for seLinuxOptions without one (default: a random level, as the kubelet allocates)")
-	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one object per line)")
+	o.addOutputFlag(fs, "text or json (one object per line)")
 	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
-	fs.DurationVar(&o.Timeout, "timeout", node.DefaultTimeout, "timeout of each kubelet operation, as the kubelet's csiTimeout")
+	o.addTimeoutFlag(fs, node.DefaultTimeout, "timeout of each kubelet operation, as the kubelet's csiTimeout")
 	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail: the kubelet's own steps (directories, files, objects read)")
 	fs.StringVar(&o.ExpandTo, "expand-to", "", "make every CSI PV this big (e.g. 2Gi) while its claim's status keeps the old size, so the kubelet calls NodeExpandVolume")
 	fs.IntVar(&o.MaxAttempts, "max-attempts", 1, "attempts per kubelet operation; a real kubelet retries forever with its backoff (500ms doubling to 2m2s)")
@@ -76,27 +72,24 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	o.admission.addFlags(fs)
 }
 
-// complete checks the flags and loads the manifests, then runs the
+// completeInput checks the flags and loads the manifests, then runs the
 // input's admission, which ctx (the command's: Ctrl-C) can interrupt.
-func (o *commonOptions) complete(ctx context.Context, s streams, warn func(string)) error {
-	if o.Output != "text" && o.Output != "json" {
-		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
+func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(string)) error {
+	if err := o.validateOutput(); err != nil {
+		return err
 	}
 	// A system directory as the root dir is a usage error, refused before
 	// the driver is looked at.
-	if o.RootDir != "" {
-		if err := checkRootDir(o.RootDir); err != nil {
-			return err
-		}
-	}
-	release, err := newRelease(o.KubeletVersion, o.FeatureGates)
-	if err != nil {
+	if err := o.completeRootDir(); err != nil {
 		return err
 	}
-	o.release = release
-	if o.Timeout <= 0 {
-		return withCode(exitUsage, errors.New("--timeout must be positive"))
+	if err := o.completeRelease(); err != nil {
+		return err
 	}
+	if err := o.validateTimeout(); err != nil {
+		return err
+	}
+	var err error
 	if o.NodeName == "" {
 		if o.NodeName, err = os.Hostname(); err != nil {
 			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
@@ -285,24 +278,11 @@ func checkRootDir(dir string) error {
 	return nil
 }
 
-// absRootDir makes --root-dir absolute: paths sent to the driver are.
-func absRootDir(o *commonOptions) error {
-	if o.RootDir == "" {
-		return nil
-	}
-	abs, err := filepath.Abs(o.RootDir)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--root-dir: %w", err))
-	}
-	o.RootDir = abs
-	return nil
-}
-
 // prepare is what every command that talks to a driver does before it
 // starts: the options completed and the manifests loaded, the socket
 // checked, the root dir made (the directories it made are returned).
 func (o *commonOptions) prepare(ctx context.Context, s streams, ep csiclient.Endpoint) ([]string, error) {
-	if err := o.complete(ctx, s, warnTo(s)); err != nil {
+	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
 		return nil, err
 	}
 	if err := ep.Check(); err != nil && !o.apiserver.Enabled { // --apiserver waits for it

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,6 +17,7 @@ import (
 
 type planOptions struct {
 	commonOptions
+	streams
 	DriverName   string
 	NodeID       string
 	Capabilities []string
@@ -26,6 +27,9 @@ type planOptions struct {
 	Topology               map[string]string
 	MaxVolumes             int64
 	Report                 string
+
+	caps     []csi.NodeServiceCapability_RPC_Type
+	ctrlCaps []csi.ControllerServiceCapability_RPC_Type
 }
 
 const planLong = `Print the requests a kubelet would send a CSI driver for the pods of the
@@ -45,18 +49,13 @@ const planExample = `  # what a staging driver would get for these manifests
   csi-kubelet-sim plan -f pod.yaml --driver-name my.csi.example.com --kubelet-version 1.31`
 
 func newPlanCommand(s streams) *cobra.Command {
-	o := &planOptions{}
-	c := &cobra.Command{
+	o := &planOptions{streams: s}
+	c := newCommandFor(o, &cobra.Command{
 		Use:     "plan [-f FILE]... [--node-capabilities CAP,...] [flags] [FILE...]",
 		Short:   "Print the requests a kubelet would send, with no driver needed",
 		Long:    planLong,
 		Example: planExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Filenames = filesFrom(o.Filenames, args)
-			return o.run(c.Context(), s)
-		},
-	}
-	o.addFlags(c.Flags())
+	})
 	markFilenameFlag(c)
 	return c
 }
@@ -74,21 +73,9 @@ func (o *planOptions) addFlags(fs *pflag.FlagSet) {
 
 // run prints the requests a kubelet would send, answering for the
 // driver from the flags. It runs the same kubelet code as `run`.
-func (o *planOptions) run(ctx context.Context, s streams) error {
-	caps, err := csiclient.ParseCapabilities(o.Capabilities)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--node-capabilities: %w", err))
-	}
-	ctrlCaps, err := csiclient.ParseControllerCapabilities(o.ControllerCapabilities)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--controller-capabilities: %w", err))
-	}
-	if o.RootDir != "" {
-		if o.RootDir, err = filepath.Abs(o.RootDir); err != nil {
-			return withCode(exitUsage, err)
-		}
-	}
-	if err := o.complete(ctx, s, warnTo(s)); err != nil {
+func (o *planOptions) run(ctx context.Context) error {
+	s := o.streams
+	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
 		return err
 	}
 	if o.DriverName == "" {
@@ -109,8 +96,8 @@ func (o *planOptions) run(ctx context.Context, s streams) error {
 	}
 	conn := &csiclient.Planned{
 		DriverName: o.DriverName, VendorVersion: "planned", NodeID: o.NodeID,
-		MaxVolumesPerNode: o.MaxVolumes, Topology: o.Topology, Capabilities: caps,
-		ControllerCapabilities: ctrlCaps,
+		MaxVolumesPerNode: o.MaxVolumes, Topology: o.Topology, Capabilities: o.caps,
+		ControllerCapabilities: o.ctrlCaps,
 	}
 	ss := newSession("plan", &o.commonOptions, s, conn, true, createdDirs)
 	page := newReportPage(ss, o.Report)
@@ -126,6 +113,24 @@ func (o *planOptions) run(ctx context.Context, s streams) error {
 	}
 	ss.summary(out, exit)
 	return exit
+}
+
+// complete takes the files of the arguments and the root dir.
+func (o *planOptions) complete(args []string) error {
+	o.Filenames = filesFrom(o.Filenames, args)
+	return o.completeRootDir()
+}
+
+// validate reads the driver's answers from the flags.
+func (o *planOptions) validate() error {
+	var err error
+	if o.caps, err = csiclient.ParseCapabilities(o.Capabilities); err != nil {
+		return withCode(exitUsage, fmt.Errorf("--node-capabilities: %w", err))
+	}
+	if o.ctrlCaps, err = csiclient.ParseControllerCapabilities(o.ControllerCapabilities); err != nil {
+		return withCode(exitUsage, fmt.Errorf("--controller-capabilities: %w", err))
+	}
+	return nil
 }
 
 // guessDriver picks the driver the manifests are about.

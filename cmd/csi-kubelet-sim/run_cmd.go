@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +15,8 @@ import (
 
 type runOptions struct {
 	commonOptions
-	Endpoint        string
+	endpointFlag
+	streams
 	Hold            string
 	SyncFrequency   time.Duration
 	RepublishPeriod time.Duration
@@ -27,8 +26,7 @@ type runOptions struct {
 	JUnit           string
 	sidecars        sidecarOptions
 
-	endpoint csiclient.Endpoint
-	hold     time.Duration // <0: until interrupted
+	hold time.Duration // <0: until interrupted
 }
 
 const runLong = `Run the kubelet's node lifecycle for the pods of the manifests against a CSI
@@ -64,25 +62,20 @@ const runExample = `  # your pod and its driver's objects, against your driver
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --kubelet-version 1.33 --selinux`
 
 func newRunCommand(s streams) *cobra.Command {
-	o := &runOptions{}
-	c := &cobra.Command{
+	o := &runOptions{streams: s}
+	c := newCommandFor(o, &cobra.Command{
 		Use:     "run [-f FILE]... --endpoint unix:///PATH [flags] [FILE...]",
 		Short:   "Run the kubelet's node lifecycle for the pods against a driver, and print every call",
 		Long:    runLong,
 		Example: runExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Filenames = filesFrom(o.Filenames, args)
-			return o.run(c.Context(), s)
-		},
-	}
-	o.addFlags(c.Flags())
+	})
 	markFilenameFlag(c)
 	return c
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.commonOptions.addFlags(fs)
-	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)")
+	o.addEndpointFlag(fs, endpointUsage)
 	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C)")
 	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period: a pod is synced (and requiresRepublish volumes republished) every sync-frequency plus up to 50% jitter")
 	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the sync frequency with jitter (for fast tests)")
@@ -95,10 +88,18 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
-func (o *runOptions) run(ctx context.Context, s streams) error {
-	if err := o.validate(); err != nil {
+// complete takes the files of the arguments, the driver's socket and the
+// root dir.
+func (o *runOptions) complete(args []string) error {
+	o.Filenames = filesFrom(o.Filenames, args)
+	if err := o.completeEndpoint(); err != nil {
 		return err
 	}
+	return o.completeRootDir()
+}
+
+func (o *runOptions) run(ctx context.Context) error {
+	s := o.streams
 	o.lockAs = "run"
 	createdDirs, err := o.prepare(ctx, s, o.endpoint)
 	if err != nil {
@@ -153,11 +154,6 @@ func (o *runOptions) run(ctx context.Context, s streams) error {
 }
 
 func (o *runOptions) validate() error {
-	ep, err := csiclient.ParseEndpoint(o.Endpoint)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
-	}
-	o.endpoint = ep
 	switch strings.ToLower(o.Hold) {
 	case "forever", "inf", "infinite":
 		o.hold = -1
@@ -170,13 +166,6 @@ func (o *runOptions) validate() error {
 			return withCode(exitUsage, fmt.Errorf("--hold %q: want a duration such as 30s, or 'forever'", o.Hold))
 		}
 		o.hold = d
-	}
-	if o.RootDir != "" {
-		abs, err := filepath.Abs(o.RootDir)
-		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("--root-dir: %w", err))
-		}
-		o.RootDir = abs
 	}
 	return nil
 }

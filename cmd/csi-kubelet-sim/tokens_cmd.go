@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -53,32 +51,6 @@ func newTokensCommand(s streams) *cobra.Command {
 		newTokensServeCommand(s),
 		newTokensVerifyCommand(s),
 	)
-	return c
-}
-
-// tokensCommand is one `tokens` subcommand in the options pattern:
-// complete takes the positional arguments, validate checks the flags
-// without touching files, run reads the files and does the work.
-type tokensCommand interface {
-	addFlags(fs *pflag.FlagSet)
-	complete(args []string) error
-	validate() error
-	run(ctx context.Context) error
-}
-
-// newTokensSubcommand gives c the flags of o and a RunE that completes,
-// validates and runs it.
-func newTokensSubcommand(o tokensCommand, c *cobra.Command) *cobra.Command {
-	c.RunE = func(c *cobra.Command, args []string) error {
-		if err := o.complete(args); err != nil {
-			return err
-		}
-		if err := o.validate(); err != nil {
-			return err
-		}
-		return o.run(c.Context())
-	}
-	o.addFlags(c.Flags())
 	return c
 }
 

@@ -19,7 +19,7 @@ private key for --service-account-signing-key-file (and for run's and mint's
 It prints the key's kid, the one the API server writes into tokens.`
 
 func newTokensKeygenCommand(s streams) *cobra.Command {
-	return newTokensSubcommand(newTokensKeygenOptions(s), &cobra.Command{
+	return newCommandFor(newTokensKeygenOptions(s), &cobra.Command{
 		Use:   "keygen --private-key FILE [--public-key FILE] [--type rsa|ecdsa|p256|p384|p521]",
 		Short: "Generate a service-account signing key pair and print its kid",
 		Long:  tokensKeygenLong,

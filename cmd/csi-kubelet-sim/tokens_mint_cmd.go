@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
@@ -29,7 +28,7 @@ const tokensMintExample = `  csi-kubelet-sim tokens mint --service-account-key-f
   csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --now 2020-01-01T00:00:00Z  # an expired token`
 
 func newTokensMintCommand(s streams) *cobra.Command {
-	return newTokensSubcommand(newTokensMintOptions(s), &cobra.Command{
+	return newCommandFor(newTokensMintOptions(s), &cobra.Command{
 		Use:     "mint --service-account-key-file FILE --pod NAME --pod-uid UID [--audience AUD]... [flags]",
 		Short:   "Issue a pod-bound service-account token as the API server does",
 		Long:    tokensMintLong,
@@ -51,16 +50,13 @@ type tokensMintOptions struct {
 	NodeUID           string
 	Audiences         []string
 	Expiration        optionalInt64
-	Output            string
 	Now               timeFlag
-	KubeletVersion    string
-	FeatureGates      string
-
-	release node.Release
+	outputFlag
+	releaseFlags
 }
 
 func newTokensMintOptions(s streams) *tokensMintOptions {
-	return &tokensMintOptions{streams: s, Issuer: tokens.DefaultIssuer, Namespace: "default", ServiceAccount: "default", Output: "text"}
+	return &tokensMintOptions{streams: s, Issuer: tokens.DefaultIssuer, Namespace: "default", ServiceAccount: "default"}
 }
 
 func (o *tokensMintOptions) addFlags(fs *pflag.FlagSet) {
@@ -76,9 +72,8 @@ func (o *tokensMintOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeUID, "node-uid", o.NodeUID, "the Node's UID (empty: the claim carries the name only, as when the Node object is missing)")
 	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "an audience `AUD` of the request (repeatable; none: the API audiences, as a CSIDriver tokenRequest with audience \"\")")
 	fs.Var(&o.Expiration, "expiration-seconds", "spec.expirationSeconds: `N` seconds (default: unset, which the API server makes 3600)")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "text (the token) or json (the TokenRequest status)")
-	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the release whose API server issues the token (its claims), "+node.SupportedReleases()+", as run's")
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "feature gates over the release's defaults, A=true,B=false (ServiceAccountTokenJTI, ServiceAccountTokenPodNodeInfo, ...), as run's")
+	o.addOutputFlag(fs, "text (the token) or json (the TokenRequest status)")
+	o.addReleaseFlags(fs, "the release whose API server issues the token (its claims), %s, as run's", "feature gates over the release's defaults, A=true,B=false (ServiceAccountTokenJTI, ServiceAccountTokenPodNodeInfo, ...), as run's")
 	fs.Var(&o.Now, "now", "the API server's clock: a `TIME`, RFC 3339 (default: the current time); a time in the past makes an expired token")
 }
 
@@ -94,20 +89,16 @@ func (o *tokensMintOptions) validate() error {
 		return withCode(exitUsage, errors.New("tokens mint: --pod and --pod-uid are required (the kubelet binds every token to its pod)"))
 	case o.NodeUID != "" && o.Node == "":
 		return withCode(exitUsage, errors.New("tokens mint: --node-uid needs --node"))
-	case o.Output != "text" && o.Output != "json":
-		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
+	}
+	if err := o.validateOutput(); err != nil {
+		return err
 	}
 	// The pod UID run would refuse is refused here too: it is the same
 	// pod, and run would make pods/<uid> of it.
 	if err := manifests.ValidatePodUID(o.PodUID, field.NewPath("--pod-uid")); err != nil {
 		return withCode(exitUsage, err)
 	}
-	release, err := newRelease(o.KubeletVersion, o.FeatureGates)
-	if err != nil {
-		return err
-	}
-	o.release = release
-	return nil
+	return o.completeRelease()
 }
 
 func (o *tokensMintOptions) run(ctx context.Context) error {

@@ -17,7 +17,7 @@ at /openid/v1/jwks, with the same kid, for a driver that verifies tokens
 offline.`
 
 func newTokensJWKSCommand(s streams) *cobra.Command {
-	return newTokensSubcommand(newTokensJWKSOptions(s), &cobra.Command{
+	return newCommandFor(newTokensJWKSOptions(s), &cobra.Command{
 		Use:     "jwks --key FILE...",
 		Short:   "Print the keys' JWKS as the API server publishes it",
 		Long:    tokensJWKSLong,
@@ -30,7 +30,7 @@ address, as the API server serves /.well-known/openid-configuration and
 /openid/v1/jwks, until interrupted. It prints the base URL on stdout.`
 
 func newTokensServeCommand(s streams) *cobra.Command {
-	return newTokensSubcommand(newTokensServeOptions(s), &cobra.Command{
+	return newCommandFor(newTokensServeOptions(s), &cobra.Command{
 		Use:     "serve --service-account-key-file FILE... [--issuer URL] [--addr 127.0.0.1:0]",
 		Short:   "Serve OIDC discovery and the JWKS for a driver to verify tokens against",
 		Long:    tokensServeLong,

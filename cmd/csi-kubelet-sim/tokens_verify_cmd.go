@@ -24,7 +24,7 @@ audience and issuer. It prints the header and claims as JSON; a token that
 fails a check exits 1.`
 
 func newTokensVerifyCommand(s streams) *cobra.Command {
-	return newTokensSubcommand(newTokensVerifyOptions(s), &cobra.Command{
+	return newCommandFor(newTokensVerifyOptions(s), &cobra.Command{
 		Use:   "verify (--key FILE... | --jwks FILE | --jwks-url URL) [--audience AUD] [--issuer URL] TOKEN|-",
 		Short: "Verify a token's signature and claims, and print them",
 		Long:  tokensVerifyLong,

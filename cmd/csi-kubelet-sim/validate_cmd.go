@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
 // finding is one result of validate.
@@ -29,14 +28,14 @@ type finding struct {
 }
 
 type validateOptions struct {
-	Filenames      []string
-	Recursive      bool
-	KubeletVersion string
-	FeatureGates   string
-	Output         string
-	Endpoint       string
-	Timeout        time.Duration
-	APIServer      bool
+	Filenames []string
+	Recursive bool
+	releaseFlags
+	outputFlag
+	endpointFlag
+	timeoutFlag
+	streams
+	APIServer bool
 }
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
@@ -55,48 +54,46 @@ const validateExample = `  # every manifest of a directory tree
   csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
 
 func newValidateCommand(s streams) *cobra.Command {
-	o := &validateOptions{}
-	c := &cobra.Command{
+	o := &validateOptions{streams: s}
+	c := newCommandFor(o, &cobra.Command{
 		Use:     "validate [-f FILE]... [--endpoint unix:///PATH] [flags] [FILE...]",
 		Short:   "Judge CSIDriver objects and CSI volumes as the API server would, and against the live driver",
 		Long:    validateLong,
 		Example: validateExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Filenames = filesFrom(o.Filenames, args)
-			return o.run(c.Context(), s)
-		},
-	}
-	fs := c.Flags()
-	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
-	fs.StringVar(&o.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), "the release whose API server validates, "+node.SupportedReleases())
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "feature gates over the version's defaults, A=true,B=false")
-	fs.StringVarP(&o.Output, "output", "o", "text", "text or json (one finding per line)")
-	fs.StringVar(&o.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), "also compare the objects with the driver on this socket")
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each call to the driver")
-	fs.BoolVar(&o.APIServer, "apiserver", false, "also ask a real kube-apiserver (the helper "+cluster.HelperName+") for its verdict on each CSIDriver, and report where it disagrees with this tool's")
+	})
 	markFilenameFlag(c)
 	return c
 }
 
-// run judges CSIDriver objects as the API server would (defaults,
-// validation, warnings), the driver names of PVs and inline volumes, and,
-// with --endpoint, the objects against the live driver.
-func (o *validateOptions) run(ctx context.Context, s streams) error {
+func (o *validateOptions) addFlags(fs *pflag.FlagSet) {
+	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
+	o.addReleaseFlags(fs, "the release whose API server validates", "feature gates over the version's defaults, A=true,B=false")
+	o.addOutputFlag(fs, "text or json (one finding per line)")
+	o.addEndpointFlag(fs, "also compare the objects with the driver on this socket")
+	o.addTimeoutFlag(fs, 10*time.Second, "timeout of each call to the driver")
+	fs.BoolVar(&o.APIServer, "apiserver", false, "also ask a real kube-apiserver (the helper "+cluster.HelperName+") for its verdict on each CSIDriver, and report where it disagrees with this tool's")
+}
+
+// complete takes the files of the arguments and the release.
+func (o *validateOptions) complete(args []string) error {
+	o.Filenames = filesFrom(o.Filenames, args)
 	if len(o.Filenames) == 0 {
 		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments"))
 	}
-	if o.Output != "text" && o.Output != "json" {
-		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", o.Output))
+	if err := o.validateOutput(); err != nil {
+		return err
 	}
-	v, err := node.ParseVersion(o.KubeletVersion)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--kubelet-version: %w", err))
-	}
-	gates, err := node.NewFeatureGates(v, o.FeatureGates)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--feature-gates: %w", err))
-	}
-	defaults := gates.APIServerDefaults()
+	return o.completeRelease()
+}
+
+func (o *validateOptions) validate() error { return nil }
+
+// run judges CSIDriver objects as the API server would (defaults,
+// validation, warnings), the driver names of PVs and inline volumes, and,
+// with --endpoint, the objects against the live driver.
+func (o *validateOptions) run(ctx context.Context) error {
+	s := o.streams
+	defaults := o.release.APIServerDefaults()
 	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
 	c, loadErr := loader.Load(o.Filenames)
 	if c == nil {
@@ -118,7 +115,7 @@ func (o *validateOptions) run(ctx context.Context, s streams) error {
 		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
 	}
 	if o.APIServer {
-		verdicts, err := apiserverVerdicts(ctx, c, defaults, v)
+		verdicts, err := apiserverVerdicts(ctx, c, defaults, o.release.Version)
 		if err != nil {
 			return err
 		}

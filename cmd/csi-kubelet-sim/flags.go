@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// The flag groups the commands share, as kubectl keeps its genericclioptions:
+// each flag is registered by its group, with the command's own words where
+// its meaning differs, and completed or checked in one place. A command's
+// options embed the groups it takes, so their fields read as its own.
+
+// endpointUsage is --endpoint where it is the driver's (node) socket.
+const endpointUsage = "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)"
+
+// endpointFlag is --endpoint, $CSI_ENDPOINT by default.
+type endpointFlag struct {
+	Endpoint string
+	endpoint csiclient.Endpoint
+}
+
+func (f *endpointFlag) addEndpointFlag(fs *pflag.FlagSet, usage string) {
+	fs.StringVar(&f.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), usage)
+}
+
+// completeEndpoint parses --endpoint; not a socket address is a usage
+// error.
+func (f *endpointFlag) completeEndpoint() error {
+	ep, err := csiclient.ParseEndpoint(f.Endpoint)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
+	}
+	f.endpoint = ep
+	return nil
+}
+
+// outputFlag is -o/--output: text or json.
+type outputFlag struct {
+	Output string
+}
+
+func (f *outputFlag) addOutputFlag(fs *pflag.FlagSet, usage string) {
+	fs.StringVarP(&f.Output, "output", "o", "text", usage)
+}
+
+func (f *outputFlag) validateOutput() error {
+	if f.Output != "text" && f.Output != "json" {
+		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", f.Output))
+	}
+	return nil
+}
+
+// releaseFlags are --kubelet-version and --feature-gates: the one release
+// object of a command, parsed once.
+type releaseFlags struct {
+	KubeletVersion string
+	FeatureGates   string
+	release        node.Release
+}
+
+// addReleaseFlags registers --kubelet-version (the supported releases
+// follow its usage, or stand at its %s) and, with a usage,
+// --feature-gates.
+func (f *releaseFlags) addReleaseFlags(fs *pflag.FlagSet, versionUsage, gatesUsage string) {
+	if strings.Contains(versionUsage, "%s") {
+		versionUsage = fmt.Sprintf(versionUsage, node.SupportedReleases())
+	} else {
+		versionUsage += ", " + node.SupportedReleases()
+	}
+	fs.StringVar(&f.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), versionUsage)
+	if gatesUsage != "" {
+		fs.StringVar(&f.FeatureGates, "feature-gates", "", gatesUsage)
+	}
+}
+
+func (f *releaseFlags) completeRelease() error {
+	r, err := newRelease(f.KubeletVersion, f.FeatureGates)
+	if err != nil {
+		return err
+	}
+	f.release = r
+	return nil
+}
+
+// rootDirFlag is --root-dir.
+type rootDirFlag struct {
+	RootDir string
+}
+
+func (f *rootDirFlag) addRootDirFlag(fs *pflag.FlagSet, usage string) {
+	fs.StringVar(&f.RootDir, "root-dir", "", usage)
+}
+
+// completeRootDir is the one place --root-dir is judged: a system
+// directory is refused, and the path made absolute (the paths sent to the
+// driver are). Empty stays empty: the command makes a temp dir.
+func (f *rootDirFlag) completeRootDir() error {
+	if f.RootDir == "" {
+		return nil
+	}
+	if err := checkRootDir(f.RootDir); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(f.RootDir)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--root-dir: %w", err))
+	}
+	f.RootDir = abs
+	return nil
+}
+
+// timeoutFlag is --timeout.
+type timeoutFlag struct {
+	Timeout time.Duration
+}
+
+func (f *timeoutFlag) addTimeoutFlag(fs *pflag.FlagSet, def time.Duration, usage string) {
+	fs.DurationVar(&f.Timeout, "timeout", def, usage)
+}
+
+func (f *timeoutFlag) validateTimeout() error {
+	if f.Timeout <= 0 {
+		return withCode(exitUsage, errors.New("--timeout must be positive"))
+	}
+	return nil
+}
