@@ -360,14 +360,60 @@ func TestValidateValid(t *testing.T) {
 // and no "valid" line.
 func TestValidateRules(t *testing.T) {
 	const name = "rules.example.com"
+	for _, tc := range validateRuleCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := tc.csiName
+			if n == "" && !tc.nameless {
+				n = name
+			}
+			doc := csiDriverNamed(n, tc.spec)
+			if tc.nameless {
+				doc = strings.Replace(doc, "metadata:\n  name: \n", "metadata: {}\n", 1)
+			}
+			work := workDir(t)
+			f := writeFile(t, work, "csidriver.yaml", doc)
+			r := runValidateBoth(t, "-f", f)
+			wantCode(t, r.JSON, 2)
+			var want []wantFinding
+			for _, m := range tc.want {
+				want = append(want, wantFinding{Source: f + ": document 1", Object: "CSIDriver " + n, Severity: "error", Message: m})
+			}
+			checkFindings(t, r, want)
+			oneLineError(t, r.Text, fmt.Sprintf("%d invalid", len(tc.want)))
+		})
+	}
+
+	// A refused object in the second document of a file is named by its
+	// document; the valid one in the first still gets its info line.
+	t.Run("second-document", func(t *testing.T) {
+		t.Parallel()
+		work := workDir(t)
+		f := writeFile(t, work, "two.yaml", csiDriverNamed("first.example.com", "")+"---\n"+csiDriverNamed("second.example.com", "  nodeAllocatableUpdatePeriodSeconds: 0\n"))
+		r := runValidateBoth(t, "-f", f)
+		wantCode(t, r.JSON, 2)
+		checkFindings(t, r, []wantFinding{
+			{Source: f + ": document 1", Object: "CSIDriver first.example.com", Severity: "info", Message: defaultedSummary},
+			{Source: f + ": document 2", Object: "CSIDriver second.example.com", Severity: "error", Message: "spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 0: must be greater than or equal to 10 seconds"},
+		})
+	})
+}
+
+// validateRuleCase is one CSIDriver of TestValidateRules: its spec and the
+// API server's messages for it.
+type validateRuleCase struct {
+	name     string
+	csiName  string // default: rules.example.com
+	spec     string
+	nameless bool
+	want     []string // the messages, in the API server's order
+}
+
+// validateRuleCases are TestValidateRules' cases; TestValidateAPIServer
+// has the real API server judge the same objects.
+func validateRuleCases() []validateRuleCase {
 	longName := strings.Repeat("a", 250) + ".com" // 254 characters, all valid
-	cases := []struct {
-		name     string
-		csiName  string // default: name
-		spec     string
-		nameless bool
-		want     []string // the messages, in the API server's order
-	}{
+	return []validateRuleCase{
 		{
 			name: "fsGroupPolicy",
 			spec: "  fsGroupPolicy: Bad\n",
@@ -458,43 +504,6 @@ func TestValidateRules(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			n := tc.csiName
-			if n == "" && !tc.nameless {
-				n = name
-			}
-			doc := csiDriverNamed(n, tc.spec)
-			if tc.nameless {
-				doc = strings.Replace(doc, "metadata:\n  name: \n", "metadata: {}\n", 1)
-			}
-			work := workDir(t)
-			f := writeFile(t, work, "csidriver.yaml", doc)
-			r := runValidateBoth(t, "-f", f)
-			wantCode(t, r.JSON, 2)
-			var want []wantFinding
-			for _, m := range tc.want {
-				want = append(want, wantFinding{Source: f + ": document 1", Object: "CSIDriver " + n, Severity: "error", Message: m})
-			}
-			checkFindings(t, r, want)
-			oneLineError(t, r.Text, fmt.Sprintf("%d invalid", len(tc.want)))
-		})
-	}
-
-	// A refused object in the second document of a file is named by its
-	// document; the valid one in the first still gets its info line.
-	t.Run("second-document", func(t *testing.T) {
-		t.Parallel()
-		work := workDir(t)
-		f := writeFile(t, work, "two.yaml", csiDriverNamed("first.example.com", "")+"---\n"+csiDriverNamed("second.example.com", "  nodeAllocatableUpdatePeriodSeconds: 0\n"))
-		r := runValidateBoth(t, "-f", f)
-		wantCode(t, r.JSON, 2)
-		checkFindings(t, r, []wantFinding{
-			{Source: f + ": document 1", Object: "CSIDriver first.example.com", Severity: "info", Message: defaultedSummary},
-			{Source: f + ": document 2", Object: "CSIDriver second.example.com", Severity: "error", Message: "spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 0: must be greater than or equal to 10 seconds"},
-		})
-	})
 }
 
 // TestValidateTokensWarning: WarningsOnCreate warns when tokenRequests are

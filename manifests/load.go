@@ -34,6 +34,11 @@ type Loader struct {
 	Recursive bool
 	// Limits bound one Load; zero fields take the defaults.
 	Limits Limits
+	// Other, when set, receives the documents of kinds the kubelet does
+	// not read (CustomResourceDefinitions, RBAC, custom resources), as
+	// JSON, instead of the warning that skips them: --apiserver creates
+	// them through the API.
+	Other func(src Source, kind string, data []byte)
 
 	budget   *budget
 	problems []error
@@ -240,6 +245,10 @@ func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 		return l.loadList(c, src, data)
 	}
 	want, known := wantAPIVersion[tm.Kind]
+	if !known && l.Other != nil {
+		l.Other(src, tm.Kind, data)
+		return nil
+	}
 	if !known {
 		l.warn(fmt.Sprintf("%s: skipping %s %s (the kubelet simulation does not read this kind)", src, tm.APIVersion, tm.Kind))
 		return nil

@@ -38,6 +38,8 @@ type commonOptions struct {
 	VolumeHandle string
 	serviceAccountOptions
 	admission admissionOptions
+	apiserver apiserverOptions // flags registered by run and load
+	replay    replayOptions    // flags registered by run
 
 	cluster       *manifests.Cluster
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
@@ -100,11 +102,20 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 		return err
 	}
 	o.selinux = o.SELinux.resolve(hostHasSELinux)
+	stdin := s.In
+	if in, err := o.replay.load(ctx, o); err != nil {
+		return err
+	} else if in != nil {
+		stdin = in
+	}
 	loader := &manifests.Loader{
-		Stdin:     s.In,
+		Stdin:     stdin,
 		Defaults:  o.release.APIServerDefaults(),
 		Warn:      warn,
 		Recursive: o.Recursive,
+	}
+	if o.apiserver.Enabled {
+		loader.Other = o.apiserver.collect
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
@@ -121,6 +132,9 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 			return withCode(exitUsage, fmt.Errorf("--expand-to: %w", err))
 		}
 		c.ExpandPersistentVolumes(size)
+	}
+	if o.apiserver.Enabled {
+		return nil // the API server runs the input's webhooks itself
 	}
 	return o.admission.run(ctx, c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
 }
@@ -271,9 +285,18 @@ func (o *commonOptions) prepare(ctx context.Context, s streams, ep csiclient.End
 	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
 		return nil, err
 	}
-	if err := ep.Check(); err != nil {
+	if err := ep.Check(); err != nil && !o.apiserver.Enabled { // --apiserver waits for it
 		return nil, withCode(exitEnvironment, err)
 	}
 	o.warnOut = s.Err
-	return o.prepareRootDir()
+	created, err := o.prepareRootDir()
+	if err != nil || !o.apiserver.Enabled {
+		return created, err
+	}
+	if err := o.apiserver.start(ctx, o, ep, s); err != nil {
+		o.rootLock.Release()
+		removeDirs(created)
+		return nil, err
+	}
+	return created, nil
 }

@@ -83,6 +83,8 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
 	o.sidecars.addFlags(fs)
+	o.apiserver.addFlags(fs)
+	o.replay.addFlags(fs)
 	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
@@ -103,7 +105,8 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ss := newSession("run", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, false, createdDirs)
+	defer o.apiserver.stop()
+	ss := newSession("run", &o.commonOptions, s, o.apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
 	if o.ServeOIDC != "" {
 		octx, stop := context.WithCancel(ctx)
 		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
@@ -128,9 +131,12 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.sidecars.controller
+	o.apiserver.attach(ctx, ss, &plan)
+	o.replay.announce(ss)
 	out := ss.lifecycle(ctx, plan)
+	o.apiserver.finish(ss, out)
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
 	if o.JUnit != "" {
@@ -142,6 +148,7 @@ func (o *runOptions) run(ctx context.Context) error {
 			}
 		}
 	}
+	o.apiserver.summary(ss)
 	ss.summary(out, exit)
 	return exit
 }

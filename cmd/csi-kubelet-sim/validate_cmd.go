@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
@@ -34,6 +35,7 @@ type validateOptions struct {
 	endpointFlag
 	timeoutFlag
 	streams
+	APIServer bool
 }
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
@@ -69,6 +71,7 @@ func (o *validateOptions) addFlags(fs *pflag.FlagSet) {
 	o.addOutputFlag(fs, "text or json (one finding per line)")
 	o.addEndpointFlag(fs, "also compare the objects with the driver on this socket")
 	o.addTimeoutFlag(fs, 10*time.Second, "timeout of each call to the driver")
+	fs.BoolVar(&o.APIServer, "apiserver", false, "also ask a real kube-apiserver (the helper "+cluster.HelperName+") for its verdict on each CSIDriver, and report where it disagrees with this tool's")
 }
 
 // complete takes the files of the arguments and the release.
@@ -110,6 +113,13 @@ func (o *validateOptions) run(ctx context.Context) error {
 	p.sort(findings)
 	if len(findings) == 0 {
 		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
+	}
+	if o.APIServer {
+		verdicts, err := apiserverVerdicts(ctx, c, defaults, o.release.Version)
+		if err != nil {
+			return err
+		}
+		findings = append(findings, p.locate(verdicts)...)
 	}
 	var liveErr error
 	if o.Endpoint != "" {
@@ -267,16 +277,20 @@ func printFindings(w io.Writer, output string, fs []located) {
 }
 
 func validateExit(fs []located) error {
-	var errs, mismatches int
+	var errs, mismatches, disagreements int
 	for _, f := range fs {
 		switch f.Severity {
 		case "error":
 			errs++
 		case "mismatch":
 			mismatches++
+		case "disagreement":
+			disagreements++
 		}
 	}
 	switch {
+	case disagreements > 0:
+		return withCode(exitFailed, fmt.Errorf("%d disagreement(s) with the API server", disagreements))
 	case errs > 0:
 		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input", errs))
 	case mismatches > 0:
