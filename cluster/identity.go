@@ -89,10 +89,10 @@ func DriverServiceAccount(docs []Document) (*types.NamespacedName, []string) {
 
 // WriteDriverKubeconfig writes the driver's kubeconfig to path: a token of
 // sa (made with the TokenRequest API, valid a day) when sa is set, else
-// the admin's certificate (cluster-admin). The file holds everything (CA
+// the admin's certificate (cluster-admin); why says why that identity. The file holds everything (CA
 // and credential inline), so it works wherever the driver runs on this
 // machine.
-func (cp *ControlPlane) WriteDriverKubeconfig(ctx context.Context, path string, sa *types.NamespacedName) (DriverIdentity, error) {
+func (cp *ControlPlane) WriteDriverKubeconfig(ctx context.Context, path string, sa *types.NamespacedName, why string) (DriverIdentity, error) {
 	var id DriverIdentity
 	ca, err := os.ReadFile(cp.CAFile)
 	if err != nil {
@@ -107,7 +107,7 @@ func (cp *ControlPlane) WriteDriverKubeconfig(ctx context.Context, path string, 
 			return id, fmt.Errorf("a token for the driver's ServiceAccount %s: %w", sa, err)
 		}
 		user = "    token: " + tr.Status.Token + "\n"
-		id = DriverIdentity{User: "system:serviceaccount:" + sa.Namespace + ":" + sa.Name, Why: "the ServiceAccount the input's RBAC binds"}
+		id = DriverIdentity{User: "system:serviceaccount:" + sa.Namespace + ":" + sa.Name, Why: why}
 	} else {
 		cert, err := os.ReadFile(cp.driverCert[0])
 		if err != nil {
@@ -118,7 +118,7 @@ func (cp *ControlPlane) WriteDriverKubeconfig(ctx context.Context, path string, 
 			return id, err
 		}
 		user = "    client-certificate-data: " + b64(cert) + "\n    client-key-data: " + b64(key) + "\n"
-		id = DriverIdentity{User: DriverAdmin, Admin: true, Why: "cluster-admin (group system:masters): the input binds no ServiceAccount with RBAC"}
+		id = DriverIdentity{User: DriverAdmin, Admin: true, Why: why}
 	}
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config

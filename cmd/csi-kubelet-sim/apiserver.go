@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -26,6 +28,9 @@ type apiserverOptions struct {
 	Enabled          bool
 	DriverKubeconfig string
 	DriverWait       time.Duration
+	// DriverServiceAccount (NAMESPACE/NAME) is the driver's identity when
+	// the input's RBAC binds several.
+	DriverServiceAccount string
 
 	extras   []cluster.Document // the input's kinds the kubelet does not read
 	cp       *cluster.ControlPlane
@@ -40,6 +45,7 @@ type apiserverOptions struct {
 func (o *apiserverOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "apiserver", false, "run a real kube-apiserver (with etcd) on loopback for the run: the input is created through its API, tokens come from its TokenRequest API, the driver gets a kubeconfig, and its API requests are traced (needs the helper "+cluster.HelperName+" and etcd)")
 	fs.StringVar(&o.DriverKubeconfig, "driver-kubeconfig", "", "with --apiserver, write the driver's kubeconfig here (default: in the run's control plane dir; the path is printed); start the driver with KUBECONFIG set to it")
+	fs.StringVar(&o.DriverServiceAccount, "driver-service-account", "", "with --apiserver, the driver's ServiceAccount (NAMESPACE/NAME; default: the one the input's RBAC binds, else cluster-admin)")
 	fs.DurationVar(&o.DriverWait, "driver-wait", time.Minute, "with --apiserver, how long to wait for the driver's socket after the kubeconfig is written (start the driver then)")
 }
 
@@ -58,7 +64,10 @@ func (o *apiserverOptions) collect(src manifests.Source, kind string, data []byt
 func apiserverError(err error) error {
 	var refused *cluster.RefusedError
 	var notEst *cluster.NotEstablishedError
+	var coded *exitError
 	switch {
+	case errors.As(err, &coded):
+		return err // its code is said already
 	case errors.Is(err, context.Canceled):
 		return withCode(exitInterrupted, fmt.Errorf("interrupted while the API server started or took the input; it was stopped and removed"))
 	case errors.As(err, &refused), errors.As(err, &notEst):
@@ -221,13 +230,40 @@ func (o *apiserverOptions) writeKubeconfig(ctx context.Context, docs []cluster.D
 	} else if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		o.madeKC = true
 	}
-	sa, _ := cluster.DriverServiceAccount(docs)
-	id, err := o.cp.WriteDriverKubeconfig(ctx, path, sa)
+	sa, why, err := o.driverServiceAccount(docs)
+	if err != nil {
+		return err
+	}
+	id, err := o.cp.WriteDriverKubeconfig(ctx, path, sa, why)
+	if err != nil && o.DriverServiceAccount != "" {
+		return withCode(exitUsage, fmt.Errorf("--driver-service-account: %w", err))
+	}
 	if err != nil {
 		return err
 	}
 	o.identity = id
 	return nil
+}
+
+// driverServiceAccount is the driver's identity: --driver-service-account,
+// else the one ServiceAccount the input's RBAC binds, else cluster-admin
+// (nil), with why.
+func (o *apiserverOptions) driverServiceAccount(docs []cluster.Document) (*types.NamespacedName, string, error) {
+	if o.DriverServiceAccount != "" {
+		ns, name, ok := strings.Cut(o.DriverServiceAccount, "/")
+		if !ok || ns == "" || name == "" {
+			return nil, "", withCode(exitUsage, fmt.Errorf("--driver-service-account %q: want NAMESPACE/NAME", o.DriverServiceAccount))
+		}
+		return &types.NamespacedName{Namespace: ns, Name: name}, "--driver-service-account", nil
+	}
+	sa, bound := cluster.DriverServiceAccount(docs)
+	switch {
+	case sa != nil:
+		return sa, "the ServiceAccount the input's RBAC binds", nil
+	case len(bound) > 1:
+		return nil, fmt.Sprintf("cluster-admin (group system:masters): the input's RBAC binds several ServiceAccounts (%s); --driver-service-account NAMESPACE/NAME picks one", strings.Join(bound, ", ")), nil
+	}
+	return nil, "cluster-admin (group system:masters): the input binds no ServiceAccount with RBAC", nil
 }
 
 // waitDriver waits for the driver's socket: with --apiserver the driver

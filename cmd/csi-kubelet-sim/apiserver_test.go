@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +114,26 @@ func TestReplayUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// --driver-service-account names the driver's identity; one the API
+// server does not have is bad usage (exit 2), and nothing is left.
+func TestDriverServiceAccountFlag(t *testing.T) {
+	needAPIServer(t)
+	d := csifake.New(csifake.Config{Name: testDriver, VendorVersion: "1", NodeID: "n1", ManageTargets: true})
+	sock := csifake.ServeTest(t, d)
+	in := csiDriverYAML + "---\n" + inlinePodYAML
+	stdout, stderr, code := cli(t, in, "run", "--apiserver", "-f", "-", "--endpoint", sock, "--node-name", "n1", "--driver-service-account", "default/default")
+	if code != 0 || !strings.Contains(stdout, "as system:serviceaccount:default:default: --driver-service-account") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	root := filepath.Join(t.TempDir(), "root")
+	_, stderr, code = cli(t, in, "run", "--apiserver", "-f", "-", "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "--driver-service-account", "kube-system/nobody")
+	if code != exitUsage || !strings.Contains(stderr, `--driver-service-account: a token for the driver's ServiceAccount kube-system/nobody: serviceaccounts "nobody" not found`) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("root dir left: %v", err)
 	}
 }
