@@ -8,11 +8,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -477,105 +475,4 @@ func TestAPIServerLoad(t *testing.T) {
 	}
 	assertNothingLeft(t, root, work)
 	assertNoControlPlane(t, root)
-}
-
-// validate --apiserver: the real API server judges the CSIDriver objects
-// of TestValidateRules (and a valid one, with its warning) by a dry-run
-// create, and the test fails where its verdict, messages or warnings differ
-// from validate's own (a finding of severity "disagreement", exit 1).
-func TestValidateAPIServerAgrees(t *testing.T) {
-	apiserverHelper(t)
-	work := workDir(t)
-	// Two files: the cases that name "Bad_Name" cannot share one.
-	var first, second []string
-	for i, tc := range validateRuleCases() {
-		n := tc.csiName
-		if n == "" && !tc.nameless {
-			n = fmt.Sprintf("case%d.example.com", i)
-		}
-		doc := csiDriverNamed(n, tc.spec)
-		if tc.nameless {
-			doc = strings.Replace(doc, "metadata:\n  name: \n", "metadata: {}\n", 1)
-		}
-		if tc.name == "all-in-order" {
-			second = append(second, doc)
-		} else {
-			first = append(first, doc)
-		}
-	}
-	first = append(first, csiDriverNamed("valid.example.com", "  tokenRequests: [{audience: vault}]\n"))
-	for i, docs := range [][]string{first, second} {
-		f := writeFile(t, work, fmt.Sprintf("drivers-%d.yaml", i), strings.Join(docs, "---\n"))
-		r := runSim(t, "validate", "--apiserver", "-o", "json", "-f", f)
-		verdicts, disagreements := 0, 0
-		for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
-			var fnd struct{ Object, Severity, Message string }
-			if err := json.Unmarshal([]byte(line), &fnd); err != nil {
-				t.Fatalf("not JSON: %q", line)
-			}
-			switch fnd.Severity {
-			case "apiserver":
-				verdicts++
-			case "disagreement":
-				disagreements++
-				t.Errorf("%s: %s", fnd.Object, fnd.Message)
-			}
-		}
-		if r.Code != 2 || disagreements > 0 {
-			t.Errorf("%s: exit %d, want 2 (invalid objects, no disagreement)\n%s", f, r.Code, r)
-		}
-		if verdicts != len(docs) {
-			t.Errorf("%s: %d verdicts of the API server, want one per CSIDriver, %d\n%s", f, verdicts, len(docs), r.Stdout)
-		}
-	}
-}
-
-// run --kubeconfig --pod replays a pod of a live cluster (here the API
-// server of a --apiserver run that holds it) against the local driver:
-// the pod is the cluster's (its UID), its CSIDriver and ServiceAccount come
-// along, and nothing is written to the cluster.
-func TestReplayPodFromCluster(t *testing.T) {
-	apiserverHelper(t)
-	work := workDir(t)
-	drv := startRefDriver(t, work)
-	kc := filepath.Join(work, "admin.kubeconfig")
-	first := startSim(t, "run", "--apiserver", "--hold", "forever", "-f", sample(t, "tokens"), "--endpoint", drv.Sock,
-		"--root-dir", filepath.Join(work, "root1"), "--node-name", simNode, "--driver-kubeconfig", kc)
-	waitOutput(t, first, "NodePublishVolume     OK", 40*time.Second)
-	uid := regexp.MustCompile(`"csi.storage.k8s.io/pod.uid":"([0-9a-f-]+)"`).FindStringSubmatch(first.out.String())
-	if uid == nil {
-		t.Fatalf("no pod UID in the first run's trace:\n%s", first.out.String())
-	}
-	root := filepath.Join(work, "root2")
-	r := runSim(t, "run", "--kubeconfig", kc, "--pod", "default/secrets-consumer", "--endpoint", drv.Sock, "--root-dir", root, "--node-name", simNode)
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s", r.Code, r)
-	}
-	for _, want := range []string{
-		"read from the cluster at https://127.0.0.1:",
-		"Pod default/secrets-consumer, ServiceAccount default/vault-reader, CSIDriver ref.csi.kubelet-sim.io",
-		`"csi.storage.k8s.io/pod.uid":"` + uid[1] + `"`,
-		"NodePublishVolume     OK",
-	} {
-		if !strings.Contains(r.Stdout, want) {
-			t.Errorf("the replay lacks %q:\n%s", want, r.Stdout)
-		}
-	}
-	assertNothingLeft(t, root, "") // the first run still holds its pod
-	_ = first.cmd.Process.Signal(syscall.SIGINT)
-	fr := first.wait(t, simTimeout)
-	if fr.Code != 130 {
-		t.Errorf("the first run: exit %d, want 130\n%s", fr.Code, fr)
-	}
-	// The replay used the kubeconfig the first run gave its driver: the
-	// first run's audit shows its reads, and that it changed nothing.
-	if !regexp.MustCompile(`the driver \(csi-kubelet-sim-driver\) made [1-9][0-9]* requests, changed nothing`).MatchString(fr.Stdout) {
-		t.Errorf("the replay's requests are not all reads:\n%s", fr.Stdout)
-	}
-	assertNothingLeft(t, filepath.Join(work, "root1"), work)
-	// Bad usage: one line, exit 2.
-	r = runSim(t, "run", "--kubeconfig", kc, "--pod", "secrets-consumer", "--endpoint", drv.Sock)
-	if r.Code != 2 || !strings.Contains(r.Stderr, `--pod "secrets-consumer": want NAMESPACE/NAME`) {
-		t.Errorf("--pod without a namespace: exit %d\n%s", r.Code, r)
-	}
 }

@@ -105,7 +105,7 @@ func TestReplayUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--kubeconfig", "kc"}, "--kubeconfig needs --pod NAMESPACE/NAME"},
-		{[]string{"--pod", "web"}, `--pod "web": want NAMESPACE/NAME`},
+		{[]string{"--pod", "shop/web/x"}, `--pod "shop/web/x": want NAMESPACE/NAME`},
 		{[]string{"--pod", "default/web", "--apiserver"}, "--pod reads a live cluster, --apiserver makes one: not both"},
 		{[]string{"--pod", "default/web", "--kubeconfig", "/nonexistent/kc"}, "--kubeconfig: open /nonexistent/kc"},
 	} {

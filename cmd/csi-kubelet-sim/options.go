@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,8 +39,8 @@ type commonOptions struct {
 	VolumeHandle string
 	serviceAccountOptions
 	admission admissionOptions
+	live      liveOptions
 	apiserver apiserverOptions // flags registered by run and load
-	replay    replayOptions    // flags registered by run
 
 	cluster       *manifests.Cluster
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
@@ -70,6 +71,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
 	o.serviceAccountOptions.addFlags(fs)
 	o.admission.addFlags(fs)
+	o.live.addFlags(fs)
 }
 
 // completeInput checks the flags and loads the manifests, then runs the
@@ -89,6 +91,13 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 	if err := o.validateTimeout(); err != nil {
 		return err
 	}
+	if err := o.live.check(o.Filenames); err != nil {
+		return err
+	}
+	if o.live.Pod != "" && o.apiserver.Enabled {
+		return withCode(exitUsage, errors.New("--pod reads a live cluster, --apiserver makes one: not both"))
+	}
+	o.live.nodeGiven = o.NodeName != ""
 	var err error
 	if o.NodeName == "" {
 		if o.NodeName, err = os.Hostname(); err != nil {
@@ -102,14 +111,8 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 		return err
 	}
 	o.selinux = o.SELinux.resolve(hostHasSELinux)
-	stdin := s.In
-	if in, err := o.replay.load(ctx, o); err != nil {
-		return err
-	} else if in != nil {
-		stdin = in
-	}
 	loader := &manifests.Loader{
-		Stdin:     stdin,
+		Stdin:     s.In,
 		Defaults:  o.release.APIServerDefaults(),
 		Warn:      warn,
 		Recursive: o.Recursive,
@@ -117,11 +120,8 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 	if o.apiserver.Enabled {
 		loader.Other = o.apiserver.collect
 	}
-	c, err := loader.Load(o.Filenames)
+	c, err := o.loadInput(ctx, loader, warn)
 	if err != nil {
-		return withCode(exitUsage, loader.WithReferences(c, err))
-	}
-	if err := judgeInput(c, o.Filenames); err != nil {
 		return err
 	}
 	o.cluster = c
@@ -137,6 +137,18 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 		return nil // the API server runs the input's webhooks itself
 	}
 	return o.admission.run(ctx, c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
+}
+
+// loadInput reads the manifests, or with --pod the pod from its cluster.
+func (o *commonOptions) loadInput(ctx context.Context, loader *manifests.Loader, warn func(string)) (*manifests.Cluster, error) {
+	if o.live.Pod != "" {
+		return o.loadLive(ctx, warn)
+	}
+	c, err := loader.Load(o.Filenames)
+	if err != nil {
+		return nil, withCode(exitUsage, loader.WithReferences(c, err))
+	}
+	return c, judgeInput(c, o.Filenames)
 }
 
 // prepareRootDir makes the root dir. It returns the directories it

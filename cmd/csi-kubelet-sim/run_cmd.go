@@ -37,7 +37,8 @@ pod (--hold: pod syncs, republish, volume stats), then NodeUnpublishVolume and
 NodeUnstageVolume and the kubelet's clean-up. Nothing is left behind.
 
 Manifests come from -f and from the arguments (files, directories, - for
-stdin). Without a Pod, a default pod with one volume per lifecycle mode the
+stdin), or with --kubeconfig and --pod from a running cluster: the pod and
+what its volumes reference, read-only. Without a Pod, a default pod with one volume per lifecycle mode the
 CSIDriver allows is used, and the trace says so. An input with nothing the
 kubelet reads, or pods with no CSI volume of the driver, exits 2.
 
@@ -57,6 +58,9 @@ const runExample = `  # your pod and its driver's objects, against your driver
 
   # a StorageClass and a claim, no PV: the volume is created, attached, and deleted afterwards
   csi-kubelet-sim run -f fixtures/samples/provision --endpoint /run/csi/csi.sock -v
+
+  # a pod of a running cluster (read-only) replayed against your local driver
+  csi-kubelet-sim run --kubeconfig ~/.kube/config --pod shop/checkout --endpoint /run/csi/csi.sock
 
   # the kubelet of 1.33 on an SELinux node
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --kubelet-version 1.33 --selinux`
@@ -84,7 +88,6 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
 	o.sidecars.addFlags(fs)
 	o.apiserver.addFlags(fs)
-	o.replay.addFlags(fs)
 	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
@@ -132,7 +135,6 @@ func (o *runOptions) run(ctx context.Context) error {
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.sidecars.controller
 	o.apiserver.attach(ctx, ss, &plan)
-	o.replay.announce(ss)
 	out := ss.lifecycle(ctx, plan)
 	o.apiserver.finish(ss, out)
 	exit := ss.exitErr(out)

@@ -1,32 +1,30 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 )
 
-// The verdicts of the API server and of the tool are told apart when one
-// accepts what the other refuses, or when both refuse with other messages.
-func TestDisagreement(t *testing.T) {
-	msg := `spec.fsGroupPolicy: Unsupported value: "Bad": supported values: "File"`
-	cases := []struct {
-		name string
-		v    cluster.Verdict
-		tool []string
-		want string // "" agree
-	}{
-		{"both accept", cluster.Verdict{Accepted: true}, nil, ""},
-		{"both refuse alike", cluster.Verdict{Causes: []string{msg}, Message: "invalid"}, []string{msg}, ""},
-		{"server accepts", cluster.Verdict{Accepted: true}, []string{msg}, "the API server accepts it, csi-kubelet-sim refuses it"},
-		{"tool accepts", cluster.Verdict{Message: "invalid: x"}, nil, "csi-kubelet-sim accepts it, the API server refuses it: invalid: x"},
-		{"other messages", cluster.Verdict{Causes: []string{"spec.x: Required value"}, Message: "invalid"}, []string{msg}, "both refuse it, with other messages"},
+// --apiserver judges at the helper's release: the two constants agree.
+func TestAPIServerMinorIsTheHelpers(t *testing.T) {
+	if want := fmt.Sprintf("v1.%d.", apiServerMinor); !strings.HasPrefix(cluster.KubeVersion, want) {
+		t.Errorf("apiServerMinor %d, helper %s", apiServerMinor, cluster.KubeVersion)
 	}
-	for _, tc := range cases {
-		got := disagreement(tc.v, tc.tool)
-		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("%s: disagreement = %q, want %q", tc.name, got, tc.want)
+}
+
+// rawObjectName names objects as the simulator does, when the API server
+// could not map the kind.
+func TestRawObjectName(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"kind":"Pod","metadata":{"name":"p"}}`:                          "Pod default/p",
+		`{"kind":"Foo","metadata":{"name":"f","namespace":"x"}}`:          "Foo x/f",
+		`{"kind":"CSIDriver","metadata":{"name":"d","namespace":"junk"}}`: "CSIDriver d",
+	} {
+		if got := rawObjectName([]byte(in)); got != want {
+			t.Errorf("rawObjectName(%s) = %q, want %q", in, got, want)
 		}
 	}
 }
