@@ -14,8 +14,10 @@ REFDRV  := $(BIN)/csi-refdriver
 SANITY  := $(BIN)/csi-sanity
 MOCK    := $(BIN)/csi-mock-driver
 WEBHOOK := $(BIN)/csi-demo-webhook
+APISRV  := $(BIN)/csi-kubelet-sim-apiserver
+SECRETS := $(BIN)/csi-secrets-driver
 
-.PHONY: all build helpers admission-helper refdriver demo-webhook tools demo test unit e2e bench vet race cover clean
+.PHONY: all build helpers admission-helper refdriver demo-webhook secrets-driver tools demo test unit e2e bench vet race cover clean
 
 all: build
 
@@ -35,7 +37,29 @@ refdriver:
 demo-webhook:
 	$(GO) build -o $(WEBHOOK) ./fixtures/webhook/cmd/csi-demo-webhook
 
-helpers: admission-helper refdriver demo-webhook
+# The test driver that does secrets-store's API work (fixtures/secretsdriver).
+secrets-driver:
+	$(GO) build -o $(SECRETS) ./fixtures/secretsdriver/cmd/csi-secrets-driver
+
+helpers: admission-helper refdriver demo-webhook secrets-driver
+
+# The control plane helper of --apiserver: kube-apiserver of Kubernetes
+# $(APISERVER_KUBE) from the module proxy, in a module of its own
+# (cmd/csi-kubelet-sim-apiserver/go.mod, the k8s.io versions of
+# e2e/realkubelet, so the two share compiled packages), and etcd from
+# Debian's etcd-server. Only runs with --apiserver use them.
+APISERVER_KUBE    := v1.37.2
+APISERVER_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(APISERVER_KUBE) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
+.PHONY: apiserver-helper apiserver-etcd
+apiserver-helper: apiserver-etcd
+	cd cmd/csi-kubelet-sim-apiserver && $(GO) build -ldflags "$(APISERVER_LDFLAGS)" -o $(APISRV) .
+
+apiserver-etcd:
+	@[ -x /usr/bin/etcd ] || command -v etcd >/dev/null && exit 0; \
+	if ! command -v apt-get >/dev/null; then echo "make apiserver-etcd: no etcd and no apt-get: install etcd 3.4 or later and set CSI_KUBELET_SIM_ETCD" >&2; exit 1; fi; \
+	echo "make apiserver-etcd: installing the system package etcd-server with apt-get (about 20 MB) for --apiserver."; \
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server
 
 $(SANITY):
 	GOBIN=$(BIN) $(GO) install github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@$(SANITY_VER)
@@ -45,7 +69,7 @@ $(MOCK): e2e/mockdriver/main.go e2e/mockdriver/go.mod e2e/mockdriver/go.sum
 	cd e2e/mockdriver && $(GO) build -o $(MOCK) .
 
 # Everything the tests and benchmarks run besides the CLI.
-tools: $(SANITY) $(MOCK) helpers
+tools: $(SANITY) $(MOCK) helpers apiserver-helper
 
 # The reference driver on a temporary socket, the simulator on each sample,
 # then everything stopped and removed.
@@ -78,7 +102,7 @@ race:
 # (go test's default -parallel is GOMAXPROCS).
 TEST_PARALLEL ?= 8
 TEST_ENV = CSI_SANITY=$(SANITY) CSI_MOCK_DRIVER=$(MOCK) CSI_KUBELET_SIM=$(SIM) CSI_REFDRIVER=$(REFDRV) \
-	CSI_KUBELET_SIM_ADMISSION=$(ADMIT)
+	CSI_KUBELET_SIM_ADMISSION=$(ADMIT) CSI_KUBELET_SIM_APISERVER=$(APISRV) CSI_SECRETS_DRIVER=$(SECRETS)
 .PHONY: test-go
 test: build tools vet race chromium test-go
 
@@ -244,6 +268,7 @@ install:
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(SIM) $(DESTDIR)$(PREFIX)/bin/csi-kubelet-sim
 	install -m 0755 $(ADMIT) $(DESTDIR)$(PREFIX)/bin/csi-kubelet-sim-admission
+	@[ ! -x $(APISRV) ] || install -m 0755 $(APISRV) $(DESTDIR)$(PREFIX)/bin/csi-kubelet-sim-apiserver
 
 # --- realkubelet: the whole kubelet (e2e/realkubelet, its own module) ------
 # An unmodified kubelet and kube-apiserver of Kubernetes $(KUBE_VERSION),

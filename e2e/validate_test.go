@@ -307,36 +307,7 @@ func TestValidateValid(t *testing.T) {
 
 	// Valid specs: the boundaries of 14.3 and values other than the
 	// defaults, each with the info line it gets.
-	cases := []struct {
-		name, csiName, spec, summary string
-	}{
-		{
-			name: "every-field-set",
-			spec: "  attachRequired: false\n  podInfoOnMount: true\n  volumeLifecycleModes: [Persistent, Ephemeral]\n  fsGroupPolicy: File\n" +
-				"  requiresRepublish: true\n  seLinuxMount: true\n  storageCapacity: true\n" +
-				"  tokenRequests: [{audience: a}, {audience: \"\"}]\n  serviceAccountTokenInSecrets: true\n  nodeAllocatableUpdatePeriodSeconds: 60\n",
-			summary: "valid; after defaulting: attachRequired=false podInfoOnMount=true volumeLifecycleModes=[Persistent Ephemeral] fsGroupPolicy=File requiresRepublish=true seLinuxMount=true storageCapacity=true tokenRequests=2",
-		},
-		{
-			// 14.2: volumeLifecycleModes defaults to [Persistent] when empty.
-			name:    "empty-lifecycle-modes",
-			spec:    "  volumeLifecycleModes: []\n  fsGroupPolicy: None\n",
-			summary: strings.Replace(defaultedSummary, "fsGroupPolicy=ReadWriteOnceWithFSType", "fsGroupPolicy=None", 1),
-		},
-		{
-			// 14.3: expirationSeconds >= 600 and <= 2^32, both bounds included;
-			// nodeAllocatableUpdatePeriodSeconds >= 10.
-			name:    "bounds",
-			spec:    "  tokenRequests: [{audience: a, expirationSeconds: 600}, {audience: b, expirationSeconds: 4294967296}]\n  serviceAccountTokenInSecrets: false\n  nodeAllocatableUpdatePeriodSeconds: 10\n",
-			summary: strings.Replace(defaultedSummary, "tokenRequests=0", "tokenRequests=2", 1),
-		},
-		{
-			// 14.3 Name: at most 253 characters.
-			name:    "name-253",
-			csiName: strings.Repeat("a", 249) + ".com",
-			summary: defaultedSummary,
-		},
-	}
+	cases := validateValidCases()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -360,104 +331,7 @@ func TestValidateValid(t *testing.T) {
 // and no "valid" line.
 func TestValidateRules(t *testing.T) {
 	const name = "rules.example.com"
-	longName := strings.Repeat("a", 250) + ".com" // 254 characters, all valid
-	cases := []struct {
-		name     string
-		csiName  string // default: name
-		spec     string
-		nameless bool
-		want     []string // the messages, in the API server's order
-	}{
-		{
-			name: "fsGroupPolicy",
-			spec: "  fsGroupPolicy: Bad\n",
-			// NotSupported with supportedFSGroupPolicy.List(), sorted.
-			want: []string{`spec.fsGroupPolicy: Unsupported value: "Bad": supported values: "File", "None", "ReadWriteOnceWithFSType"`},
-		},
-		{
-			// An explicit "" is not nil: SetDefaults_CSIDriver leaves it.
-			name: "fsGroupPolicy-empty",
-			spec: "  fsGroupPolicy: \"\"\n",
-			want: []string{`spec.fsGroupPolicy: Unsupported value: "": supported values: "File", "None", "ReadWriteOnceWithFSType"`},
-		},
-		{
-			// The list's path, not the entry's.
-			name: "volumeLifecycleModes",
-			spec: "  volumeLifecycleModes: [Persistent, Foo]\n",
-			want: []string{`spec.volumeLifecycleModes: Unsupported value: "Foo": supported values: "Persistent", "Ephemeral"`},
-		},
-		{
-			// validateTokenRequests `continue`s after a duplicate: the
-			// duplicate's expirationSeconds (10) is not checked.
-			name: "duplicate-audience",
-			spec: "  tokenRequests: [{audience: a, expirationSeconds: 3600}, {audience: a, expirationSeconds: 10}]\n  serviceAccountTokenInSecrets: true\n",
-			want: []string{`spec.tokenRequests[1].audience: Duplicate value: "a"`},
-		},
-		{
-			// "At most one empty audience" is the same uniqueness rule.
-			name: "duplicate-empty-audience",
-			spec: "  tokenRequests: [{audience: \"\"}, {audience: x}, {}]\n  serviceAccountTokenInSecrets: true\n",
-			want: []string{`spec.tokenRequests[2].audience: Duplicate value: ""`},
-		},
-		{
-			name: "expiration-below-600",
-			spec: "  tokenRequests: [{audience: a}, {audience: b, expirationSeconds: 599}]\n  serviceAccountTokenInSecrets: true\n",
-			want: []string{"spec.tokenRequests[1].expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"},
-		},
-		{
-			name: "expiration-above-2^32",
-			spec: "  tokenRequests: [{audience: a, expirationSeconds: 4294967297}]\n  serviceAccountTokenInSecrets: true\n",
-			want: []string{"spec.tokenRequests[0].expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds"},
-		},
-		{
-			name: "nodeAllocatableUpdatePeriodSeconds",
-			spec: "  nodeAllocatableUpdatePeriodSeconds: 9\n",
-			want: []string{"spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 9: must be greater than or equal to 10 seconds"},
-		},
-		{
-			name: "tokens-in-secrets-without-tokenRequests",
-			spec: "  serviceAccountTokenInSecrets: true\n",
-			want: []string{"spec.serviceAccountTokenInSecrets: Invalid value: true: serviceAccountTokenInSecrets is set but no tokenRequests are specified"},
-		},
-		{
-			// Non-nil is enough, false too.
-			name: "tokens-in-secrets-false-without-tokenRequests",
-			spec: "  serviceAccountTokenInSecrets: false\n  tokenRequests: []\n",
-			want: []string{"spec.serviceAccountTokenInSecrets: Invalid value: false: serviceAccountTokenInSecrets is set but no tokenRequests are specified"},
-		},
-		{
-			name:    "name-not-a-subdomain",
-			csiName: "Bad_Name",
-			want:    []string{`metadata.name: Invalid value: "Bad_Name": ` + dns1123SubdomainMsg},
-		},
-		{
-			name:    "name-too-long",
-			csiName: longName,
-			want:    []string{`metadata.name: Invalid value: "` + longName + `": must be no more than 253 characters`},
-		},
-		{
-			name:     "name-missing",
-			nameless: true,
-			want:     []string{"metadata.name: Required value: name or generateName is required"},
-		},
-		{
-			// Several at once, in validateCSIDriverSpec's order (ObjectMeta
-			// first, then fsGroupPolicy, tokenRequests, volumeLifecycleModes,
-			// nodeAllocatableUpdatePeriodSeconds).
-			name:    "all-in-order",
-			csiName: "Bad_Name",
-			spec: "  nodeAllocatableUpdatePeriodSeconds: 5\n  volumeLifecycleModes: [Foo]\n" +
-				"  tokenRequests: [{audience: a, expirationSeconds: 1}, {audience: a}]\n  serviceAccountTokenInSecrets: true\n  fsGroupPolicy: Bad\n",
-			want: []string{
-				`metadata.name: Invalid value: "Bad_Name": ` + dns1123SubdomainMsg,
-				`spec.fsGroupPolicy: Unsupported value: "Bad": supported values: "File", "None", "ReadWriteOnceWithFSType"`,
-				"spec.tokenRequests[0].expirationSeconds: Invalid value: 1: may not specify a duration less than 10 minutes",
-				`spec.tokenRequests[1].audience: Duplicate value: "a"`,
-				`spec.volumeLifecycleModes: Unsupported value: "Foo": supported values: "Persistent", "Ephemeral"`,
-				"spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 5: must be greater than or equal to 10 seconds",
-			},
-		},
-	}
+	cases := validateRuleCases()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -550,66 +424,9 @@ func TestValidateTokensWarning(t *testing.T) {
 // lifecycle-mode check for inline volumes (csi_mounter.go
 // supportsVolumeLifecycleMode: no CSIDriver means persistent volumes only).
 func TestValidateDriverNames(t *testing.T) {
-	const ephDriver = "eph.example.com" // allows Ephemeral
-	long64 := strings.Repeat("a", 61) + ".io"
-	long63 := strings.Repeat("a", 60) + ".io"
 	drivers := csiDriverNamed(refDriverName, "") + "---\n" + csiDriverNamed(ephDriver, "  volumeLifecycleModes: [Persistent, Ephemeral]\n")
 	ephSummary := strings.Replace(defaultedSummary, "volumeLifecycleModes=[Persistent]", "volumeLifecycleModes=[Persistent Ephemeral]", 1)
-	noCSIDriver := func(d string) []string { return []string{fmt.Sprintf("no CSIDriver named %q", d)} }
-
-	type objWant struct {
-		sev, msg string
-		contains []string
-	}
-	cases := []struct {
-		name   string
-		doc    string // the third document, after the two CSIDrivers
-		object string
-		want   []objWant
-		code   int
-	}{
-		{"pv-known-driver", csiPVDoc("pv-ok", refDriverName), "PersistentVolume pv-ok", nil, 0},
-		{
-			name: "pv-not-a-subdomain", doc: csiPVDoc("pv-bad", "bad_driver"), object: "PersistentVolume pv-bad", code: 2,
-			want: []objWant{
-				{sev: "error", msg: `spec.csi.driver: Invalid value: "bad_driver": ` + dns1123SubdomainMsg},
-				{sev: "warning", contains: noCSIDriver("bad_driver")},
-			},
-		},
-		{
-			// Upper case passes (checked lower-cased) but matches no
-			// CSIDriver object.
-			name: "pv-upper-case", doc: csiPVDoc("pv-upper", "Ref.CSI.Kubelet-Sim.IO"), object: "PersistentVolume pv-upper", code: 0,
-			want: []objWant{{sev: "warning", contains: noCSIDriver("Ref.CSI.Kubelet-Sim.IO")}},
-		},
-		{
-			name: "pv-64-characters", doc: csiPVDoc("pv-long", long64), object: "PersistentVolume pv-long", code: 2,
-			want: []objWant{
-				{sev: "error", msg: "spec.csi.driver: Too long: may not be more than 63 bytes"},
-				{sev: "warning", contains: noCSIDriver(long64)},
-			},
-		},
-		{
-			name: "pv-63-characters", doc: csiPVDoc("pv-63", long63), object: "PersistentVolume pv-63", code: 0,
-			want: []objWant{{sev: "warning", contains: noCSIDriver(long63)}},
-		},
-		{"inline-ephemeral-allowed", inlinePodDoc("p-ok", ephDriver), "Pod ns/p-ok", nil, 0},
-		{
-			name: "inline-persistent-only", doc: inlinePodDoc("p-pers", refDriverName), object: "Pod ns/p-pers", code: 2,
-			want: []objWant{{sev: "error", msg: `spec.volumes[1].csi.driver: volume mode "Ephemeral" not supported by driver ` + refDriverName + ` (only supports ["Persistent"])`}},
-		},
-		{
-			name: "inline-no-csidriver", doc: inlinePodDoc("p-none", ephDriver, "other.example.com"), object: "Pod ns/p-none", code: 2,
-			want: []objWant{{sev: "error", contains: []string{"spec.volumes[2].csi.driver: ", `volume mode "Ephemeral" not supported by driver other.example.com (no CSIDriver object)`}}},
-		},
-		{
-			name: "inline-not-a-subdomain", doc: inlinePodDoc("p-bad", "Bad_Driver"), object: "Pod ns/p-bad", code: 2,
-			want: []objWant{
-				{sev: "error", msg: `spec.volumes[1].csi.driver: Invalid value: "Bad_Driver": ` + dns1123SubdomainMsg},
-				{sev: "error", contains: []string{"spec.volumes[1].csi.driver: ", `volume mode "Ephemeral" not supported by driver Bad_Driver (no CSIDriver object)`}},
-			},
-		},
-	}
+	cases := validateDriverNameCases()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -836,4 +653,216 @@ func TestValidateEndpoint(t *testing.T) {
 			t.Errorf("no warning that the driver was not compared:\n%s", r)
 		}
 	})
+}
+
+// validCase is a valid spec of TestValidateValid.
+type validCase struct{ name, csiName, spec, summary string }
+
+// validateValidCases are TestValidateValid's valid specs (also judged by
+// the API server in TestValidateAgreesWithAPIServer).
+func validateValidCases() []validCase {
+	return []validCase{
+		{
+			name: "every-field-set",
+			spec: "  attachRequired: false\n  podInfoOnMount: true\n  volumeLifecycleModes: [Persistent, Ephemeral]\n  fsGroupPolicy: File\n" +
+				"  requiresRepublish: true\n  seLinuxMount: true\n  storageCapacity: true\n" +
+				"  tokenRequests: [{audience: a}, {audience: \"\"}]\n  serviceAccountTokenInSecrets: true\n  nodeAllocatableUpdatePeriodSeconds: 60\n",
+			summary: "valid; after defaulting: attachRequired=false podInfoOnMount=true volumeLifecycleModes=[Persistent Ephemeral] fsGroupPolicy=File requiresRepublish=true seLinuxMount=true storageCapacity=true tokenRequests=2",
+		},
+		{
+			// 14.2: volumeLifecycleModes defaults to [Persistent] when empty.
+			name:    "empty-lifecycle-modes",
+			spec:    "  volumeLifecycleModes: []\n  fsGroupPolicy: None\n",
+			summary: strings.Replace(defaultedSummary, "fsGroupPolicy=ReadWriteOnceWithFSType", "fsGroupPolicy=None", 1),
+		},
+		{
+			// 14.3: expirationSeconds >= 600 and <= 2^32, both bounds included;
+			// nodeAllocatableUpdatePeriodSeconds >= 10.
+			name:    "bounds",
+			spec:    "  tokenRequests: [{audience: a, expirationSeconds: 600}, {audience: b, expirationSeconds: 4294967296}]\n  serviceAccountTokenInSecrets: false\n  nodeAllocatableUpdatePeriodSeconds: 10\n",
+			summary: strings.Replace(defaultedSummary, "tokenRequests=0", "tokenRequests=2", 1),
+		},
+		{
+			// 14.3 Name: at most 253 characters.
+			name:    "name-253",
+			csiName: strings.Repeat("a", 249) + ".com",
+			summary: defaultedSummary,
+		},
+	}
+}
+
+// ruleCase is a case of TestValidateRules.
+type ruleCase struct {
+	name     string
+	csiName  string // default: rules.example.com
+	spec     string
+	nameless bool
+	want     []string // the messages, in the API server's order
+}
+
+// validateRuleCases are TestValidateRules' cases (also judged by the API
+// server in TestValidateAgreesWithAPIServer).
+func validateRuleCases() []ruleCase {
+	longName := strings.Repeat("a", 250) + ".com" // 254 characters, all valid
+	return []ruleCase{
+		{
+			name: "fsGroupPolicy",
+			spec: "  fsGroupPolicy: Bad\n",
+			// NotSupported with supportedFSGroupPolicy.List(), sorted.
+			want: []string{`spec.fsGroupPolicy: Unsupported value: "Bad": supported values: "File", "None", "ReadWriteOnceWithFSType"`},
+		},
+		{
+			// An explicit "" is not nil: SetDefaults_CSIDriver leaves it.
+			name: "fsGroupPolicy-empty",
+			spec: "  fsGroupPolicy: \"\"\n",
+			want: []string{`spec.fsGroupPolicy: Unsupported value: "": supported values: "File", "None", "ReadWriteOnceWithFSType"`},
+		},
+		{
+			// The list's path, not the entry's.
+			name: "volumeLifecycleModes",
+			spec: "  volumeLifecycleModes: [Persistent, Foo]\n",
+			want: []string{`spec.volumeLifecycleModes: Unsupported value: "Foo": supported values: "Persistent", "Ephemeral"`},
+		},
+		{
+			// validateTokenRequests `continue`s after a duplicate: the
+			// duplicate's expirationSeconds (10) is not checked.
+			name: "duplicate-audience",
+			spec: "  tokenRequests: [{audience: a, expirationSeconds: 3600}, {audience: a, expirationSeconds: 10}]\n  serviceAccountTokenInSecrets: true\n",
+			want: []string{`spec.tokenRequests[1].audience: Duplicate value: "a"`},
+		},
+		{
+			// "At most one empty audience" is the same uniqueness rule.
+			name: "duplicate-empty-audience",
+			spec: "  tokenRequests: [{audience: \"\"}, {audience: x}, {}]\n  serviceAccountTokenInSecrets: true\n",
+			want: []string{`spec.tokenRequests[2].audience: Duplicate value: ""`},
+		},
+		{
+			name: "expiration-below-600",
+			spec: "  tokenRequests: [{audience: a}, {audience: b, expirationSeconds: 599}]\n  serviceAccountTokenInSecrets: true\n",
+			want: []string{"spec.tokenRequests[1].expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"},
+		},
+		{
+			name: "expiration-above-2^32",
+			spec: "  tokenRequests: [{audience: a, expirationSeconds: 4294967297}]\n  serviceAccountTokenInSecrets: true\n",
+			want: []string{"spec.tokenRequests[0].expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds"},
+		},
+		{
+			name: "nodeAllocatableUpdatePeriodSeconds",
+			spec: "  nodeAllocatableUpdatePeriodSeconds: 9\n",
+			want: []string{"spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 9: must be greater than or equal to 10 seconds"},
+		},
+		{
+			name: "tokens-in-secrets-without-tokenRequests",
+			spec: "  serviceAccountTokenInSecrets: true\n",
+			want: []string{"spec.serviceAccountTokenInSecrets: Invalid value: true: serviceAccountTokenInSecrets is set but no tokenRequests are specified"},
+		},
+		{
+			// Non-nil is enough, false too.
+			name: "tokens-in-secrets-false-without-tokenRequests",
+			spec: "  serviceAccountTokenInSecrets: false\n  tokenRequests: []\n",
+			want: []string{"spec.serviceAccountTokenInSecrets: Invalid value: false: serviceAccountTokenInSecrets is set but no tokenRequests are specified"},
+		},
+		{
+			name:    "name-not-a-subdomain",
+			csiName: "Bad_Name",
+			want:    []string{`metadata.name: Invalid value: "Bad_Name": ` + dns1123SubdomainMsg},
+		},
+		{
+			name:    "name-too-long",
+			csiName: longName,
+			want:    []string{`metadata.name: Invalid value: "` + longName + `": must be no more than 253 characters`},
+		},
+		{
+			name:     "name-missing",
+			nameless: true,
+			want:     []string{"metadata.name: Required value: name or generateName is required"},
+		},
+		{
+			// Several at once, in validateCSIDriverSpec's order (ObjectMeta
+			// first, then fsGroupPolicy, tokenRequests, volumeLifecycleModes,
+			// nodeAllocatableUpdatePeriodSeconds).
+			name:    "all-in-order",
+			csiName: "Bad_Name",
+			spec: "  nodeAllocatableUpdatePeriodSeconds: 5\n  volumeLifecycleModes: [Foo]\n" +
+				"  tokenRequests: [{audience: a, expirationSeconds: 1}, {audience: a}]\n  serviceAccountTokenInSecrets: true\n  fsGroupPolicy: Bad\n",
+			want: []string{
+				`metadata.name: Invalid value: "Bad_Name": ` + dns1123SubdomainMsg,
+				`spec.fsGroupPolicy: Unsupported value: "Bad": supported values: "File", "None", "ReadWriteOnceWithFSType"`,
+				"spec.tokenRequests[0].expirationSeconds: Invalid value: 1: may not specify a duration less than 10 minutes",
+				`spec.tokenRequests[1].audience: Duplicate value: "a"`,
+				`spec.volumeLifecycleModes: Unsupported value: "Foo": supported values: "Persistent", "Ephemeral"`,
+				"spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 5: must be greater than or equal to 10 seconds",
+			},
+		},
+	}
+}
+
+// driverNameWant is a finding expected of a driver-name case's object.
+type driverNameWant struct {
+	sev, msg string
+	contains []string
+}
+
+// driverNameCase is a case of TestValidateDriverNames.
+type driverNameCase struct {
+	name   string
+	doc    string // the third document, after the two CSIDrivers (ref and ephDriver)
+	object string
+	want   []driverNameWant
+	code   int
+}
+
+// ephDriver is the CSIDriver of the driver-name cases that allows Ephemeral.
+const ephDriver = "eph.example.com"
+
+// validateDriverNameCases are TestValidateDriverNames' cases (also judged
+// by the API server in TestValidateAgreesWithAPIServer).
+func validateDriverNameCases() []driverNameCase {
+	long64 := strings.Repeat("a", 61) + ".io"
+	long63 := strings.Repeat("a", 60) + ".io"
+	noCSIDriver := func(d string) []string { return []string{fmt.Sprintf("no CSIDriver named %q", d)} }
+
+	return []driverNameCase{
+		{"pv-known-driver", csiPVDoc("pv-ok", refDriverName), "PersistentVolume pv-ok", nil, 0},
+		{
+			name: "pv-not-a-subdomain", doc: csiPVDoc("pv-bad", "bad_driver"), object: "PersistentVolume pv-bad", code: 2,
+			want: []driverNameWant{
+				{sev: "error", msg: `spec.csi.driver: Invalid value: "bad_driver": ` + dns1123SubdomainMsg},
+				{sev: "warning", contains: noCSIDriver("bad_driver")},
+			},
+		},
+		{
+			// Upper case passes (checked lower-cased) but matches no
+			// CSIDriver object.
+			name: "pv-upper-case", doc: csiPVDoc("pv-upper", "Ref.CSI.Kubelet-Sim.IO"), object: "PersistentVolume pv-upper", code: 0,
+			want: []driverNameWant{{sev: "warning", contains: noCSIDriver("Ref.CSI.Kubelet-Sim.IO")}},
+		},
+		{
+			name: "pv-64-characters", doc: csiPVDoc("pv-long", long64), object: "PersistentVolume pv-long", code: 2,
+			want: []driverNameWant{
+				{sev: "error", msg: "spec.csi.driver: Too long: may not be more than 63 bytes"},
+				{sev: "warning", contains: noCSIDriver(long64)},
+			},
+		},
+		{
+			name: "pv-63-characters", doc: csiPVDoc("pv-63", long63), object: "PersistentVolume pv-63", code: 0,
+			want: []driverNameWant{{sev: "warning", contains: noCSIDriver(long63)}},
+		},
+		{"inline-ephemeral-allowed", inlinePodDoc("p-ok", ephDriver), "Pod ns/p-ok", nil, 0},
+		{
+			name: "inline-persistent-only", doc: inlinePodDoc("p-pers", refDriverName), object: "Pod ns/p-pers", code: 2,
+			want: []driverNameWant{{sev: "error", msg: `spec.volumes[1].csi.driver: volume mode "Ephemeral" not supported by driver ` + refDriverName + ` (only supports ["Persistent"])`}},
+		},
+		{
+			name: "inline-no-csidriver", doc: inlinePodDoc("p-none", ephDriver, "other.example.com"), object: "Pod ns/p-none", code: 2,
+			want: []driverNameWant{{sev: "error", contains: []string{"spec.volumes[2].csi.driver: ", `volume mode "Ephemeral" not supported by driver other.example.com (no CSIDriver object)`}}},
+		},
+		{
+			name: "inline-not-a-subdomain", doc: inlinePodDoc("p-bad", "Bad_Driver"), object: "Pod ns/p-bad", code: 2,
+			want: []driverNameWant{
+				{sev: "error", msg: `spec.volumes[1].csi.driver: Invalid value: "Bad_Driver": ` + dns1123SubdomainMsg},
+				{sev: "error", contains: []string{"spec.volumes[1].csi.driver: ", `volume mode "Ephemeral" not supported by driver Bad_Driver (no CSIDriver object)`}},
+			},
+		},
+	}
 }

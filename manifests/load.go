@@ -34,6 +34,15 @@ type Loader struct {
 	Recursive bool
 	// Limits bound one Load; zero fields take the defaults.
 	Limits Limits
+	// Raw, when set, receives every object document (and List item) as
+	// JSON, whatever its kind, before it is decoded: validate --apiserver
+	// submits the objects as written to the API server.
+	Raw func(src Source, data []byte)
+	// Other, when set, receives the documents of kinds the kubelet does
+	// not read (CustomResourceDefinitions, RBAC, custom resources), as
+	// JSON, instead of the warning that skips them: --apiserver creates
+	// them through the API.
+	Other func(src Source, kind string, data []byte)
 
 	budget   *budget
 	problems []error
@@ -239,8 +248,18 @@ func (l *Loader) loadDocument(c *Cluster, src Source, raw []byte) error {
 	if strings.HasSuffix(tm.Kind, "List") && src.Item == 0 {
 		return l.loadList(c, src, data)
 	}
+	if l.Raw != nil {
+		l.Raw(src, data)
+	}
 	want, known := wantAPIVersion[tm.Kind]
+	if !known && l.Other != nil {
+		l.Other(src, tm.Kind, data)
+		return nil
+	}
 	if !known {
+		if l.Raw != nil {
+			return nil // not skipped: Raw's reader judges it
+		}
 		l.warn(fmt.Sprintf("%s: skipping %s %s (the kubelet simulation does not read this kind)", src, tm.APIVersion, tm.Kind))
 		return nil
 	}

@@ -21,6 +21,10 @@ type TokenOptions struct {
 	NodeName string
 	// Warn receives the API server's warnings.
 	Warn func(string)
+	// API, when set, answers the TokenRequests instead of the simulator's
+	// own issuer: a real API server's TokenRequest API (--apiserver), with
+	// the same issuer and key, so the tokens verify the same.
+	API tokens.TokenGetter
 }
 
 // TokenSource is the kubelet's token manager in front of the API server's
@@ -77,7 +81,11 @@ func (t *TokenSource) build() {
 		return
 	}
 	t.issuer = issuer
-	t.manager = tokens.NewManager(issuer, tokens.WithLogf(nil))
+	var getter tokens.TokenGetter = issuer
+	if t.opts.API != nil {
+		getter = t.opts.API
+	}
+	t.manager = tokens.NewManager(getter, tokens.WithLogf(nil))
 }
 
 func (t *TokenSource) serviceAccountUID(ns, name string) (types.UID, bool) {

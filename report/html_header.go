@@ -22,6 +22,10 @@ type Header struct {
 	Verdict    string
 	Failed     bool
 	LeftBehind string // what the run left on the node ("nothing")
+	// With --apiserver: who the driver was on the API server, and its
+	// requests from the audit log ("15:04:05.000 get pods ns/name → 200").
+	APIIdentity string
+	APIRequests []string
 }
 
 // maxErrText bounds an error's text in a tooltip.

@@ -72,7 +72,9 @@ svg rect.bar.err { stroke: #d62728; stroke-width: 2; }
 <tr><th>node</th><td id="node">{{if .Node}}{{.Node}}{{else}}-{{end}}</td></tr>
 <tr><th>kubelet</th><td id="kubelet">{{if .Kubelet}}{{.Kubelet}}{{else}}-{{end}}</td></tr>
 <tr><th>feature gates</th><td id="gates">{{if .Gates}}{{.Gates}}{{else}}the release's defaults{{end}}</td></tr>
-</table>{{end}}
+{{if .APIIdentity}}<tr><th>API server</th><td id="api-identity">the driver is {{.APIIdentity}}</td></tr>{{end}}
+</table>
+{{if .APIRequests}}<details id="api-requests"><summary>The driver's API requests ({{len .APIRequests}})</summary><ul>{{range .APIRequests}}<li>{{.}}</li>{{end}}</ul></details>{{end}}{{end}}
 <p class="meta">{{plural .Sum.Calls "call"}} in {{printf "%.3f" .Sum.WallSeconds}} s{{if .Sum.Calls}} from {{.Sum.Start.Format "2006-01-02 15:04:05.000 UTC"}}{{end}},
 {{printf "%.1f" .Sum.CallsPerSecond}} calls/s, at most {{.Sum.MaxInFlight}} in flight at once, {{plural .Sum.Errors "error"}} ({{.Sum.TimedOut}} timed out).
 The simulator itself: CPU {{printf "%.3f" .Sum.Process.CPUSeconds}} s, peak RSS {{printf "%.1f" (mib .Sum.Process.PeakRSSBytes)}} MiB. Generated {{.Generated}}.</p>

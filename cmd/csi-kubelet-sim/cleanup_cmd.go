@@ -179,6 +179,9 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, lock *node.
 	ro.rootLock = lock
 	ss := newSession("cleanup", &ro, s, &csiclient.Dialer{Endpoint: ep}, false, nil)
 	ss.endpoint = string(ep)
+	if err := cleanupControlPlane(ss, root); err != nil {
+		return err
+	}
 	ss.header()
 	// After the kubelet's teardown, what the run's sidecars left: detach,
 	// then delete (sidecars.Cleanup), with the root dir still locked.
@@ -203,7 +206,7 @@ func journalRoots(dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(js) > 0 || sidecars.HasRecords(d) {
+		if len(js) > 0 || sidecars.HasRecords(d) || hasControlPlane(d) {
 			roots = append(roots, d)
 		}
 	}

@@ -57,6 +57,7 @@ func (o *loadOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period per pod; 0 disables NodeGetVolumeStats")
 	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
 	o.sidecars.addFlags(fs)
+	o.apiserver.addFlags(fs)
 }
 
 const loadLong = `Run a node's worth of pods against the driver with the kubelet's
@@ -100,6 +101,7 @@ func (o *loadOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer o.apiserver.stop()
 	return o.runPods(ctx, o.streams, createdDirs)
 }
 
@@ -134,7 +136,7 @@ func (o *loadOptions) validate() error {
 
 // runPods runs the pods once the root dir is made.
 func (o *loadOptions) runPods(ctx context.Context, s streams, createdDirs []string) error {
-	ss := newQuietSession("load", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, createdDirs, o.Verbose > 0)
+	ss := newQuietSession("load", &o.commonOptions, s, o.apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), createdDirs, o.Verbose > 0)
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)
 	stats := page.stats
@@ -159,17 +161,20 @@ func (o *loadOptions) runPods(ctx context.Context, s streams, createdDirs []stri
 			progress.PodMounted()
 		}
 	}
+	o.apiserver.attach(ctx, ss, &plan)
 	ss.header()
 	out := ss.kubelet.Run(ctx, plan)
 	progress.Stop()
+	o.apiserver.finish(ss, out)
 	if out.Leftovers.NothingOnDisk() {
 		removeDirs(ss.rootDirs)
 	}
 	exit := ss.exitErr(out)
 	sum := stats.Summary()
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
+	o.apiserver.summary(ss)
 	ss.loadSummary(out, sum, exit)
 	return exit
 }

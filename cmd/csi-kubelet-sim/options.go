@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,8 @@ type commonOptions struct {
 	VolumeHandle string
 	serviceAccountOptions
 	admission admissionOptions
+	live      liveOptions
+	apiserver apiserverOptions // flags registered by run and load
 
 	cluster       *manifests.Cluster
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
@@ -68,6 +71,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
 	o.serviceAccountOptions.addFlags(fs)
 	o.admission.addFlags(fs)
+	o.live.addFlags(fs)
 }
 
 // completeInput checks the flags and loads the manifests, then runs the
@@ -87,6 +91,13 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 	if err := o.validateTimeout(); err != nil {
 		return err
 	}
+	if err := o.live.check(o.Filenames); err != nil {
+		return err
+	}
+	if o.live.Pod != "" && o.apiserver.Enabled {
+		return withCode(exitUsage, errors.New("--pod reads a live cluster, --apiserver makes one: not both"))
+	}
+	o.live.nodeGiven = o.NodeName != ""
 	var err error
 	if o.NodeName == "" {
 		if o.NodeName, err = os.Hostname(); err != nil {
@@ -106,11 +117,11 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 		Warn:      warn,
 		Recursive: o.Recursive,
 	}
-	c, err := loader.Load(o.Filenames)
-	if err != nil {
-		return withCode(exitUsage, loader.WithReferences(c, err))
+	if o.apiserver.Enabled {
+		loader.Other = o.apiserver.collect
 	}
-	if err := judgeInput(c, o.Filenames); err != nil {
+	c, err := o.loadInput(ctx, loader, warn)
+	if err != nil {
 		return err
 	}
 	o.cluster = c
@@ -122,7 +133,22 @@ func (o *commonOptions) completeInput(ctx context.Context, s streams, warn func(
 		}
 		c.ExpandPersistentVolumes(size)
 	}
+	if o.apiserver.Enabled {
+		return nil // the API server runs the input's webhooks itself
+	}
 	return o.admission.run(ctx, c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
+}
+
+// loadInput reads the manifests, or with --pod the pod from its cluster.
+func (o *commonOptions) loadInput(ctx context.Context, loader *manifests.Loader, warn func(string)) (*manifests.Cluster, error) {
+	if o.live.Pod != "" {
+		return o.loadLive(ctx, warn)
+	}
+	c, err := loader.Load(o.Filenames)
+	if err != nil {
+		return nil, withCode(exitUsage, loader.WithReferences(c, err))
+	}
+	return c, judgeInput(c, o.Filenames)
 }
 
 // prepareRootDir makes the root dir. It returns the directories it
@@ -271,9 +297,18 @@ func (o *commonOptions) prepare(ctx context.Context, s streams, ep csiclient.End
 	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
 		return nil, err
 	}
-	if err := ep.Check(); err != nil {
+	if err := ep.Check(); err != nil && !o.apiserver.Enabled { // --apiserver waits for it
 		return nil, withCode(exitEnvironment, err)
 	}
 	o.warnOut = s.Err
-	return o.prepareRootDir()
+	created, err := o.prepareRootDir()
+	if err != nil || !o.apiserver.Enabled {
+		return created, err
+	}
+	if err := o.apiserver.start(ctx, o, ep, s); err != nil {
+		o.rootLock.Release()
+		removeDirs(created)
+		return nil, err
+	}
+	return created, nil
 }

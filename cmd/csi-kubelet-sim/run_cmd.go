@@ -37,7 +37,8 @@ pod (--hold: pod syncs, republish, volume stats), then NodeUnpublishVolume and
 NodeUnstageVolume and the kubelet's clean-up. Nothing is left behind.
 
 Manifests come from -f and from the arguments (files, directories, - for
-stdin). Without a Pod, a default pod with one volume per lifecycle mode the
+stdin), or with --kubeconfig and --pod from a running cluster: the pod and
+what its volumes reference, read-only. Without a Pod, a default pod with one volume per lifecycle mode the
 CSIDriver allows is used, and the trace says so. An input with nothing the
 kubelet reads, or pods with no CSI volume of the driver, exits 2.
 
@@ -57,6 +58,9 @@ const runExample = `  # your pod and its driver's objects, against your driver
 
   # a StorageClass and a claim, no PV: the volume is created, attached, and deleted afterwards
   csi-kubelet-sim run -f fixtures/samples/provision --endpoint /run/csi/csi.sock -v
+
+  # a pod of a running cluster (read-only) replayed against your local driver
+  csi-kubelet-sim run --kubeconfig ~/.kube/config --pod shop/checkout --endpoint /run/csi/csi.sock
 
   # the kubelet of 1.33 on an SELinux node
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --kubelet-version 1.33 --selinux`
@@ -83,6 +87,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
 	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
 	o.sidecars.addFlags(fs)
+	o.apiserver.addFlags(fs)
 	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
@@ -103,7 +108,8 @@ func (o *runOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ss := newSession("run", &o.commonOptions, s, &csiclient.Dialer{Endpoint: o.endpoint}, false, createdDirs)
+	defer o.apiserver.stop()
+	ss := newSession("run", &o.commonOptions, s, o.apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
 	if o.ServeOIDC != "" {
 		octx, stop := context.WithCancel(ctx)
 		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
@@ -128,9 +134,11 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.sidecars.controller
+	o.apiserver.attach(ctx, ss, &plan)
 	out := ss.lifecycle(ctx, plan)
+	o.apiserver.finish(ss, out)
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), ss.reportHeader(out, exit)); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = withCode(exitEnvironment, err)
 	}
 	if o.JUnit != "" {
@@ -142,6 +150,7 @@ func (o *runOptions) run(ctx context.Context) error {
 			}
 		}
 	}
+	o.apiserver.summary(ss)
 	ss.summary(out, exit)
 	return exit
 }

@@ -20,6 +20,7 @@ type serviceAccountOptions struct {
 	KeyFile      string
 
 	key crypto.Signer
+	api tokens.TokenGetter // --apiserver: the API server's TokenRequest API
 }
 
 func (o *serviceAccountOptions) addFlags(fs *pflag.FlagSet) {
@@ -43,7 +44,7 @@ func (o *serviceAccountOptions) complete() error {
 // newTokenSource is the one token path of a command: the API server's
 // issuer for the release behind the kubelet's token cache.
 func (o *serviceAccountOptions) newTokenSource(c *manifests.Cluster, r node.Release, nodeName string, warn func(string)) *node.TokenSource {
-	return node.NewTokenSource(r, c, node.TokenOptions{Issuer: o.Issuer, APIAudiences: o.APIAudiences, Key: o.key, NodeName: nodeName, Warn: warn})
+	return node.NewTokenSource(r, c, node.TokenOptions{Issuer: o.Issuer, APIAudiences: o.APIAudiences, Key: o.key, NodeName: nodeName, Warn: warn, API: o.api})
 }
 
 // serveOIDC serves the issuer's discovery document and keys on addr (the

@@ -34,6 +34,8 @@ type validateOptions struct {
 	endpointFlag
 	timeoutFlag
 	streams
+	APIServer bool
+	live      liveOptions
 }
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
@@ -41,12 +43,18 @@ defaulted and validated (field paths and messages as the API server gives
 them, and its warnings), the driver names of PersistentVolumes and inline
 volumes, and whether an inline volume's driver allows Ephemeral. With
 --endpoint, the CSIDriver objects are also compared with the live driver.
+With --apiserver, a real kube-apiserver (the helper csi-kubelet-sim-apiserver)
+judges every object too, with a server-side dry run, and its verdict is
+printed beside validate's ("API server: ...").
 
 Every file is judged: -f, and the arguments (so validate -f *.yaml checks all
 the shell finds). An input with nothing to judge exits 2.`
 
 const validateExample = `  # every manifest of a directory tree
   csi-kubelet-sim validate -R -f deploy/
+
+  # and what the real API server says of each object (CRDs first)
+  csi-kubelet-sim validate -f deploy/ --apiserver
 
   # the objects, and the driver they are for
   csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
@@ -69,18 +77,29 @@ func (o *validateOptions) addFlags(fs *pflag.FlagSet) {
 	o.addOutputFlag(fs, "text or json (one finding per line)")
 	o.addEndpointFlag(fs, "also compare the objects with the driver on this socket")
 	o.addTimeoutFlag(fs, 10*time.Second, "timeout of each call to the driver")
+	fs.BoolVar(&o.APIServer, "apiserver", false, "also submit every object to a real kube-apiserver (server-side dry run) and print its verdict beside validate's")
+	o.live.addFlags(fs)
 }
 
-// complete takes the files of the arguments and the release.
+// complete takes the files of the arguments (or --pod) and the release.
 func (o *validateOptions) complete(args []string) error {
 	o.Filenames = filesFrom(o.Filenames, args)
-	if len(o.Filenames) == 0 {
-		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments"))
+	if len(o.Filenames) == 0 && o.live.Pod == "" {
+		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments, or --pod"))
+	}
+	if err := o.live.check(o.Filenames); err != nil {
+		return err
+	}
+	if o.live.Pod != "" && o.APIServer {
+		return withCode(exitUsage, errors.New("--apiserver judges manifests before they are created; the objects of --pod are already in their cluster"))
 	}
 	if err := o.validateOutput(); err != nil {
 		return err
 	}
-	return o.completeRelease()
+	if err := o.completeRelease(); err != nil {
+		return err
+	}
+	return o.checkAPIServerFlags(o.release.Version)
 }
 
 func (o *validateOptions) validate() error { return nil }
@@ -92,8 +111,15 @@ func (o *validateOptions) run(ctx context.Context) error {
 	s := o.streams
 	defaults := o.release.APIServerDefaults()
 	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
-	c, loadErr := loader.Load(o.Filenames)
+	raws := &rawDocs{}
+	if o.APIServer {
+		loader.Raw = raws.add
+	}
+	c, loadErr := o.load(ctx, loader, defaults, warnTo(s))
 	if c == nil {
+		if ee := (*exitError)(nil); errors.As(loadErr, &ee) {
+			return loadErr // --pod: its own exit code (an unreachable cluster is 3)
+		}
 		return withCode(exitUsage, loadErr)
 	}
 	p := &preflight{loader: loader, c: c}
@@ -104,9 +130,16 @@ func (o *validateOptions) run(ctx context.Context) error {
 	findings := p.problems(loadErr)
 	findings = append(findings, p.locate(objectFindings(c, defaults))...)
 	findings = append(findings, p.locate(classFindings(c))...)
+	findings = append(findings, p.locate(requiredFindings(c))...)
 	findings = append(findings, p.references()...)
 	findings = append(findings, p.locate(webhooks)...)
 	findings = dropValid(findings)
+	var apiErr error
+	if o.APIServer {
+		api, err := o.apiServerFindings(ctx, p, raws)
+		apiErr = err
+		findings = append(findings, api...)
+	}
 	p.sort(findings)
 	if len(findings) == 0 {
 		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
@@ -124,12 +157,18 @@ func (o *validateOptions) run(ctx context.Context) error {
 	// reached; invalid objects then decide the exit code, else the driver.
 	printFindings(s.Out, o.Output, findings)
 	exit := validateExit(findings)
-	if liveErr != nil {
-		if ee := (*exitError)(nil); errors.As(exit, &ee) && ee.code == exitUsage {
-			fmt.Fprintf(s.Err, "warning: not compared with the driver: %v\n", liveErr)
-			return exit
+	for _, e := range []struct {
+		err  error
+		what string
+	}{{apiErr, "not judged by the API server"}, {liveErr, "not compared with the driver"}} {
+		if e.err == nil {
+			continue
 		}
-		return liveErr
+		if ee := (*exitError)(nil); errors.As(exit, &ee) && ee.code == exitUsage && exitCode(e.err) != exitInterrupted {
+			fmt.Fprintf(s.Err, "warning: %s: %v\n", e.what, e.err)
+			continue
+		}
+		return e.err
 	}
 	return exit
 }
@@ -143,10 +182,12 @@ func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding
 		for _, e := range errs {
 			out = append(out, finding{src, obj, "error", e})
 		}
-		for _, w := range manifests.CSIDriverWarnings(d, defaults) {
-			out = append(out, finding{src, obj, "warning", w})
-		}
 		if len(errs) == 0 {
+			// The API server warns only of objects it accepts
+			// (rest.BeforeCreate: WarningsOnCreate after Validate).
+			for _, w := range manifests.CSIDriverWarnings(d, defaults) {
+				out = append(out, finding{src, obj, "warning", w})
+			}
 			out = append(out, finding{src, obj, "info", "valid; after defaulting: " + csiDriverSummary(d)})
 		}
 	}
@@ -267,18 +308,24 @@ func printFindings(w io.Writer, output string, fs []located) {
 }
 
 func validateExit(fs []located) error {
-	var errs, mismatches int
+	var errs, refusals, mismatches int
 	for _, f := range fs {
-		switch f.Severity {
-		case "error":
+		switch {
+		case f.Severity == "error" && strings.HasPrefix(f.Message, apiServerPrefix):
+			refusals++
+		case f.Severity == "error":
 			errs++
-		case "mismatch":
+		case f.Severity == "mismatch":
 			mismatches++
 		}
 	}
 	switch {
+	case errs > 0 && refusals > 0:
+		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input; %d refusal(s) of the API server", errs, refusals))
 	case errs > 0:
 		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input", errs))
+	case refusals > 0:
+		return withCode(exitUsage, fmt.Errorf("the API server refuses what validate accepts: %d refusal(s)", refusals))
 	case mismatches > 0:
 		return withCode(exitFailed, fmt.Errorf("%d mismatch(es) with the live driver", mismatches))
 	}

@@ -103,7 +103,10 @@ func (p *preflight) locate(fs []finding) []located {
 }
 
 // dropValid removes the "valid" line of an object that has errors (an
-// unknown field, a missing reference): it would contradict them.
+// unknown field, a missing reference): it would contradict them; and the
+// API server's warnings on such a CSIDriver, which it gives only to
+// objects it accepts (WarningsOnCreate runs after decoding and
+// validation).
 func dropValid(fs []located) []located {
 	bad := map[string]bool{}
 	for _, f := range fs {
@@ -113,12 +116,18 @@ func dropValid(fs []located) []located {
 	}
 	out := fs[:0]
 	for _, f := range fs {
-		if f.Severity == "info" && strings.HasPrefix(f.Message, "valid") && bad[f.Source+"\x00"+f.Object] {
+		if (f.Severity == "info" && strings.HasPrefix(f.Message, "valid") || strategyWarning(f)) && bad[f.Source+"\x00"+f.Object] {
 			continue
 		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// strategyWarning: a CSIDriver's warning that names a field is the API
+// server's (manifests.CSIDriverWarnings); the simulator's own are prose.
+func strategyWarning(f located) bool {
+	return f.Severity == "warning" && strings.HasPrefix(f.Object, "CSIDriver ") && strings.HasPrefix(f.Message, "spec.")
 }
 
 // sort orders findings file by file (in the order the files were read)

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/livecluster"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// --kubeconfig FILE --pod NAMESPACE/NAME: the input is read from a running
+// cluster instead of files: the pod and what its volumes make a kubelet
+// read (livecluster.Read, gets only), replayed against the local driver
+// as if they had been the manifests (same objects, UIDs kept). "Why did
+// this pod's mount fail?" answered on a laptop.
+
+// liveOptions are the flags of a replay.
+type liveOptions struct {
+	Kubeconfig string
+	Pod        string
+	// nodeGiven: --node-name was given; else the pod's node is the
+	// simulated kubelet's (its VolumeAttachments are named after it).
+	nodeGiven bool
+}
+
+func (l *liveOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "with --pod: the kubeconfig of the cluster to read the pod from (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&l.Pod, "pod", "", "replay this pod of a running cluster, NAMESPACE/NAME (NAME: the kubeconfig context's namespace): it and what its volumes reference are read, read-only, instead of -f")
+}
+
+// check refuses what cannot be combined.
+func (l *liveOptions) check(files []string) error {
+	switch {
+	case l.Pod == "" && l.Kubeconfig != "":
+		return withCode(exitUsage, errors.New("--kubeconfig needs --pod NAMESPACE/NAME"))
+	case l.Pod != "" && (strings.Count(l.Pod, "/") > 1 || strings.HasPrefix(l.Pod, "/") || strings.HasSuffix(l.Pod, "/")):
+		return withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME (or NAME, in the kubeconfig context's namespace)", l.Pod))
+	case l.Pod != "" && len(files) > 0:
+		return withCode(exitUsage, fmt.Errorf("--pod reads the input from the cluster: drop -f and the file arguments (%s)", strings.Join(files, ", ")))
+	}
+	return nil
+}
+
+// config loads the kubeconfig as kubectl does (livecluster.LoadKubeconfig).
+func (l *liveOptions) config(ctx context.Context) (*livecluster.Config, error) {
+	path := l.Kubeconfig
+	if path == "" {
+		path = livecluster.DefaultKubeconfig()
+	}
+	cfg, err := livecluster.LoadKubeconfig(ctx, path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, withCode(exitInterrupted, errors.New("interrupted while reading the kubeconfig; nothing was run"))
+		}
+		return nil, withCode(exitUsage, fmt.Errorf("--kubeconfig: %w", err))
+	}
+	return cfg, nil
+}
+
+// loadLive reads the pod and builds the cluster the run sees; the
+// simulated node is the pod's unless --node-name was given.
+func (o *commonOptions) loadLive(ctx context.Context, warn func(string)) (*manifests.Cluster, error) {
+	nodeName := ""
+	if o.live.nodeGiven {
+		nodeName = o.NodeName
+	}
+	c, pod, err := o.live.read(ctx, o.release.APIServerDefaults(), nodeName, true, warn)
+	if err != nil {
+		return nil, err
+	}
+	if !o.live.nodeGiven && pod.Spec.NodeName != "" {
+		o.NodeName = pod.Spec.NodeName
+	}
+	return c, nil
+}
+
+// read reads the pod and builds a cluster of what was read: each object
+// defaulted and, with check, judged as a manifest would be (validate
+// judges them itself); what is missing is warned about (the kubelet then
+// fails where a real one fails).
+func (l *liveOptions) read(ctx context.Context, defaults manifests.Defaults, nodeName string, check bool, warn func(string)) (*manifests.Cluster, *corev1.Pod, error) {
+	cfg, err := l.config(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, name, ok := strings.Cut(l.Pod, "/")
+	if !ok {
+		ns, name = cfg.Namespace, l.Pod
+		if ns == "" {
+			ns = "default"
+		}
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, nil, withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", l.Pod))
+	}
+	got, err := livecluster.Read(ctx, cfg, ns, name, nodeName)
+	if err != nil {
+		return nil, nil, liveError(ctx, err)
+	}
+	c := manifests.New()
+	for _, obj := range got.Objects {
+		src := manifests.Source{File: "cluster " + cfg.Host}
+		if err := defaults.Apply(obj); err != nil {
+			return nil, nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
+		}
+		if check {
+			if err := manifests.Validate(obj, defaults); err != nil {
+				return nil, nil, withCode(exitUsage, fmt.Errorf("%s: %w", src, err))
+			}
+		}
+		if err := c.Add(obj, src); err != nil {
+			return nil, nil, withCode(exitUsage, err)
+		}
+	}
+	for _, m := range got.Missing {
+		warn(fmt.Sprintf("%s (named by %s) is not in the cluster at %s: %s; the kubelet goes on without it, as a real one would", m.Object, m.By, cfg.Host, m.Reason))
+	}
+	return c, got.Pod, nil
+}
+
+// liveError: the pod not readable is bad input (2), the cluster not
+// answering the environment (3).
+func liveError(ctx context.Context, err error) error {
+	var nr *livecluster.NotReadError
+	var un *livecluster.UnreachableError
+	switch {
+	case ctx.Err() != nil:
+		return withCode(exitInterrupted, errors.New("interrupted while reading the pod from the cluster; nothing was run"))
+	case errors.As(err, &nr):
+		return withCode(exitUsage, fmt.Errorf("--pod: %w", err))
+	case errors.As(err, &un):
+		return withCode(exitEnvironment, fmt.Errorf("--pod: %w", err))
+	}
+	return withCode(exitEnvironment, fmt.Errorf("--pod: %w", err))
+}
