@@ -272,13 +272,15 @@ install:
 
 # --- realkubelet: the whole kubelet (e2e/realkubelet, its own module) ------
 # An unmodified kubelet and kube-apiserver of Kubernetes $(KUBE_VERSION),
-# built from the module proxy (the tool block of e2e/realkubelet/go.mod),
-# with etcd from Debian's etcd-server, Kubernetes' fake container runtime and
-# a recording driver, run as root in a mount namespace of its own; every
-# case is compared with `csi-kubelet-sim run` on the same objects. The
-# binaries go to bin/realkubelet/<release>/; cold, the kubelet takes about
-# 12 min and the API server 5 more at nice 19 on 2 busy cores, 3.5 GB of
-# build cache (times in e2e/realkubelet/README.md).
+# built from the module proxy (the tool block of e2e/realkubelet/go.mod, or
+# go.$(KUBE_VERSION).mod there for another release), with etcd from Debian's
+# etcd-server, Kubernetes' fake container runtime and a recording driver,
+# run as root in a mount namespace of its own; every case of the
+# differential test the whole kubelet can run is compared with
+# `csi-kubelet-sim run` on the same objects. The binaries go to
+# bin/realkubelet/<release>/; after kubeletdiff's v1.37.2 packages the
+# kubelet takes about 4.5 min and the API server 4 more at nice 19 on 2 busy
+# cores (12 and 5 with an empty cache; times in e2e/realkubelet/README.md).
 # TestRealKubeletRepublish holds a pod 25 s on each side (the cadence).
 # REALKUBELET_FLAGS=-test.v is passed to the test binary.
 REALKUBELET_BINDIR  = $(CURDIR)/bin/realkubelet/$(KUBE_VERSION)
@@ -286,20 +288,25 @@ REALKUBELET_ETCD   ?= /usr/bin/etcd
 REALKUBELET_TIMEOUT ?= 15m
 # The release's version in the binaries (a build from the module proxy says
 # v0.0.0-master otherwise); only the link step sees it.
-REALKUBELET_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+# -s -w: no symbol table or DWARF (smaller binaries, a shorter link).
+REALKUBELET_LDFLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBEDIFF_MINOR)
 
 .PHONY: realkubelet realkubelet-bin realkubelet-etcd
 realkubelet: build realkubelet-bin realkubelet-etcd
-	cd e2e/realkubelet && CSI_KUBELET_SIM=$(SIM) REALKUBELET_BIN=$(REALKUBELET_BINDIR) REALKUBELET_ETCD=$(REALKUBELET_ETCD) \
+	cd e2e/realkubelet && CSI_KUBELET_SIM=$(SIM) REALKUBELET_BIN=$(REALKUBELET_BINDIR) REALKUBELET_VERSION=$(KUBE_VERSION) REALKUBELET_ETCD=$(REALKUBELET_ETCD) \
 		$(REALKUBELET_BINDIR)/realkubelet.test -test.count=1 -test.timeout $(REALKUBELET_TIMEOUT) -test.run TestRealKubelet $(REALKUBELET_FLAGS)
 
+# The kubelet and API server of a release other than go.mod's come from
+# go.<release>.mod (kubeletdiff's module file of that release with a tool
+# block); the test binary is always built from go.mod.
+REALKUBELET_MODFILE = $(if $(wildcard e2e/realkubelet/go.$(KUBE_VERSION).mod),go.$(KUBE_VERSION).mod,go.mod)
 realkubelet-bin:
-	@grep -q 'k8s.io/kubernetes $(KUBE_VERSION) ' e2e/realkubelet/go.mod || \
-		{ echo "make realkubelet: e2e/realkubelet/go.mod is for $$(awk '$$1=="k8s.io/kubernetes"{print $$2}' e2e/realkubelet/go.mod) only, not $(KUBE_VERSION)"; exit 2; }
+	@grep -Eq 'k8s.io/kubernetes $(KUBE_VERSION)( |$$)' e2e/realkubelet/$(REALKUBELET_MODFILE) || \
+		{ echo "make realkubelet: no module file for Kubernetes $(KUBE_VERSION) in e2e/realkubelet (go.mod is $$(awk '$$1=="k8s.io/kubernetes"{print $$2}' e2e/realkubelet/go.mod); see its README)"; exit 2; }
 	@mkdir -p $(REALKUBELET_BINDIR)
-	cd e2e/realkubelet && nice -n 19 $(GO) build -ldflags "$(REALKUBELET_LDFLAGS)" -o $(REALKUBELET_BINDIR)/kubelet k8s.io/kubernetes/cmd/kubelet
-	cd e2e/realkubelet && nice -n 19 $(GO) build -ldflags "$(REALKUBELET_LDFLAGS)" -o $(REALKUBELET_BINDIR)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	cd e2e/realkubelet && nice -n 19 $(GO) build -modfile=$(REALKUBELET_MODFILE) -ldflags "$(REALKUBELET_LDFLAGS)" -o $(REALKUBELET_BINDIR)/kubelet k8s.io/kubernetes/cmd/kubelet
+	cd e2e/realkubelet && nice -n 19 $(GO) build -modfile=$(REALKUBELET_MODFILE) -ldflags "$(REALKUBELET_LDFLAGS)" -o $(REALKUBELET_BINDIR)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 	cd e2e/realkubelet && nice -n 19 $(GO) test -c -o $(REALKUBELET_BINDIR)/realkubelet.test .
 
 # etcd for the API server: Debian's etcd-server (3.4), installed when missing.

@@ -27,6 +27,9 @@ const (
 	RecoverVolumeExpansionFailure  Gate = "RecoverVolumeExpansionFailure"
 	VolumeLimitScaling             Gate = "VolumeLimitScaling"
 	CSINodeExpandSecret            Gate = "CSINodeExpandSecret"
+	// PLEGOnDemandRelist: a pod sync that started containers relists the
+	// pod at once, so the second sync (a republish) follows the first.
+	PLEGOnDemandRelist Gate = "PLEGOnDemandRelist"
 	// TokenRequestServiceAccountUIDValidation is the API server's: a
 	// TokenRequest whose metadata.uid is not its ServiceAccount's is
 	// refused (tokens.RequestUID).
@@ -79,6 +82,7 @@ var gateTable = map[Gate][]since{
 	RecoverVolumeExpansionFailure:           {{30, alphaOff}, {32, betaOn}, {34, gaOn}},
 	VolumeLimitScaling:                      {{35, alphaOff}, {37, betaOn}},
 	CSINodeExpandSecret:                     {{30, gaOn}, {31, removed}},
+	PLEGOnDemandRelist:                      {{36, betaOn}, {37, gaOn}},
 	TokenRequestServiceAccountUIDValidation: {{34, betaOn}},
 }
 

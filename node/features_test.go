@@ -27,6 +27,7 @@ var gateReleases = map[Gate]string{
 	RecoverVolumeExpansionFailure:           "ffooLLLL",
 	VolumeLimitScaling:                      "-----ffo",
 	CSINodeExpandSecret:                     "L-------",
+	PLEGOnDemandRelist:                      "------oL",
 	TokenRequestServiceAccountUIDValidation: "----oooo",
 }
 

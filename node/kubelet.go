@@ -78,6 +78,9 @@ type Kubelet struct {
 	attacher *csiAttacher
 	mounter  *csiMountMgr
 	mapper   *csiBlockMapper
+	// started is when the kubelet started: its stats analyzer ticks
+	// from then (running.go).
+	started time.Time
 }
 
 // New returns the kubelet cfg describes.
@@ -115,6 +118,7 @@ func New(cfg Config) *Kubelet {
 		attacher:  &csiAttacher{p},
 		mounter:   &csiMountMgr{p},
 		mapper:    &csiBlockMapper{p},
+		started:   time.Now(),
 	}
 	if k.tokens == nil && cfg.TokenOptions != nil {
 		o := *cfg.TokenOptions

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // RunningSchedule is when the kubelet touches a running pod's volumes.
@@ -28,12 +30,36 @@ func (s RunningSchedule) nextSync() time.Duration {
 	return s.SyncFrequency + time.Duration(rand.Float64()*0.5*float64(s.SyncFrequency))
 }
 
-// firstStats: the kubelet starts a pod's stats calculator at the next
-// tick of its fs resource analyzer (every period), and the calculator's
-// first round runs at once; so the first call comes at a random time within
-// one period of the pod's start.
-func (s RunningSchedule) firstStats() time.Duration {
-	return time.Duration(rand.Float64() * float64(s.StatsPeriod))
+// plegRelistPeriod is the generic PLEG's periodic relist
+// (genericPlegRelistPeriod, pkg/kubelet/kubelet.go).
+const plegRelistPeriod = time.Second
+
+// earlySync is when a pod's second sync comes after its first, and why.
+// The first sync started the pod's sandbox and containers; the PLEG sees
+// them start and its ContainerStarted event syncs the pod again
+// (syncLoopIteration, isSyncPodWorthy), which republishes requiresRepublish
+// volumes: at once with PLEGOnDemandRelist, whose SyncPod asks for a relist
+// of the pod when it did runtime work (postSync, RequestPodRelist), else at
+// the next periodic relist. The regular syncs count from this one.
+func (k *Kubelet) earlySync() (time.Duration, string) {
+	if k.release.Enabled(PLEGOnDemandRelist) {
+		return 0, "pod sync: the pod's containers started, and PLEGOnDemandRelist relists the pod at once: its ContainerStarted event syncs the pod again, so requiresRepublish volumes are published again right after the first publish"
+	}
+	return time.Duration(rand.Float64() * float64(plegRelistPeriod)),
+		"pod sync: the PLEG's periodic relist (every 1s) saw the pod's containers start: its ContainerStarted event syncs the pod again, so requiresRepublish volumes are published again within a second of the first publish"
+}
+
+// firstStats is when a pod's first stats round comes, now being when it
+// starts to run. The kubelet's fs resource analyzer starts with the kubelet
+// and, every period from then (wait.Forever), starts a stats calculator for
+// each pod it has not seen yet; a calculator's first round runs at once
+// (fs_resource_analyzer.go, volume_stat_calculator.go). So the round comes
+// at the analyzer's first tick after the pod arrived, a whole number of
+// periods after the kubelet started: one period after it for a pod that
+// arrives at once.
+func (s RunningSchedule) firstStats(started, now time.Time) time.Duration {
+	since := max(now.Sub(started), 0)
+	return (since/s.StatsPeriod+1)*s.StatsPeriod - since
 }
 
 // nextStats is wait.JitterUntil(period, 1.0): between 1x and 2x.
@@ -95,8 +121,9 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 	republish := k.requiresRepublish(pod)
 	syncT := stoppedTimer()
 	defer syncT.Stop()
+	early, why := k.earlySync()
 	if republish && (s.RepublishPeriod > 0 || s.SyncFrequency > 0) {
-		first := s.nextSync()
+		first := early
 		rep.add(func(r *RunningReport) {
 			r.Republish = true
 			if r.FirstSync == 0 || first < r.FirstSync {
@@ -108,7 +135,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 	statsT := stoppedTimer()
 	defer statsT.Stop()
 	if s.StatsPeriod > 0 {
-		statsT.Reset(s.firstStats())
+		statsT.Reset(s.firstStats(k.started, time.Now()))
 	}
 	syncs, stats := 0, 0
 	for {
@@ -119,6 +146,9 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 			return
 		case <-syncT.C:
 			syncs++
+			if syncs == 1 {
+				k.trace.Note(csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "SetUp#1", Pod: podName(pod)}), false, why)
+			}
 			errs := k.republish(ctx, pod, syncs)
 			rep.add(func(r *RunningReport) { r.Syncs++; r.RepublishFailed += len(errs) }, errs)
 			syncT.Reset(s.nextSync())

@@ -18,10 +18,11 @@ import (
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/difftable"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
 )
 
-const nodeName = "sim-node"
+const nodeName = difftable.NodeName
 
 // TestKubeletDiff runs every case through the kubelet's own code and
 // through the built csi-kubelet-sim, each against its own recording driver,
@@ -72,8 +73,8 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		t.Fatal(err)
 	}
 
-	files := c.files(t, dir)
-	gates := c.gates(minor)
+	files := caseFiles(t, c, dir)
+	gates := c.Gates
 	setGates(t, gates)
 	in, err := loadInput(files, nodeName)
 	if err != nil {
@@ -152,13 +153,15 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	}
 	switch {
 	case c.Republish:
-		// exactly one pod sync while the pod runs: at 600ms of 1s
-		args = append(args, "--hold", "1s", "--republish-period", "600ms")
+		// exactly one pod sync while the pod runs: the early one that
+		// follows the containers' start (at once from 1.36, within the
+		// PLEG's 1s relist before), the next a sync frequency (1m) later
+		args = append(args, "--hold", "2s")
 	case c.Stats:
-		// exactly one stats round: the first comes within one period of
-		// the start, the next 1x to 2x a period later (past the hold but
-		// for a chance of about 1 in 50,000)
-		args = append(args, "--hold", "3020ms")
+		// exactly one stats round: the first at the stats analyzer's first
+		// tick, one period (3s) after the start, the next 1x to 2x a
+		// period after it, past the hold
+		args = append(args, "--hold", "4s")
 	}
 	args = append(args, c.SimArgs...)
 	stdout, stderr, code := runSimulator(t, bin, args)
@@ -186,7 +189,7 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	sameRequests := strings.Join(normalizeAll(withoutFS(kubeletCalls)), "\n") == strings.Join(normalizeAll(withoutFS(simCalls)), "\n")
 
 	var problems []string
-	stuck := c.stuck(minor)
+	stuck := c.StuckAt(minor)
 	simFailed := code == 1
 	if stuck != "" {
 		if p := checkStuck(stuck, kerr, kubeletKlog, code, simMessages(stdout, stderr)); p != "" {
@@ -241,11 +244,11 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		return
 	}
 	report := strings.Join(problems, "\n")
-	if reason := c.outlier(minor); reason != "" {
+	if reason := c.OutlierAt(minor); reason != "" {
 		t.Log(report)
 		t.Skipf("the kubelet code is the outlier here: %s", reason)
 	}
-	if reason := c.fsOutlier(minor); reason != "" && kerr == nil && code == 0 && sameRequests {
+	if reason := c.FSOutlierAt(minor); reason != "" && kerr == nil && code == 0 && sameRequests {
 		t.Log(report)
 		t.Skipf("the requests are identical; what the driver found on disk differs, and the harness is the outlier there: %s", reason)
 	}

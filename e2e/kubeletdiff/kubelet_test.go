@@ -177,7 +177,10 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 	}
 
 	// One more pod sync: the volumes of drivers with requiresRepublish are
-	// published again (docs/kubelet.md §5).
+	// published again (docs/kubelet.md §5). It stands for the sync that
+	// follows the first on a whole kubelet (the PLEG's ContainerStarted
+	// event: at once from 1.36, within its 1s relist before), the one
+	// pod sync `run --hold 2s` makes; the pod workers are not run here.
 	if in.republish {
 		before := rec.Count("NodePublishVolume")
 		k.dswp.ReprocessPod(k.podName)

@@ -3,7 +3,6 @@ package kubeletdiff
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +25,8 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	_ "k8s.io/kubernetes/pkg/apis/storage/install"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/difftable"
 )
 
 // input is one case as both sides get it.
@@ -165,7 +166,7 @@ func loadInput(files []string, nodeName string) (*input, error) {
 			if d != nil && d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
 				continue
 			}
-			name := attachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, nodeName)
+			name := difftable.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, nodeName)
 			for _, va := range vas {
 				if va.Name == name && va.Status.Attached {
 					node.Status.VolumesAttached = append(node.Status.VolumesAttached, corev1.AttachedVolume{
@@ -228,12 +229,6 @@ func boundPV(claim, ns string, pvcs []*corev1.PersistentVolumeClaim, pvs []*core
 		}
 	}
 	return nil
-}
-
-// attachmentName is the VolumeAttachment name the kubelet looks for
-// (csi_attacher.go getAttachmentName).
-func attachmentName(handle, driver, node string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+driver+node)))
 }
 
 func namespaced(obj runtime.Object) bool {

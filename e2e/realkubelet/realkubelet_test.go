@@ -8,40 +8,46 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/difftable"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
 )
-
-// Case is one sample of fixtures/samples run through the whole kubelet and
-// through the simulator.
-type Case struct {
-	Name   string
-	Sample string   // a directory of fixtures/samples
-	Caps   []string // the driver's node capabilities
-	// SimArgs are more simulator flags.
-	SimArgs []string
-}
 
 const (
 	samplesDir = "../../fixtures/samples"
 	driverName = "ref.csi.kubelet-sim.io"
 )
 
-func cases() []Case {
-	// The reference driver's capabilities, as the differential test's samples.
-	caps := []string{"STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"}
-	return []Case{
-		{Name: "inline", Sample: "inline", Caps: caps},   // inline ephemeral, podInfoOnMount
-		{Name: "staged", Sample: "staged", Caps: caps},   // pre-bound PV, STAGE_UNSTAGE
-		{Name: "secrets", Sample: "secrets", Caps: caps}, // stage and publish secrets from Secrets
-		{Name: "block", Sample: "block", Caps: caps},     // a raw block PV: loop devices on both sides
-		{Name: "attach", Sample: "attach", Caps: caps},   // attachRequired: a VolumeAttachment, the Node's volumesAttached
-		// TokenRequest tokens in the secrets, requiresRepublish: the whole
-		// kubelet republishes once right after the first publish (see
-		// TestRealKubeletRepublish), which the simulator does not do by
-		// itself yet; one republish of its own at 600ms of a 1s hold stands
-		// for it, and the two republishes are compared.
-		{Name: "tokens", Sample: "tokens", Caps: caps, SimArgs: []string{"--hold", "1s", "--republish-period", "600ms"}},
+// cases are the differential test's (e2e/kubeletdiff/difftable: every
+// sample but webhook and provision, then its table) that apply to this
+// release.
+func cases(t *testing.T) []difftable.Case {
+	all, err := difftable.Cases(samplesDir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var out []difftable.Case
+	for _, c := range all {
+		if c.Applies(kubeMinor()) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// notWhole says why a case of the table does not run through the whole
+// kubelet, or "" when it does.
+func notWhole(c difftable.Case) string {
+	switch {
+	case c.SELinuxLevel != "" || c.Gates != "":
+		return "needs SELinux on the node or gates other than the release's defaults: this host has SELinux off, and the stack's kubelet runs with the defaults"
+	case len(c.Faults) > 0 || c.SimFails != "" || c.TeardownStuck != "":
+		return "injected driver faults count calls from the driver's start, and a stuck teardown would keep the pod: the whole kubelet's driver serves every case"
+	case c.RegularFileBlockTarget:
+		return "a driver that publishes a block volume as a regular file: the whole kubelet's driver bind-mounts loop devices for every case"
+	case c.InUseExpansionRace:
+		return "expansion: the claim's status in the API is the resizer's, which no controller manager here plays (the differential test covers it)"
+	}
+	return ""
 }
 
 // TestRealKubelet starts a whole kubelet (with its API server, etcd and the
@@ -57,18 +63,22 @@ func TestRealKubelet(t *testing.T) {
 		return
 	}
 	sim := simulator(t)
-	s, drv, startup := setup(t)
+	s, drv, startup := setup(t, 0)
 	out := os.Getenv("REALKUBELET_OUT")
-	for _, c := range cases() {
+	for _, c := range cases(t) {
 		t.Run(c.Name, func(t *testing.T) {
+			if why := notWhole(c); why != "" {
+				t.Skip(why)
+			}
 			runCase(s.ctx, t, s, drv, c, sim, startup, out)
 		})
 	}
 }
 
 // setup starts the stack in this mount namespace with the recording driver
-// registered, and returns the driver's calls of the registration.
-func setup(t *testing.T) (*stack, *driver, []recorder.Call) {
+// registered, and returns the driver's calls of the registration. The
+// kubelet collects volume stats every statsPeriod (0: never).
+func setup(t *testing.T, statsPeriod time.Duration) (*stack, *driver, []recorder.Call) {
 	base, err := os.MkdirTemp("", "realkubelet-")
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +99,7 @@ func setup(t *testing.T) (*stack, *driver, []recorder.Call) {
 	t.Cleanup(cancel)
 
 	drv := startDriver(t, base)
-	s := startStack(ctx, t, base)
+	s := startStack(ctx, t, base, statsPeriod)
 	start := time.Now()
 	reg := startRegistrar(ctx, t, drv.socket)
 	if _, err := waitFor(ctx, s.kubelet, "driver registered", 60*time.Second, reg.registered); err != nil {
@@ -104,6 +114,11 @@ func setup(t *testing.T) (*stack, *driver, []recorder.Call) {
 	startup := drv.rec.Calls()
 
 	s.ctx = ctx
+	t.Cleanup(func() {
+		if s.driver != nil {
+			s.deleteDriver(t)
+		}
+	})
 	return s, drv, startup
 }
 
@@ -149,7 +164,7 @@ type driver struct {
 func startDriver(t *testing.T, base string) *driver {
 	d := &driver{socket: filepath.Join(base, "csi.sock")}
 	mkdirs(t, filepath.Join(base, "images"))
-	rec, err := recorder.Start(d.socket, recorderConfig(cases()[0].Caps, filepath.Join(base, "images")), nil)
+	rec, err := recorder.Start(d.socket, recorderConfig(nil, filepath.Join(base, "images")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,9 +184,12 @@ func recorderConfig(caps []string, images string) recorder.Config {
 }
 
 // settle waits until the driver got no call for a second.
-func (d *driver) settle(ctx context.Context, t *testing.T) {
+func (d *driver) settle(ctx context.Context, t *testing.T) { d.settleFor(ctx, t, time.Second) }
+
+// settleFor waits until the driver got no call for quiet.
+func (d *driver) settleFor(ctx context.Context, t *testing.T, quiet time.Duration) {
 	n, since := len(d.rec.Calls()), time.Now()
-	for time.Since(since) < time.Second {
+	for time.Since(since) < quiet {
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,11 @@ type stack struct {
 	client  kubernetes.Interface
 	kubelet *process
 	saKey   string // the service-account signing key (PEM)
+	// kubeletStarted is when the kubelet process was started: its stats
+	// analyzer ticks from about then.
+	kubeletStarted time.Time
+	// driver is the CSIDriver in the API now (useDriver), if any.
+	driver *storagev1.CSIDriver
 	// Times of the start-up steps, for the README.
 	times []string
 }
@@ -43,7 +49,7 @@ func (s *stack) timed(step string, d time.Duration) {
 func binaries(t *testing.T) (kubelet, apiserver, etcd string) {
 	dir := os.Getenv("REALKUBELET_BIN")
 	if dir == "" {
-		dir = "../../bin/realkubelet/v1.37.2"
+		dir = "../../bin/realkubelet/" + kubeVersion()
 	}
 	kubelet, apiserver = filepath.Join(dir, "kubelet"), filepath.Join(dir, "kube-apiserver")
 	etcd = os.Getenv("REALKUBELET_ETCD")
@@ -62,7 +68,7 @@ func binaries(t *testing.T) (kubelet, apiserver, etcd string) {
 
 // startStack starts everything and waits until the kubelet's Node is Ready.
 // The registration of the driver is the caller's (registrar).
-func startStack(ctx context.Context, t *testing.T, base string) *stack {
+func startStack(ctx context.Context, t *testing.T, base string, statsPeriod time.Duration) *stack {
 	kubeletBin, apiserverBin, etcdBin := binaries(t)
 	s := &stack{base: base}
 	logs := filepath.Join(base, "logs")
@@ -123,10 +129,11 @@ func startStack(ctx context.Context, t *testing.T, base string) *stack {
 	kubeconfig := filepath.Join(base, "kubeconfig")
 	writeFile(t, kubeconfig, fmt.Sprintf(kubeconfigTmpl, apiURL, token))
 	config := filepath.Join(base, "kubelet.yaml")
-	writeFile(t, config, fmt.Sprintf(kubeletConfigTmpl, kubeletPort, healthzPort, "unix://"+runtimeSock, filepath.Join(base, "volume-plugins")))
+	writeFile(t, config, fmt.Sprintf(kubeletConfigTmpl, kubeletPort, healthzPort, "unix://"+runtimeSock, filepath.Join(base, "volume-plugins"), statsAggPeriod(statsPeriod)))
 	// From an empty directory of its own: with the fake runtime the
 	// kubelet removes entries of its working directory when a container
 	// is removed (an empty log path).
+	s.kubeletStarted = time.Now()
 	s.kubelet = startProcess(t, logs, "kubelet", filepath.Join(base, "kubelet-cwd"), kubeletBin,
 		"--config", config, "--kubeconfig", kubeconfig, "--root-dir", kubeletRoot,
 		"--hostname-override", nodeName, "--v", kubeletVerbosity())
@@ -228,8 +235,8 @@ current-context: local
 
 // The settings that let a kubelet run on a host like a CI VM (cgroup v1, no
 // iptables, no swap rule, no eviction on a full disk) without changing it,
-// reachable on loopback only; no volume stats (as the simulator's
-// --volume-stats-agg-period 0), a short sync period.
+// reachable on loopback only; a short sync period; the volume stats period
+// of the test (0: none, as the simulator's --volume-stats-agg-period 0).
 const kubeletConfigTmpl = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
@@ -254,7 +261,7 @@ localStorageCapacityIsolation: false
 evictionHard: {}
 mergeDefaultEvictionSettings: false
 syncFrequency: 10s
-volumeStatsAggPeriod: 0s
+volumeStatsAggPeriod: %s
 resolvConf: ""
 `
 
@@ -312,10 +319,47 @@ func keepLogs(t *testing.T, logs string) {
 	t.Logf("the stack's logs are in %s", dst)
 }
 
+// statsAggPeriod is the KubeletConfiguration's volumeStatsAggPeriod for a
+// period, 0 for none: in the file 0 means the default (1m, as the defaults
+// of pkg/kubelet/apis/config/v1beta1 set it), a negative period turns the
+// stats off (fsResourceAnalyzer.Start).
+func statsAggPeriod(d time.Duration) string {
+	if d <= 0 {
+		return "-1s"
+	}
+	return d.String()
+}
+
 // kubeletVerbosity is the kubelet's --v: REALKUBELET_V, default 2.
 func kubeletVerbosity() string {
 	if v := os.Getenv("REALKUBELET_V"); v != "" {
 		return v
 	}
 	return "2"
+}
+
+// kubeVersion is the Kubernetes release of the binaries: REALKUBELET_VERSION
+// (the Makefile's KUBE_VERSION), default v1.37.2.
+func kubeVersion() string {
+	if v := os.Getenv("REALKUBELET_VERSION"); v != "" {
+		return v
+	}
+	return "v1.37.2"
+}
+
+// kubeMinorVersion is the release as the simulator's --kubelet-version
+// takes it ("1.37").
+func kubeMinorVersion() string {
+	parts := strings.SplitN(strings.TrimPrefix(kubeVersion(), "v"), ".", 3)
+	if len(parts) < 2 {
+		return kubeVersion()
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// kubeMinor is the release's minor (37).
+func kubeMinor() int {
+	var major, minor int
+	_, _ = fmt.Sscanf(kubeMinorVersion(), "%d.%d", &major, &minor)
+	return minor
 }

@@ -106,7 +106,7 @@ func kubediffFile(s *selection, f fileDiff, read func(string) (string, bool)) {
 				s.add(r.minor, f.path+": its module file")
 			}
 		}
-	case rel == "cases_test.go":
+	case rel == "difftable/table.go":
 		caseLines(s, f)
 	case strings.HasPrefix(base, "adapt_") && strings.HasSuffix(base, "_test.go"):
 		adapter(s, f, read)

@@ -110,13 +110,8 @@ type Recorder struct {
 // left from an earlier run). Every call is also written to out, if not nil.
 func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
 	r := &Recorder{cfg: cfg, out: out, done: make(chan struct{}), block: map[string]*blockVolume{}}
-	for _, name := range cfg.NodeCapabilities {
-		v, ok := csi.NodeServiceCapability_RPC_Type_value[name]
-		if !ok {
-			return nil, fmt.Errorf("recorder: unknown node capability %q", name)
-		}
-		r.caps = append(r.caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
-			Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_Type(v)}}})
+	if err := r.SetNodeCapabilities(cfg.NodeCapabilities); err != nil {
+		return nil, err
 	}
 	_ = os.Remove(socket)
 	lis, err := net.Listen("unix", socket)
@@ -135,6 +130,24 @@ func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
 		_ = r.srv.Serve(lis)
 	}()
 	return r, nil
+}
+
+// SetNodeCapabilities changes what NodeGetCapabilities answers from now on
+// (a driver that serves one case after another; the kubelet asks each time).
+func (r *Recorder) SetNodeCapabilities(names []string) error {
+	var caps []*csi.NodeServiceCapability
+	for _, name := range names {
+		v, ok := csi.NodeServiceCapability_RPC_Type_value[name]
+		if !ok {
+			return fmt.Errorf("recorder: unknown node capability %q", name)
+		}
+		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
+			Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_Type(v)}}})
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.caps = caps
+	return nil
 }
 
 // Stop stops serving and removes the socket, then releases the block
@@ -398,6 +411,8 @@ func (s *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeG
 }
 
 func (s *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
 	return &csi.NodeGetCapabilitiesResponse{Capabilities: s.r.caps}, nil
 }
 
