@@ -41,6 +41,7 @@ type conformanceOptions struct {
 	List             bool
 	Report           string
 	admission        admissionOptions
+	apiserver        apiserverOptions
 
 	focus, skip *regexp.Regexp
 	csiDrivers  []*storagev1.CSIDriver
@@ -64,6 +65,7 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
 	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v always runs one at a time)")
 	o.admission.addFlags(fs)
+	o.apiserver.addFlags(fs)
 	fs.CountVarP(&o.Verbose, "verbose", "v", "print each scenario's calls and notes (-vv: the kubelet's own steps too)")
 }
 
@@ -130,6 +132,9 @@ func (o *conformanceOptions) load(s streams) error {
 		Defaults:  o.release.APIServerDefaults(),
 		Warn:      warnTo(s),
 		Recursive: o.Recursive,
+	}
+	if o.apiserver.Enabled {
+		loader.Other = o.apiserver.collect
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
@@ -206,7 +211,23 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	if err := o.load(s); err != nil {
 		return err
 	}
-	if err := o.endpoint.Check(); err != nil {
+	co := &commonOptions{rootDirFlag: o.rootDirFlag, lockAs: "conformance", warnOut: s.Err}
+	var created []string
+	var api *conformanceAPI
+	if o.apiserver.Enabled {
+		// The control plane lives under the root dir, and the driver
+		// starts once its kubeconfig exists: both before the probe.
+		var err error
+		if created, err = co.prepareRootDir(); err != nil {
+			return err
+		}
+		defer removeDirs(created)
+		defer co.rootLock.Release()
+		if api, err = o.startConformanceAPI(ctx, co); err != nil {
+			return err
+		}
+		defer o.stopConformanceAPI(co.RootDir)
+	} else if err := o.endpoint.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
 	// The secrets the run hands the driver, collected from every trace, are
@@ -223,13 +244,13 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	co := &commonOptions{rootDirFlag: o.rootDirFlag, lockAs: "conformance", warnOut: s.Err}
-	created, err := co.prepareRootDir()
-	if err != nil {
-		return err
+	if !o.apiserver.Enabled {
+		if created, err = co.prepareRootDir(); err != nil {
+			return err
+		}
+		defer removeDirs(created)
+		defer co.rootLock.Release()
 	}
-	defer removeDirs(created)
-	defer co.rootLock.Release()
 	root := co.RootDir
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
@@ -242,6 +263,13 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
 	p.rerun = o.rerunHint
 	p.header(o, info, obj, root, len(created) > 0, host)
+	if api != nil {
+		w := s.Out
+		if p.json {
+			w = s.Err
+		}
+		api.announce(w)
+	}
 	cfg := conformance.Config{
 		Conn:             dialer,
 		CSIDriver:        obj,
@@ -261,12 +289,17 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		Sensitive:        sensitive,
 		Input:            o.cluster,
 	}
-	admit, closeAdmit, err := o.admitFunc(ctx, s)
-	if err != nil {
-		return err
+	if api != nil {
+		// The API server runs the input's webhooks on the pods itself.
+		cfg.APIServer = api
+	} else {
+		admit, closeAdmit, err := o.admitFunc(ctx, s)
+		if err != nil {
+			return err
+		}
+		defer closeAdmit()
+		cfg.Admit = admit
 	}
-	defer closeAdmit()
-	cfg.Admit = admit
 	if o.Verbose > 0 && !p.json {
 		cfg.Sink = func(string) csiclient.Sink {
 			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
