@@ -130,10 +130,13 @@ func (n *NodeSide) Finish(ctx context.Context, inUse func(driver, handle string)
 		errs = append(errs, n.collectGarbage(ctx)...)
 	}
 	if len(n.Remove) > 0 {
-		errs = append(errs, n.CP.Remove(ctx, n.Remove)...)
+		rerrs := n.CP.Remove(ctx, n.Remove)
 		for _, o := range n.Remove {
-			n.note("deleted %s", o)
+			if len(rerrs) == 0 {
+				n.note("deleted %s", o)
+			}
 		}
+		errs = append(errs, rerrs...)
 	}
 	if n.Done != nil {
 		n.Done()

@@ -107,6 +107,11 @@ func (a *conformanceAPI) Plan(ctx context.Context, c *manifests.Cluster, plan *n
 			*pp.Pod = *p
 		}
 	}
+	var made []string
+	for _, obj := range applied.Objects {
+		made = append(made, fmt.Sprintf("%s (UID %s)", obj, obj.UID()))
+	}
+	note("API server: created through the API: %s", strings.Join(made, ", "))
 	var remove []cluster.Object
 	for _, obj := range applied.Objects {
 		if k := obj.Kind(); obj.APIVersion() == "v1" && (k == "PersistentVolume" || k == "PersistentVolumeClaim") {
@@ -116,7 +121,10 @@ func (a *conformanceAPI) Plan(ctx context.Context, c *manifests.Cluster, plan *n
 	a.begin(trace)
 	kubeletCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "API server"})
 	ns := &cluster.NodeSide{CP: a.o.cp, Inner: plan.Controller, NodeName: a.nodeName, Remove: remove,
-		Note:    func(s string) { trace.Note(kubeletCtx, false, s) },
+		Note: func(s string) {
+			trace.Note(kubeletCtx, false, s)
+			note("API server: %s", s)
+		},
 		Created: func() []cluster.Request { a.o.tail.Poll(); return a.o.tail.Requests() },
 		Done:    func() { a.end(note) },
 	}

@@ -271,7 +271,7 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		api.announce(w)
 	}
 	cfg := conformance.Config{
-		Conn:             dialer,
+		Conn:             o.apiserver.conn(dialer),
 		CSIDriver:        obj,
 		VolumeHandle:     o.VolumeHandle,
 		VolumeAttributes: o.VolumeAttributes,
