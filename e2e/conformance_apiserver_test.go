@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // conformance --apiserver: one control plane for the run; every
@@ -130,4 +132,68 @@ func TestConformanceAPIServerBadUse(t *testing.T) {
 		assertNothingLeft(t, root, work)
 		assertNoControlPlane(t, root)
 	})
+}
+
+// startWaiting starts conformance --apiserver with no driver yet: the
+// control plane is up and the run waits for the driver's socket.
+func startWaiting(t *testing.T, work string) (*bgSim, string) {
+	t.Helper()
+	f := writeFile(t, work, "csidriver.yaml", refCSIDriver)
+	root := filepath.Join(work, "root")
+	sim := startSim(t, "conformance", "--apiserver", "-f", f, "--endpoint", filepath.Join(work, "none.sock"), "--root-dir", root,
+		"--node-name", simNode, "--driver-wait", "60s")
+	deadline := time.Now().Add(40 * time.Second)
+	for !strings.Contains(sim.errb.String(), "waiting up to 1m0s for the driver's socket") {
+		select {
+		case <-sim.exited:
+			t.Fatalf("exited before waiting for the driver:\n%s\n%s", sim.out.String(), sim.errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not waiting for the driver after 40s:\n%s", sim.errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return sim, root
+}
+
+// Ctrl-C while the run waits for the driver: exit 130, the control plane
+// stopped and removed, nothing left.
+func TestConformanceAPIServerInterrupt(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	sim, root := startWaiting(t, work)
+	_ = sim.cmd.Process.Signal(syscall.SIGINT)
+	r := sim.wait(t, simTimeout)
+	if r.Code != 130 {
+		t.Fatalf("exit %d, want 130\n%s", r.Code, r)
+	}
+	assertNothingLeft(t, root, work)
+	assertNoControlPlane(t, root)
+}
+
+// kill -9 while the run waits for the driver: the helper and etcd die
+// with the simulator; `cleanup` removes the control plane's dir.
+func TestConformanceAPIServerKillThenCleanup(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	sim, root := startWaiting(t, work)
+	_ = sim.cmd.Process.Kill()
+	<-sim.exited
+	deadline := time.Now().Add(10 * time.Second)
+	for hasControlPlaneProcess(root) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if hasControlPlaneProcess(root) {
+		t.Fatal("the control plane outlived the killed simulator")
+	}
+	drv := startRefDriver(t, work) // cleanup talks to the driver
+	r := runSim(t, "cleanup", "--root-dir", root, "--endpoint", drv.Sock, "--node-name", simNode)
+	if r.Code != 0 {
+		t.Fatalf("cleanup exit %d\n%s", r.Code, r)
+	}
+	if !strings.Contains(r.Stdout, "removed the control plane an interrupted --apiserver run left") {
+		t.Errorf("cleanup does not say it removed the control plane:\n%s", r.Stdout)
+	}
+	assertNoControlPlane(t, root)
 }
