@@ -63,7 +63,7 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	o.addReleaseFlags(fs, "the kubelet release to reproduce", "kubelet feature gates over the version's defaults, A=true,B=false")
 	o.addRootDirFlag(fs, "where each scenario gets its kubelet root dir (default: a fresh temp dir, removed afterwards)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v always runs one at a time)")
+	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v and --apiserver always run one at a time)")
 	o.admission.addFlags(fs)
 	o.apiserver.addFlags(fs)
 	fs.CountVarP(&o.Verbose, "verbose", "v", "print each scenario's calls and notes (-vv: the kubelet's own steps too)")
@@ -179,13 +179,23 @@ InvalidArgument for missing fields, topology, timing). A failure says what the
 driver did, what the kubelet needed and the docs/kubelet.md section.
 
 --focus and --skip (regular expressions on the scenario names) that leave no
-scenario exit 2.`
+scenario exit 2.
+
+With --apiserver one real kube-apiserver (on etcd) runs for the whole run: the
+input is created through its API, each scenario's pod, volume and claim too
+(read back with the server's UIDs, deleted after the scenario, with what the
+driver made for the pod), tokens come from its TokenRequest API, and the
+driver's API requests are in each scenario's notes. The scenarios then run
+one at a time.`
 
 const conformanceExample = `  # every scenario the CSIDriver object calls for
   csi-kubelet-sim conformance --endpoint unix:///run/csi/csi.sock -f csidriver.yaml
 
   # only the token scenarios, verbose, with a JUnit report for CI
-  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml`
+  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml
+
+  # with a real API server; start the driver with KUBECONFIG=/tmp/driver.kubeconfig
+  csi-kubelet-sim conformance --apiserver --endpoint /run/csi/csi.sock -f deploy/ --driver-kubeconfig /tmp/driver.kubeconfig`
 
 func newConformanceCommand(s streams) *cobra.Command {
 	o := &conformanceOptions{streams: s}
