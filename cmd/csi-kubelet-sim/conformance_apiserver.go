@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -31,6 +33,48 @@ type conformanceAPI struct {
 }
 
 var _ conformance.APIServer = (*conformanceAPI)(nil)
+
+// undoStack is what a command undoes at its end, last first.
+type undoStack []func()
+
+func (u *undoStack) push(f func()) { *u = append(*u, f) }
+
+func (u *undoStack) run() {
+	for i := len(*u) - 1; i >= 0; i-- {
+		(*u)[i]()
+	}
+	*u = nil
+}
+
+// takeRootDir takes (and locks) the root dir; undo releases it and removes
+// what it made.
+func takeRootDir(co *commonOptions, created *[]string, undo *undoStack) error {
+	c, err := co.prepareRootDir()
+	if err != nil {
+		return err
+	}
+	*created = c
+	undo.push(func() {
+		co.rootLock.Release()
+		removeDirs(c)
+	})
+	return nil
+}
+
+// startWithAPIServer takes the root dir and starts the control plane in
+// it, both before the probe: the driver starts once its kubeconfig
+// exists. undo stops and removes the control plane, then the root dir.
+func (o *conformanceOptions) startWithAPIServer(ctx context.Context, co *commonOptions, created *[]string, undo *undoStack) (*conformanceAPI, error) {
+	if err := takeRootDir(co, created, undo); err != nil {
+		return nil, err
+	}
+	api, err := o.startConformanceAPI(ctx, co)
+	if err != nil {
+		return nil, err
+	}
+	undo.push(func() { o.stopConformanceAPI(co.RootDir) })
+	return api, nil
+}
 
 // startConformanceAPI starts the control plane under the locked root dir
 // with the input (the CSIDriver and what else was given, but not its pods
@@ -208,4 +252,41 @@ func (a *conformanceAPI) end(note func(string, ...any)) {
 		summary += "; it created or changed: " + strings.Join(changed, ", ")
 	}
 	note("%s", summary)
+}
+
+// hook adds to cfg the API server (announced after the header) or the
+// admission of the input's webhooks, and the live trace of -v.
+func (o *conformanceOptions) hook(ctx context.Context, cfg *conformance.Config, api *conformanceAPI, p *conformancePrinter, red csiclient.Redactor, undo *undoStack) error {
+	s := o.streams
+	if api != nil {
+		w := s.Out
+		if p.json {
+			w = s.Err
+		}
+		api.announce(w)
+		// The API server runs the input's webhooks on the pods itself.
+		cfg.APIServer = api
+	} else {
+		admit, err := o.startAdmission(ctx, s, undo)
+		if err != nil {
+			return err
+		}
+		cfg.Admit = admit
+	}
+	if o.Verbose > 0 && !p.json {
+		cfg.Sink = func(string) csiclient.Sink {
+			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
+		}
+	}
+	return nil
+}
+
+// startAdmission starts admitFunc's admission; undo closes it.
+func (o *conformanceOptions) startAdmission(ctx context.Context, s streams, undo *undoStack) (func(*corev1.Pod) (*corev1.Pod, error), error) {
+	admit, closeAdmit, err := o.admitFunc(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	undo.push(closeAdmit)
+	return admit, nil
 }

@@ -223,20 +223,14 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	}
 	co := &commonOptions{rootDirFlag: o.rootDirFlag, lockAs: "conformance", warnOut: s.Err}
 	var created []string
+	var undo undoStack
+	defer undo.run()
 	var api *conformanceAPI
 	if o.apiserver.Enabled {
-		// The control plane lives under the root dir, and the driver
-		// starts once its kubeconfig exists: both before the probe.
 		var err error
-		if created, err = co.prepareRootDir(); err != nil {
+		if api, err = o.startWithAPIServer(ctx, co, &created, &undo); err != nil {
 			return err
 		}
-		defer removeDirs(created)
-		defer co.rootLock.Release()
-		if api, err = o.startConformanceAPI(ctx, co); err != nil {
-			return err
-		}
-		defer o.stopConformanceAPI(co.RootDir)
 	} else if err := o.endpoint.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
@@ -255,11 +249,9 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		return err
 	}
 	if !o.apiserver.Enabled {
-		if created, err = co.prepareRootDir(); err != nil {
+		if err := takeRootDir(co, &created, &undo); err != nil {
 			return err
 		}
-		defer removeDirs(created)
-		defer co.rootLock.Release()
 	}
 	root := co.RootDir
 	if r, err := filepath.EvalSymlinks(root); err == nil {
@@ -273,13 +265,6 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
 	p.rerun = o.rerunHint
 	p.header(o, info, obj, root, len(created) > 0, host)
-	if api != nil {
-		w := s.Out
-		if p.json {
-			w = s.Err
-		}
-		api.announce(w)
-	}
 	cfg := conformance.Config{
 		Conn:             o.apiserver.conn(dialer),
 		CSIDriver:        obj,
@@ -299,21 +284,8 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		Sensitive:        sensitive,
 		Input:            o.cluster,
 	}
-	if api != nil {
-		// The API server runs the input's webhooks on the pods itself.
-		cfg.APIServer = api
-	} else {
-		admit, closeAdmit, err := o.admitFunc(ctx, s)
-		if err != nil {
-			return err
-		}
-		defer closeAdmit()
-		cfg.Admit = admit
-	}
-	if o.Verbose > 0 && !p.json {
-		cfg.Sink = func(string) csiclient.Sink {
-			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
-		}
+	if err := o.hook(ctx, &cfg, api, p, red, &undo); err != nil {
+		return err
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
 	return o.finish(rep, p, root)
