@@ -100,10 +100,12 @@ type auditEvent struct {
 }
 
 // parseAudit reads one line of the audit log; ok is false for lines that
-// are not a finished request (or not JSON).
+// are not a finished request (or not JSON). A watch counts when its
+// response starts: it completes only when it is closed, after the trace
+// (secrets-store, for one, watches its classes, status objects and pods).
 func parseAudit(line []byte) (Request, bool) {
 	var e auditEvent
-	if json.Unmarshal(line, &e) != nil || (e.Stage != "ResponseComplete" && e.Stage != "Panic") {
+	if json.Unmarshal(line, &e) != nil || !requestLogged(e.Verb, e.Stage) {
 		return Request{}, false
 	}
 	r := Request{Time: e.StageTimestamp, User: e.User.Username, Verb: e.Verb, URI: e.RequestURI}
@@ -117,6 +119,15 @@ func parseAudit(line []byte) (Request, bool) {
 		r.Code = e.ResponseStatus.Code
 	}
 	return r, true
+}
+
+// requestLogged tells the one audit stage that stands for a request: the
+// response's start for a watch, its end (or a panic) for the rest.
+func requestLogged(verb, stage string) bool {
+	if verb == "watch" {
+		return stage == "ResponseStarted"
+	}
+	return stage == "ResponseComplete" || stage == "Panic"
 }
 
 // AuditTail follows the audit log and hands the requests of one user to a
