@@ -44,8 +44,6 @@ func notWhole(c difftable.Case) string {
 		return "injected driver faults count calls from the driver's start, and a stuck teardown would keep the pod: the whole kubelet's driver serves every case"
 	case c.RegularFileBlockTarget:
 		return "a driver that publishes a block volume as a regular file: the whole kubelet's driver bind-mounts loop devices for every case"
-	case c.Sample == "apiserver":
-		return "a driver that works with the API server on publish (CRDs, RBAC, TokenReview: `csi-kubelet-sim --apiserver` runs it); the recording driver makes no API requests"
 	case c.InUseExpansionRace:
 		return "expansion: the claim's status in the API is the resizer's, which no controller manager here plays (the differential test covers it)"
 	}
