@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/callcompare"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/difftable"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
 )
@@ -55,12 +56,12 @@ func runCase(ctx context.Context, t *testing.T, s *stack, drv *driver, c difftab
 	kubeletDone := time.Since(begin)
 
 	simCalls, report := runSimulator(ctx, t, s, c, o, sim, string(pod.UID))
-	kubelet := normalizeAll(kubeletCalls, kubeletRoot)
-	simLines := normalizeAll(simCalls, simRoot(s, c))
+	kubelet := callcompare.NormalizeAll(kubeletCalls, kubeletRoot)
+	simLines := callcompare.NormalizeAll(simCalls, simRoot(s, c))
 	writeStreams(t, out, c.Name, kubelet, simLines)
 	t.Logf("case: whole kubelet %.1fs, with the simulator %.1fs", kubeletDone.Seconds(), time.Since(begin).Seconds())
-	if d := compareStreams(kubelet, simLines); d != "" {
-		t.Errorf("the whole kubelet and csi-kubelet-sim differ:\n%s", d)
+	if strings.Join(kubelet, "\n") != strings.Join(simLines, "\n") {
+		t.Errorf("the whole kubelet and csi-kubelet-sim differ:\n%s", callcompare.Diff("whole kubelet", kubelet, simLines))
 	}
 	for _, d := range compareWritten(wrote, report) {
 		t.Errorf("what the whole kubelet wrote and what csi-kubelet-sim reports differ: %s", d)
