@@ -271,16 +271,18 @@ install:
 	@[ ! -x $(APISRV) ] || install -m 0755 $(APISRV) $(DESTDIR)$(PREFIX)/bin/csi-kubelet-sim-apiserver
 
 # --- realkubelet: the whole kubelet (e2e/realkubelet, its own module) ------
-# An unmodified kubelet and kube-apiserver of Kubernetes $(KUBE_VERSION),
-# built from the module proxy (the tool block of e2e/realkubelet/go.mod, or
-# go.$(KUBE_VERSION).mod there for another release), with etcd from Debian's
-# etcd-server, Kubernetes' fake container runtime and a recording driver,
+# An unmodified kubelet of Kubernetes $(KUBE_VERSION), built from the module
+# proxy (the tool block of e2e/realkubelet/go.mod, or go.$(KUBE_VERSION).mod
+# there for another release), with kube-apiserver (the API server helper's
+# at $(APISERVER_KUBE), else built the same way as the kubelet), etcd from
+# Debian's etcd-server, Kubernetes' fake container runtime and a recording driver,
 # run as root in a mount namespace of its own; every case of the
 # differential test the whole kubelet can run is compared with
 # `csi-kubelet-sim run` on the same objects. The binaries go to
 # bin/realkubelet/<release>/; after kubeletdiff's v1.37.2 packages the
-# kubelet takes about 4.5 min and the API server 4 more at nice 19 on 2 busy
-# cores (12 and 5 with an empty cache; times in e2e/realkubelet/README.md).
+# kubelet takes about 4.5 min at nice 19 on 2 busy cores (12 with an empty
+# cache; another release's API server some 2 more; times in
+# e2e/realkubelet/README.md).
 # TestRealKubeletRepublish holds a pod 25 s on each side (the cadence).
 # REALKUBELET_FLAGS=-test.v is passed to the test binary.
 REALKUBELET_BINDIR  = $(CURDIR)/bin/realkubelet/$(KUBE_VERSION)
