@@ -74,7 +74,7 @@ tools: $(SANITY) $(MOCK) helpers apiserver-helper
 # The reference driver on a temporary socket, the simulator on each sample,
 # then everything stopped and removed.
 demo: build helpers
-	@fixtures/demo.sh $(SIM) $(REFDRV) $(WEBHOOK)
+	@fixtures/demo.sh $(SIM) $(REFDRV) $(WEBHOOK) $(SECRETS) $(APISRV)
 
 # staticcheck, built into ./bin like csi-sanity; 2026.2.x knows Go 1.26.
 STATICCHECK_VER := v0.8.2

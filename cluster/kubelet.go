@@ -33,6 +33,9 @@ type NodeSide struct {
 	// any more: the control plane stops there, before the kubelet gives
 	// the root dir up.
 	Done func()
+	// Remove are objects made for these pods alone (a conformance
+	// scenario's volume and claim), deleted after them.
+	Remove []Object
 
 	pods map[types.UID]*corev1.Pod
 }
@@ -125,6 +128,15 @@ func (n *NodeSide) Finish(ctx context.Context, inUse func(driver, handle string)
 	}
 	if n.Created != nil {
 		errs = append(errs, n.collectGarbage(ctx)...)
+	}
+	if len(n.Remove) > 0 {
+		rerrs := n.CP.Remove(ctx, n.Remove)
+		for _, o := range n.Remove {
+			if len(rerrs) == 0 {
+				n.note("deleted %s", o)
+			}
+		}
+		errs = append(errs, rerrs...)
 	}
 	if n.Done != nil {
 		n.Done()

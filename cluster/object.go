@@ -59,6 +59,7 @@ func (o Object) APIVersion() string { return o.str("apiVersion") }
 func (o Object) Kind() string       { return o.str("kind") }
 func (o Object) Name() string       { s, _ := o.meta()["name"].(string); return s }
 func (o Object) Namespace() string  { s, _ := o.meta()["namespace"].(string); return s }
+func (o Object) UID() string        { s, _ := o.meta()["uid"].(string); return s }
 
 // Group is the API group ("" for the core group).
 func (o Object) Group() string {

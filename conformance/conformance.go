@@ -240,6 +240,12 @@ type Config struct {
 	// reach every scenario's objects, where the kubelet's token path reads
 	// their UIDs, as `run` reads its input's. Nil: none.
 	Input *manifests.Cluster
+	// APIServer, when set, is a real API server around the scenarios
+	// (--apiserver): each scenario's objects go through it, its tokens
+	// come from its TokenRequest API. The scenarios then run one at a
+	// time: they share the objects' names (the PV's is the spec name in
+	// every target path).
+	APIServer APIServer
 }
 
 // slug turns a scenario name into a directory name.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -50,7 +51,9 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      "conformance-" + slug(scenario),
+			// A pod's name is a lowercase DNS subdomain (the API server
+			// refuses others; --apiserver creates it).
+			Name:      "conformance-" + strings.ToLower(slug(scenario)),
 			Namespace: namespace,
 			UID:       podUID(scenario),
 		},
@@ -115,6 +118,8 @@ func addClaim(c *manifests.Cluster, driver string, vol *Volume, mode corev1.Pers
 		ObjectMeta: metav1.ObjectMeta{Name: claimName, Namespace: namespace},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			VolumeName: pvName, VolumeMode: &fs, AccessModes: pv.Spec.AccessModes,
+			// The API server requires the request (--apiserver).
+			Resources: corev1.VolumeResourceRequirements{Requests: pv.Spec.Capacity},
 		},
 		Status: corev1.PersistentVolumeClaimStatus{
 			Phase:    corev1.ClaimBound,

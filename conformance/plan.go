@@ -76,6 +76,12 @@ func (r *scenarioRun) runKubelet(ctx context.Context, pods []*corev1.Pod, p podR
 	for _, pod := range pods {
 		plan.Pods = append(plan.Pods, node.PodPlan{Pod: pod})
 	}
+	if api := r.env.cfg.APIServer; api != nil {
+		if err := api.Plan(ctx, r.cluster, &plan, r.trace, r.note); err != nil {
+			r.fail("", "the API server: "+err.Error(), "the scenario's objects must be created through the API before the kubelet sees them")
+			return
+		}
+	}
 	out := r.kubelet.Run(ctx, plan)
 	r.out, r.reg = out, out.Registration
 	var f *finding

@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	}
 	parallel := cfg.Parallel
 	switch {
-	case cfg.Sink != nil:
+	case cfg.Sink != nil, cfg.APIServer != nil:
 		parallel = 1
 	case parallel <= 0:
 		parallel = DefaultParallel

@@ -156,7 +156,7 @@ func (r *scenarioRun) newKubelet(seLinux bool) {
 		Trace:    r.trace,
 		// The token path of `run` over the scenario's own objects (its
 		// ServiceAccounts and Nodes), with the run's one signing key.
-		TokenOptions: &node.TokenOptions{NodeName: r.env.cfg.NodeName, Key: r.env.tokenKey},
+		TokenOptions: r.env.tokenOptions(),
 		// The scenario's root dir is the run's own: journaled, so that
 		// the `cleanup` of an interrupted run removes it too once it is
 		// empty.

@@ -1,72 +1,20 @@
 package livecluster
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 )
-
-// A kubeconfig read as kubectl reads it, as far as a read-only client
-// needs: the current context's cluster (server, CA, or
-// insecure-skip-tls-verify) and user (client certificate, bearer token or
-// token file, or an exec credential plugin such as `aws eks get-token` or
-// `gke-gcloud-auth-plugin`), and the context's namespace. client-go's
-// loader would do, but it would link client-go into csi-kubelet-sim and
-// double its size for every run.
-
-type kubeconfig struct {
-	CurrentContext string `json:"current-context"`
-	Clusters       []struct {
-		Name    string      `json:"name"`
-		Cluster clusterInfo `json:"cluster"`
-	} `json:"clusters"`
-	Users []struct {
-		Name string   `json:"name"`
-		User userInfo `json:"user"`
-	} `json:"users"`
-	Contexts []struct {
-		Name    string `json:"name"`
-		Context struct {
-			Cluster   string `json:"cluster"`
-			User      string `json:"user"`
-			Namespace string `json:"namespace"`
-		} `json:"context"`
-	} `json:"contexts"`
-}
-
-type userInfo struct {
-	ClientCertificate     string          `json:"client-certificate"`
-	ClientCertificateData string          `json:"client-certificate-data"`
-	ClientKey             string          `json:"client-key"`
-	ClientKeyData         string          `json:"client-key-data"`
-	Token                 string          `json:"token"`
-	TokenFile             string          `json:"tokenFile"`
-	Exec                  *execConfig     `json:"exec"`
-	AuthProvider          json.RawMessage `json:"auth-provider"`
-}
-
-type execConfig struct {
-	Command    string   `json:"command"`
-	Args       []string `json:"args"`
-	Env        []struct{ Name, Value string }
-	APIVersion string `json:"apiVersion"`
-}
 
 // Config is a cluster to read from: its client and the context's
 // namespace.
@@ -74,181 +22,69 @@ type Config struct {
 	Host      string
 	Namespace string
 	client    *http.Client
-	token     string
 }
 
 // DefaultKubeconfig is the kubeconfig kubectl reads without --kubeconfig:
 // the first file of $KUBECONFIG, else ~/.kube/config.
 func DefaultKubeconfig() string {
-	if env := os.Getenv("KUBECONFIG"); env != "" {
-		return filepath.SplitList(env)[0]
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if len(rules.Precedence) > 0 {
+		return rules.Precedence[0]
 	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".kube", "config")
+	return clientcmd.RecommendedHomeFile
 }
 
-// LoadKubeconfig reads a kubeconfig file and makes the client of its
-// current context. Paths in it are relative to its directory, as kubectl
-// takes them.
-func LoadKubeconfig(ctx context.Context, path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var kc kubeconfig
-	if err := yaml.Unmarshal(data, &kc); err != nil {
+// LoadKubeconfig reads a kubeconfig with client-go's loader, as kubectl
+// does (relative paths from the file's directory; client certificates,
+// tokens and token files, exec credential plugins such as `aws eks
+// get-token`, run on the first request), and makes the client of its
+// current context. Only client-go's REST transport is linked, not its
+// typed clientset, so the CLI stays about the size it was.
+func LoadKubeconfig(_ context.Context, path string) (*Config, error) {
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{})
+	if err := checkCurrent(loader); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	rel := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	cl, user, ns, err := kc.current()
+	rc, err := loader.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cl.InsecureSkipTLSVerify, ServerName: cl.TLSServerName} //nolint:gosec // as the kubeconfig says
-	if ca, err := pemOf(cl.CertificateAuthorityData, rel(cl.CertificateAuthority)); err != nil {
-		return nil, fmt.Errorf("%s: certificate-authority: %w", path, err)
-	} else if ca != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, fmt.Errorf("%s: certificate-authority: no certificate", path)
-		}
-		tlsConf.RootCAs = pool
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	cfg := &Config{Host: strings.TrimSuffix(cl.Server, "/"), Namespace: ns}
-	if err := cfg.credentials(ctx, user, rel, tlsConf); err != nil {
-		return nil, fmt.Errorf("%s: user: %w", path, err)
+	rc.UserAgent = "csi-kubelet-sim"
+	rc.Timeout = 30 * time.Second
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	cfg.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf, Proxy: http.ProxyFromEnvironment}}
-	return cfg, nil
+	return &Config{Host: strings.TrimSuffix(rc.Host, "/"), Namespace: ns, client: hc}, nil
 }
 
-type clusterInfo struct {
-	Server                   string `json:"server"`
-	CertificateAuthority     string `json:"certificate-authority"`
-	CertificateAuthorityData string `json:"certificate-authority-data"`
-	InsecureSkipTLSVerify    bool   `json:"insecure-skip-tls-verify"`
-	TLSServerName            string `json:"tls-server-name"`
-}
-
-// current finds the current context's cluster, user and namespace.
-func (kc *kubeconfig) current() (clusterInfo, userInfo, string, error) {
-	for _, c := range kc.Contexts {
-		if c.Name != kc.CurrentContext {
-			continue
-		}
-		var cl *clusterInfo
-		for i := range kc.Clusters {
-			if kc.Clusters[i].Name == c.Context.Cluster {
-				cl = &kc.Clusters[i].Cluster
-			}
-		}
-		if cl == nil || cl.Server == "" {
-			return clusterInfo{}, userInfo{}, "", fmt.Errorf("context %q: no cluster %q with a server", c.Name, c.Context.Cluster)
-		}
-		var u userInfo
-		for _, x := range kc.Users {
-			if x.Name == c.Context.User {
-				u = x.User
-			}
-		}
-		return *cl, u, c.Context.Namespace, nil
-	}
-	if kc.CurrentContext == "" {
-		return clusterInfo{}, userInfo{}, "", errors.New("no current-context")
-	}
-	return clusterInfo{}, userInfo{}, "", fmt.Errorf("current-context %q: no such context", kc.CurrentContext)
-}
-
-// credentials sets the client certificate or the bearer token.
-func (c *Config) credentials(ctx context.Context, u userInfo, rel func(string) string, tlsConf *tls.Config) error {
-	if len(u.AuthProvider) > 0 && string(u.AuthProvider) != "null" {
-		return errors.New("auth-provider is not supported (kubectl's own are deprecated): use an exec credential plugin")
-	}
-	if u.Exec != nil {
-		return c.execCredential(ctx, u.Exec, tlsConf)
-	}
-	cert, err := pemOf(u.ClientCertificateData, rel(u.ClientCertificate))
+// checkCurrent names what client-go's loader would report less plainly:
+// no current context, one that does not exist, and an auth-provider
+// (kubectl's own gcp/azure providers are gone; exec plugins replace them).
+func checkCurrent(loader clientcmd.ClientConfig) error {
+	raw, err := loader.RawConfig()
 	if err != nil {
 		return err
 	}
-	key, err := pemOf(u.ClientKeyData, rel(u.ClientKey))
-	if err != nil {
-		return err
+	if raw.CurrentContext == "" {
+		return errors.New("no current-context")
 	}
-	if cert != nil || key != nil {
-		pair, err := tls.X509KeyPair(cert, key)
-		if err != nil {
-			return fmt.Errorf("client certificate: %w", err)
-		}
-		tlsConf.Certificates = []tls.Certificate{pair}
+	kctx, ok := raw.Contexts[raw.CurrentContext]
+	if !ok {
+		return fmt.Errorf("current-context %q: no such context", raw.CurrentContext)
 	}
-	c.token = u.Token
-	if u.TokenFile != "" {
-		b, err := os.ReadFile(rel(u.TokenFile))
-		if err != nil {
-			return err
-		}
-		c.token = strings.TrimSpace(string(b))
+	if cl, ok := raw.Clusters[kctx.Cluster]; !ok || cl.Server == "" {
+		return fmt.Errorf("context %q: no cluster %q with a server", raw.CurrentContext, kctx.Cluster)
+	}
+	if u, ok := raw.AuthInfos[kctx.AuthInfo]; ok && u.AuthProvider != nil {
+		return errors.New("user: auth-provider is not supported (kubectl's own are deprecated): use an exec credential plugin")
 	}
 	return nil
-}
-
-// execCredential runs an exec plugin once (the replay is short) and takes
-// its token or client certificate (client.authentication.k8s.io
-// ExecCredential).
-func (c *Config) execCredential(ctx context.Context, e *execConfig, tlsConf *tls.Config) error {
-	cmd := exec.CommandContext(ctx, e.Command, e.Args...)
-	cmd.Env = os.Environ()
-	for _, v := range e.Env {
-		cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
-	}
-	apiVersion := e.APIVersion
-	if apiVersion == "" {
-		apiVersion = "client.authentication.k8s.io/v1"
-	}
-	cmd.Env = append(cmd.Env, fmt.Sprintf(`KUBERNETES_EXEC_INFO={"apiVersion":%q,"kind":"ExecCredential","spec":{"interactive":false}}`, apiVersion))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("exec plugin %s: %w: %s", e.Command, err, strings.TrimSpace(stderr.String()))
-	}
-	var cred struct {
-		Status struct {
-			Token                 string `json:"token"`
-			ClientCertificateData string `json:"clientCertificateData"`
-			ClientKeyData         string `json:"clientKeyData"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal(out, &cred); err != nil {
-		return fmt.Errorf("exec plugin %s: not an ExecCredential: %w", e.Command, err)
-	}
-	c.token = cred.Status.Token
-	if cred.Status.ClientCertificateData != "" {
-		pair, err := tls.X509KeyPair([]byte(cred.Status.ClientCertificateData), []byte(cred.Status.ClientKeyData))
-		if err != nil {
-			return fmt.Errorf("exec plugin %s: client certificate: %w", e.Command, err)
-		}
-		tlsConf.Certificates = []tls.Certificate{pair}
-	}
-	return nil
-}
-
-// pemOf is inline base64 data, else the file's content, else nil.
-func pemOf(data, file string) ([]byte, error) {
-	if data != "" {
-		return base64.StdEncoding.DecodeString(data)
-	}
-	if file != "" {
-		return os.ReadFile(file)
-	}
-	return nil, nil
 }
 
 // get reads one object by its path into out.
@@ -258,10 +94,6 @@ func (c *Config) get(ctx context.Context, path string, out any) error {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "csi-kubelet-sim")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return err

@@ -2,20 +2,54 @@ package livecluster
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
+// apiServer answers every GET with an empty object and records the
+// Authorization header it was sent.
+type apiServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	auth []string
+}
+
+func newAPIServer(t *testing.T) *apiServer {
+	s := &apiServer{}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.auth = append(s.auth, r.Header.Get("Authorization"))
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *apiServer) sent() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auth...)
+}
+
 func writeKC(t *testing.T, dir, user string) string {
+	return writeKCFor(t, dir, "https://cluster.example:6443/", user)
+}
+
+func writeKCFor(t *testing.T, dir, server, user string) string {
 	t.Helper()
 	kc := `apiVersion: v1
 kind: Config
 current-context: work
 clusters:
 - name: c
-  cluster: {server: "https://cluster.example:6443/", insecure-skip-tls-verify: true}
+  cluster: {server: "` + server + `", insecure-skip-tls-verify: true}
 contexts:
 - name: other
   context: {cluster: c, user: u, namespace: elsewhere}
@@ -39,17 +73,24 @@ func TestKubeconfigTokenFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("tok-123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadKubeconfig(context.Background(), writeKC(t, dir, "    tokenFile: token\n"))
+	srv := newAPIServer(t)
+	cfg, err := LoadKubeconfig(context.Background(), writeKCFor(t, dir, srv.URL+"/", "    tokenFile: token\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Host != "https://cluster.example:6443" || cfg.Namespace != "shop" || cfg.token != "tok-123" {
-		t.Errorf("host %q namespace %q token %q", cfg.Host, cfg.Namespace, cfg.token)
+	if cfg.Host != srv.URL || cfg.Namespace != "shop" {
+		t.Errorf("host %q (want %q) namespace %q", cfg.Host, srv.URL, cfg.Namespace)
+	}
+	if err := cfg.get(context.Background(), "/api/v1/namespaces/shop/pods/web", &struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.sent(); len(got) != 1 || got[0] != "Bearer tok-123" {
+		t.Errorf("Authorization sent %q, want [Bearer tok-123]", got)
 	}
 }
 
-// An exec credential plugin (as EKS and GKE kubeconfigs have) is run once
-// with KUBERNETES_EXEC_INFO, and its token used.
+// An exec credential plugin (as EKS and GKE kubeconfigs have) is run with
+// KUBERNETES_EXEC_INFO on the first request, and its token used.
 func TestKubeconfigExecPlugin(t *testing.T) {
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "plugin.sh")
@@ -58,20 +99,35 @@ func TestKubeconfigExecPlugin(t *testing.T) {
 	if err := os.WriteFile(plugin, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	user := "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: " + plugin + "\n      args: [eks]\n      env: [{name: TEAM, value: storage}]\n"
-	cfg, err := LoadKubeconfig(context.Background(), writeKC(t, dir, user))
+	user := "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: " + plugin + "\n      args: [eks]\n      env: [{name: TEAM, value: storage}]\n"
+	srv := newAPIServer(t)
+	cfg, err := LoadKubeconfig(context.Background(), writeKCFor(t, dir, srv.URL, user))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.token != "eks-storage" {
-		t.Errorf("token %q, want eks-storage", cfg.token)
-	}
-	// A plugin that fails: its error, named.
-	if err := os.WriteFile(plugin, []byte("#!/bin/sh\necho 'no credentials' >&2\nexit 1\n"), 0o700); err != nil {
+	if err := cfg.get(context.Background(), "/api/v1/nodes/n1", &struct{}{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadKubeconfig(context.Background(), writeKC(t, dir, user)); err == nil || !strings.Contains(err.Error(), "no credentials") {
-		t.Errorf("err = %v, want the plugin's message", err)
+	if got := srv.sent(); len(got) != 1 || got[0] != "Bearer eks-storage" {
+		t.Errorf("Authorization sent %q, want [Bearer eks-storage]", got)
+	}
+	// A plugin that fails: the request fails, naming the plugin, and
+	// nothing reaches the API server. (Another path: client-go keeps a
+	// plugin's credential for the process, by its configuration.)
+	failing := filepath.Join(dir, "failing.sh")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\necho 'no credentials' >&2\nexit 1\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	plugin = failing
+	cfg, err = LoadKubeconfig(context.Background(), writeKCFor(t, dir, srv.URL, strings.Replace(user, "plugin.sh", "failing.sh", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.get(context.Background(), "/api/v1/nodes/n1", &struct{}{}); err == nil || !strings.Contains(err.Error(), plugin) {
+		t.Errorf("err = %v, want one naming the plugin", err)
+	}
+	if got := srv.sent(); len(got) != 1 {
+		t.Errorf("requests after the failed plugin: %q", got)
 	}
 }
 

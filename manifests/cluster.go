@@ -160,6 +160,7 @@ func (c *Cluster) store(obj any) {
 		for i, p := range c.pods {
 			if p.Namespace == o.Namespace && p.Name == o.Name {
 				c.pods[i] = o
+				c.podIndex[o.Namespace+"/"+o.Name] = o
 				return
 			}
 		}

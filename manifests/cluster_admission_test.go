@@ -83,3 +83,25 @@ func TestLoadWebhookConfiguration(t *testing.T) {
 		t.Errorf("Add: %v", err)
 	}
 }
+
+// Replace puts the new pod where Pod finds it too (the API server's
+// version with its UID, read back by --apiserver), not only in Pods.
+func TestReplacePodLookup(t *testing.T) {
+	c := New()
+	old := &corev1.Pod{}
+	old.Namespace, old.Name, old.UID = "default", "web", "input-uid"
+	if err := c.Add(old, Source{File: "pod.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	stored := old.DeepCopy()
+	stored.UID = "server-uid"
+	if err := c.Replace(stored); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := c.Pod("default", "web"); !ok || p.UID != "server-uid" {
+		t.Errorf("Pod after Replace has UID %q, want server-uid", p.UID)
+	}
+	if ps := c.Pods(); len(ps) != 1 || ps[0].UID != "server-uid" {
+		t.Errorf("Pods after Replace: %v", ps)
+	}
+}

@@ -40,6 +40,9 @@ type apiserverOptions struct {
 	tail     *cluster.AuditTail
 	stopTail context.CancelFunc
 	node     *cluster.NodeSide
+	// leaveOut are kinds of the input not created (conformance builds
+	// its own pods and volumes).
+	leaveOut map[string]bool
 }
 
 func (o *apiserverOptions) addFlags(fs *pflag.FlagSet) {
@@ -137,6 +140,9 @@ func (o *apiserverOptions) documents(c *manifests.Cluster) ([]cluster.Document, 
 	}
 	var docs []cluster.Document
 	for _, obj := range objs {
+		if _, kind := typeOf(obj); o.leaveOut[kind] {
+			continue
+		}
 		d, err := document(c, obj)
 		if err != nil {
 			return nil, err

@@ -23,15 +23,9 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	if o.cp == nil {
 		return
 	}
-	ss.announce(fmt.Sprintf("API server: kube-apiserver %s on etcd at %s, up in %.1fs (CA %s)", cluster.KubeVersion, o.cp.URL, o.cp.StartUp.Seconds(), o.cp.CAFile))
-	for _, n := range o.applied.Notes {
-		ss.announce("API server: " + n)
+	for _, line := range o.announcements() {
+		ss.announce(line)
 	}
-	for _, w := range o.applied.Warnings {
-		ss.announce("API server warning: " + w)
-	}
-	ss.announce(fmt.Sprintf("API server: %d input objects created through the API; the kubelet reads them back (server-set UIDs)", len(o.applied.Objects)))
-	ss.announce(fmt.Sprintf("API server: the driver's kubeconfig is %s, as %s: %s", o.identity.Kubeconfig, o.identity.User, o.identity.Why))
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.stopTail = cancel
 	driverCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "driver", Operation: "API request"})
@@ -63,14 +57,35 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 			return plans, o.createScheduled(ctx, ss, plans)
 		}
 	}
+	onMounted(ctx, plan, o.node, ss.trace)
+}
+
+// announcements say what the control plane is, what the input became
+// and who the driver is.
+func (o *apiserverOptions) announcements() []string {
+	lines := []string{fmt.Sprintf("API server: kube-apiserver %s on etcd at %s, up in %.1fs (CA %s)", cluster.KubeVersion, o.cp.URL, o.cp.StartUp.Seconds(), o.cp.CAFile)}
+	for _, n := range o.applied.Notes {
+		lines = append(lines, "API server: "+n)
+	}
+	for _, w := range o.applied.Warnings {
+		lines = append(lines, "API server warning: "+w)
+	}
+	lines = append(lines, fmt.Sprintf("API server: %d input objects created through the API; the kubelet reads them back (server-set UIDs)", len(o.applied.Objects)),
+		fmt.Sprintf("API server: the driver's kubeconfig is %s, as %s: %s", o.identity.Kubeconfig, o.identity.User, o.identity.Why))
+	return lines
+}
+
+// onMounted writes each pod's status, as the kubelet does, once its
+// volumes are mounted.
+func onMounted(ctx context.Context, plan *node.Plan, ns *cluster.NodeSide, trace *csiclient.Trace) {
 	onPod := plan.OnPod
 	plan.OnPod = func(e node.PodEvent) {
 		if onPod != nil {
 			onPod(e)
 		}
 		if e.Step == "mounted" {
-			if err := o.node.PodRunning(teardownContext(ctx), e.Pod); err != nil {
-				ss.trace.Warn(context.Background(), fmt.Sprintf("API server: status of Pod %s/%s: %v", e.Pod.Namespace, e.Pod.Name, err))
+			if err := ns.PodRunning(teardownContext(ctx), e.Pod); err != nil {
+				trace.Warn(context.Background(), fmt.Sprintf("API server: status of Pod %s/%s: %v", e.Pod.Namespace, e.Pod.Name, err))
 			}
 		}
 	}

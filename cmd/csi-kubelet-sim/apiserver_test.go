@@ -107,7 +107,7 @@ func TestReplayUsage(t *testing.T) {
 		{[]string{"--kubeconfig", "kc"}, "--kubeconfig needs --pod NAMESPACE/NAME"},
 		{[]string{"--pod", "shop/web/x"}, `--pod "shop/web/x": want NAMESPACE/NAME`},
 		{[]string{"--pod", "default/web", "--apiserver"}, "--pod reads a live cluster, --apiserver makes one: not both"},
-		{[]string{"--pod", "default/web", "--kubeconfig", "/nonexistent/kc"}, "--kubeconfig: open /nonexistent/kc"},
+		{[]string{"--pod", "default/web", "--kubeconfig", "/nonexistent/kc"}, "--kubeconfig: /nonexistent/kc: "},
 	} {
 		args := append([]string{"run", "--endpoint", "/nonexistent.sock", "--node-name", "n1"}, tc.args...)
 		_, stderr, code := cli(t, "", args...)

@@ -41,6 +41,7 @@ type conformanceOptions struct {
 	List             bool
 	Report           string
 	admission        admissionOptions
+	apiserver        apiserverOptions
 
 	focus, skip *regexp.Regexp
 	csiDrivers  []*storagev1.CSIDriver
@@ -62,8 +63,9 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	o.addReleaseFlags(fs, "the kubelet release to reproduce", "kubelet feature gates over the version's defaults, A=true,B=false")
 	o.addRootDirFlag(fs, "where each scenario gets its kubelet root dir (default: a fresh temp dir, removed afterwards)")
 	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v always runs one at a time)")
+	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v and --apiserver always run one at a time)")
 	o.admission.addFlags(fs)
+	o.apiserver.addFlags(fs)
 	fs.CountVarP(&o.Verbose, "verbose", "v", "print each scenario's calls and notes (-vv: the kubelet's own steps too)")
 }
 
@@ -131,6 +133,9 @@ func (o *conformanceOptions) load(s streams) error {
 		Warn:      warnTo(s),
 		Recursive: o.Recursive,
 	}
+	if o.apiserver.Enabled {
+		loader.Other = o.apiserver.collect
+	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
 		return withCode(exitUsage, loader.WithReferences(c, err))
@@ -174,13 +179,23 @@ InvalidArgument for missing fields, topology, timing). A failure says what the
 driver did, what the kubelet needed and the docs/kubelet.md section.
 
 --focus and --skip (regular expressions on the scenario names) that leave no
-scenario exit 2.`
+scenario exit 2.
+
+With --apiserver one real kube-apiserver (on etcd) runs for the whole run: the
+input is created through its API, each scenario's pod, volume and claim too
+(read back with the server's UIDs, deleted after the scenario, with what the
+driver made for the pod), tokens come from its TokenRequest API, and the
+driver's API requests are in each scenario's notes. The scenarios then run
+one at a time.`
 
 const conformanceExample = `  # every scenario the CSIDriver object calls for
   csi-kubelet-sim conformance --endpoint unix:///run/csi/csi.sock -f csidriver.yaml
 
   # only the token scenarios, verbose, with a JUnit report for CI
-  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml`
+  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml
+
+  # with a real API server; start the driver with KUBECONFIG=/tmp/driver.kubeconfig
+  csi-kubelet-sim conformance --apiserver --endpoint /run/csi/csi.sock -f deploy/ --driver-kubeconfig /tmp/driver.kubeconfig`
 
 func newConformanceCommand(s streams) *cobra.Command {
 	o := &conformanceOptions{streams: s}
@@ -206,7 +221,17 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	if err := o.load(s); err != nil {
 		return err
 	}
-	if err := o.endpoint.Check(); err != nil {
+	co := &commonOptions{rootDirFlag: o.rootDirFlag, lockAs: "conformance", warnOut: s.Err}
+	var created []string
+	var undo undoStack
+	defer undo.run()
+	var api *conformanceAPI
+	if o.apiserver.Enabled {
+		var err error
+		if api, err = o.startWithAPIServer(ctx, co, &created, &undo); err != nil {
+			return err
+		}
+	} else if err := o.endpoint.Check(); err != nil {
 		return withCode(exitEnvironment, err)
 	}
 	// The secrets the run hands the driver, collected from every trace, are
@@ -223,13 +248,11 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	co := &commonOptions{rootDirFlag: o.rootDirFlag, lockAs: "conformance", warnOut: s.Err}
-	created, err := co.prepareRootDir()
-	if err != nil {
-		return err
+	if !o.apiserver.Enabled {
+		if err := takeRootDir(co, &created, &undo); err != nil {
+			return err
+		}
 	}
-	defer removeDirs(created)
-	defer co.rootLock.Release()
 	root := co.RootDir
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
@@ -243,7 +266,7 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	p.rerun = o.rerunHint
 	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg := conformance.Config{
-		Conn:             dialer,
+		Conn:             o.apiserver.conn(dialer),
 		CSIDriver:        obj,
 		VolumeHandle:     o.VolumeHandle,
 		VolumeAttributes: o.VolumeAttributes,
@@ -261,16 +284,8 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		Sensitive:        sensitive,
 		Input:            o.cluster,
 	}
-	admit, closeAdmit, err := o.admitFunc(ctx, s)
-	if err != nil {
+	if err := o.hook(ctx, &cfg, api, p, red, &undo); err != nil {
 		return err
-	}
-	defer closeAdmit()
-	cfg.Admit = admit
-	if o.Verbose > 0 && !p.json {
-		cfg.Sink = func(string) csiclient.Sink {
-			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
-		}
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
 	return o.finish(rep, p, root)

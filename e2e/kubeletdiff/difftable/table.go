@@ -128,11 +128,9 @@ func Cases(samplesDir string) ([]Case, error) {
 		// no admission step to compare (e2e/webhook_test.go covers it).
 		// The provision sample's PV exists only once the provisioner has
 		// made it, before the kubelet: the kubelet code has no provisioner
-		// (e2e/sidecars_test.go covers it).
-		// The apiserver sample's driver works with the API server on
-		// publish (its CRDs, a TokenReview, a status object): the kubelet
-		// code here has no API server, and the recording driver makes no
-		// API requests (e2e/apiserver_test.go covers it with --apiserver).
+		// (e2e/sidecars_test.go covers it). The apiserver sample's driver
+		// reads the API server and its objects (CRDs, RBAC) exist only in
+		// one: e2e/apiserver_test.go runs it with --apiserver.
 		if e.IsDir() && e.Name() != "webhook" && e.Name() != "provision" && e.Name() != "apiserver" {
 			// The reference driver's capabilities (make demo runs the samples against it).
 			out = append(out, Case{Name: "sample-" + e.Name(), Sample: e.Name(), Caps: []string{"STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"}})
