@@ -271,16 +271,18 @@ install:
 	@[ ! -x $(APISRV) ] || install -m 0755 $(APISRV) $(DESTDIR)$(PREFIX)/bin/csi-kubelet-sim-apiserver
 
 # --- realkubelet: the whole kubelet (e2e/realkubelet, its own module) ------
-# An unmodified kubelet and kube-apiserver of Kubernetes $(KUBE_VERSION),
-# built from the module proxy (the tool block of e2e/realkubelet/go.mod, or
-# go.$(KUBE_VERSION).mod there for another release), with etcd from Debian's
-# etcd-server, Kubernetes' fake container runtime and a recording driver,
+# An unmodified kubelet of Kubernetes $(KUBE_VERSION), built from the module
+# proxy (the tool block of e2e/realkubelet/go.mod, or go.$(KUBE_VERSION).mod
+# there for another release), with kube-apiserver (the API server helper's
+# at $(APISERVER_KUBE), else built the same way as the kubelet), etcd from
+# Debian's etcd-server, Kubernetes' fake container runtime and a recording driver,
 # run as root in a mount namespace of its own; every case of the
 # differential test the whole kubelet can run is compared with
 # `csi-kubelet-sim run` on the same objects. The binaries go to
 # bin/realkubelet/<release>/; after kubeletdiff's v1.37.2 packages the
-# kubelet takes about 4.5 min and the API server 4 more at nice 19 on 2 busy
-# cores (12 and 5 with an empty cache; times in e2e/realkubelet/README.md).
+# kubelet takes about 4.5 min at nice 19 on 2 busy cores (12 with an empty
+# cache; another release's API server some 2 more; times in
+# e2e/realkubelet/README.md).
 # TestRealKubeletRepublish holds a pod 25 s on each side (the cadence).
 # REALKUBELET_FLAGS=-test.v is passed to the test binary.
 REALKUBELET_BINDIR  = $(CURDIR)/bin/realkubelet/$(KUBE_VERSION)
@@ -293,8 +295,13 @@ REALKUBELET_LDFLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_V
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBEDIFF_MINOR)
 
 .PHONY: realkubelet realkubelet-bin realkubelet-etcd
-realkubelet: build realkubelet-bin realkubelet-etcd
+# At $(APISERVER_KUBE) the stack's kube-apiserver and etcd are the API server
+# helper's (`make apiserver-helper`, as --apiserver runs them); another
+# release builds its own kube-apiserver.
+REALKUBELET_HELPER = $(if $(filter $(APISERVER_KUBE),$(KUBE_VERSION)),$(APISRV))
+realkubelet: build realkubelet-bin realkubelet-etcd $(if $(REALKUBELET_HELPER),apiserver-helper)
 	cd e2e/realkubelet && CSI_KUBELET_SIM=$(SIM) REALKUBELET_BIN=$(REALKUBELET_BINDIR) REALKUBELET_VERSION=$(KUBE_VERSION) REALKUBELET_ETCD=$(REALKUBELET_ETCD) \
+		REALKUBELET_APISERVER_HELPER=$(REALKUBELET_HELPER) \
 		$(REALKUBELET_BINDIR)/realkubelet.test -test.count=1 -test.timeout $(REALKUBELET_TIMEOUT) -test.run TestRealKubelet $(REALKUBELET_FLAGS)
 
 # The kubelet and API server of a release other than go.mod's come from
@@ -306,7 +313,7 @@ realkubelet-bin:
 		{ echo "make realkubelet: no module file for Kubernetes $(KUBE_VERSION) in e2e/realkubelet (go.mod is $$(awk '$$1=="k8s.io/kubernetes"{print $$2}' e2e/realkubelet/go.mod); see its README)"; exit 2; }
 	@mkdir -p $(REALKUBELET_BINDIR)
 	cd e2e/realkubelet && nice -n 19 $(GO) build -modfile=$(REALKUBELET_MODFILE) -ldflags "$(REALKUBELET_LDFLAGS)" -o $(REALKUBELET_BINDIR)/kubelet k8s.io/kubernetes/cmd/kubelet
-	cd e2e/realkubelet && nice -n 19 $(GO) build -modfile=$(REALKUBELET_MODFILE) -ldflags "$(REALKUBELET_LDFLAGS)" -o $(REALKUBELET_BINDIR)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(if $(REALKUBELET_HELPER),,cd e2e/realkubelet && nice -n 19 $(GO) build -modfile=$(REALKUBELET_MODFILE) -ldflags "$(REALKUBELET_LDFLAGS)" -o $(REALKUBELET_BINDIR)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver)
 	cd e2e/realkubelet && nice -n 19 $(GO) test -c -o $(REALKUBELET_BINDIR)/realkubelet.test .
 
 # etcd for the API server: Debian's etcd-server (3.4), installed when missing.

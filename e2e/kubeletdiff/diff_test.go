@@ -18,6 +18,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/callcompare"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/difftable"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
 )
@@ -184,9 +185,9 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 		t.Fatalf("the kubelet code sent no NodePublishVolume: the harness did not run the pod")
 	}
 
-	kubeletLines, simLines := normalizeAll(kubeletCalls), normalizeAll(simCalls)
+	kubeletLines, simLines := callcompare.NormalizeAll(kubeletCalls, ""), callcompare.NormalizeAll(simCalls, "")
 	same := strings.Join(kubeletLines, "\n") == strings.Join(simLines, "\n")
-	sameRequests := strings.Join(normalizeAll(withoutFS(kubeletCalls)), "\n") == strings.Join(normalizeAll(withoutFS(simCalls)), "\n")
+	sameRequests := strings.Join(callcompare.NormalizeAll(withoutFS(kubeletCalls), ""), "\n") == strings.Join(callcompare.NormalizeAll(withoutFS(simCalls), ""), "\n")
 
 	var problems []string
 	stuck := c.StuckAt(minor)
@@ -237,7 +238,7 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 			strings.Join(args, " "), code, stderr, tail(stdout, 15)))
 	}
 	if !same {
-		problems = append(problems, "the requests differ:\n"+diff(kubeletLines, simLines))
+		problems = append(problems, "the requests differ:\n"+callcompare.Diff("kubelet code", kubeletLines, simLines))
 	}
 	if len(problems) == 0 {
 		t.Logf("%d calls, identical", len(kubeletLines))

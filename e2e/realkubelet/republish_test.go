@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/callcompare"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/e2e/kubeletdiff/recorder"
 )
 
@@ -110,7 +111,7 @@ func TestRealKubeletRepublish(t *testing.T) {
 		checkRepublish(t, side.who, side.run.publish)
 		checkStats(t, side.who, side.run)
 	}
-	if d := compareSets(normalizeAll(kubeletCalls, kubeletRoot), normalizeAll(simRun.calls, filepath.Join(s.base, "sim-republish", "root"))); d != "" {
+	if d := compareSets(callcompare.NormalizeAll(kubeletCalls, kubeletRoot), callcompare.NormalizeAll(simRun.calls, filepath.Join(s.base, "sim-republish", "root"))); d != "" {
 		t.Errorf("the whole kubelet and csi-kubelet-sim made different requests:\n%s", d)
 	}
 }

@@ -45,7 +45,9 @@ func (s *stack) timed(step string, d time.Duration) {
 	s.times = append(s.times, fmt.Sprintf("%s %.1fs", step, d.Seconds()))
 }
 
-// binaries are the kubelet and kube-apiserver built by `make realkubelet`.
+// binaries are the kubelet and kube-apiserver built by `make realkubelet`
+// (no kube-apiserver at helperRelease: the stack uses the API server
+// helper then), and etcd.
 func binaries(t *testing.T) (kubelet, apiserver, etcd string) {
 	dir := os.Getenv("REALKUBELET_BIN")
 	if dir == "" {
@@ -56,7 +58,11 @@ func binaries(t *testing.T) (kubelet, apiserver, etcd string) {
 	if etcd == "" {
 		etcd = "/usr/bin/etcd"
 	}
-	for _, b := range []string{kubelet, apiserver, etcd} {
+	need := []string{kubelet, etcd}
+	if apiserverHelper(t) == "" {
+		need = append(need, apiserver)
+	}
+	for _, b := range need {
 		if _, err := os.Stat(b); err != nil {
 			t.Fatalf("%v (run `make realkubelet`, which builds the kubelet and API server and installs etcd-server)", err)
 		}
@@ -74,44 +80,13 @@ func startStack(ctx context.Context, t *testing.T, base string, statsPeriod time
 	logs := filepath.Join(base, "logs")
 	mkdirs(t, logs, filepath.Join(base, "etcd"), filepath.Join(base, "apiserver"), filepath.Join(base, "kubelet-cwd"), filepath.Join(base, "volume-plugins"))
 	t.Cleanup(func() { keepLogs(t, logs) })
-	ports := freePorts(t, 5)
-	etcdClient, etcdPeer, apiPort, kubeletPort, healthzPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	ports := freePorts(t, 2)
+	kubeletPort, healthzPort := ports[0], ports[1]
 	token := randomHex(t)
 	start := time.Now()
-
-	etcd := startProcess(t, logs, "etcd", base, etcdBin,
-		"--name", "realkubelet-"+token[:8], "--data-dir", filepath.Join(base, "etcd"),
-		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdClient),
-		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdClient),
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPeer),
-		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdPeer),
-		"--initial-cluster", fmt.Sprintf("realkubelet-%s=http://127.0.0.1:%d", token[:8], etcdPeer))
-	d, err := waitFor(ctx, etcd, "etcd /health", 60*time.Second, httpOK(fmt.Sprintf("http://127.0.0.1:%d/health", etcdClient), "", `"health":"true"`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.timed("etcd", d)
-
-	s.saKey = writeKey(t, filepath.Join(base, "sa.key"))
-	tokens := filepath.Join(base, "tokens.csv")
-	writeFile(t, tokens, token+`,admin,admin,"system:masters"`+"\n")
-	apiserver := startProcess(t, logs, "kube-apiserver", base, apiserverBin,
-		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", etcdClient),
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-		"--secure-port", fmt.Sprint(apiPort), "--cert-dir", filepath.Join(base, "apiserver"),
-		"--token-auth-file", tokens, "--authorization-mode", "AlwaysAllow",
-		"--service-cluster-ip-range", "10.0.0.0/24", "--endpoint-reconciler-type", "none", // loopback: no kubernetes Service endpoints
-		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file", s.saKey, "--service-account-signing-key-file", s.saKey)
-	apiURL := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	// Our own token: another stack's API server on a reused port would
-	// not accept it.
-	d, err = waitFor(ctx, apiserver, "kube-apiserver /readyz", 120*time.Second, httpOK(apiURL+"/readyz", token, "ok"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.timed("kube-apiserver", d)
+	apiURL := s.startControlPlane(ctx, t, apiserverBin, etcdBin, token).url
 	cfg := &rest.Config{Host: apiURL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	var err error
 	if s.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +112,7 @@ func startStack(ctx context.Context, t *testing.T, base string, statsPeriod time
 	s.kubelet = startProcess(t, logs, "kubelet", filepath.Join(base, "kubelet-cwd"), kubeletBin,
 		"--config", config, "--kubeconfig", kubeconfig, "--root-dir", kubeletRoot,
 		"--hostname-override", nodeName, "--v", kubeletVerbosity())
-	d, err = waitFor(ctx, s.kubelet, "kubelet /healthz", 60*time.Second, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthzPort), "", "ok"))
+	d, err := waitFor(ctx, s.kubelet, "kubelet /healthz", 60*time.Second, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthzPort), "", "ok"))
 	if err != nil {
 		t.Fatal(err)
 	}

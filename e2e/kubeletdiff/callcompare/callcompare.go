@@ -1,4 +1,9 @@
-package kubeletdiff
+// Package callcompare is how the differential test (kubeletdiff) and the
+// whole-kubelet test (e2e/realkubelet) compare the recording driver's two
+// streams of calls: each call normalized to a line (tokens by shape, the
+// root dir of each side as <root>), then a line diff with the fields that
+// differ.
+package callcompare
 
 import (
 	"encoding/json"
@@ -20,13 +25,13 @@ var (
 	expField   = regexp.MustCompile(`"expirationTimestamp":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)"`)
 )
 
-// normalizeTokens replaces, inside the tokens value (a JSON string written
+// NormalizeTokens replaces, inside the tokens value (a JSON string written
 // by the kubelet), each JWT-shaped token by <JWT> and each RFC 3339
 // timestamp with whole seconds in UTC by <RFC3339>. Everything else of the
 // value (audiences as keys, key order, field names, escaping) stays and is
 // compared byte for byte; a token or timestamp of another shape stays too,
 // and so differs.
-func normalizeTokens(v string) string {
+func NormalizeTokens(v string) string {
 	v = tokenField.ReplaceAllStringFunc(v, func(m string) string {
 		tok := tokenField.FindStringSubmatch(m)[1]
 		if jwtShape.MatchString(tok) {
@@ -37,9 +42,10 @@ func normalizeTokens(v string) string {
 	return expField.ReplaceAllString(v, `"expirationTimestamp":"<RFC3339>"`)
 }
 
-// normalize is a call as compared: the tokens by shape, nothing else
-// touched.
-func normalize(c recorder.Call) string {
+// Normalize is a call as compared: the tokens by shape, and root (a root
+// dir that differs between the two sides; "" for none) written <root>;
+// nothing else touched.
+func Normalize(c recorder.Call, root string) string {
 	req := map[string]any{}
 	for k, v := range c.Request {
 		req[k] = v
@@ -54,26 +60,31 @@ func normalize(c recorder.Call) string {
 			for k, v := range m {
 				n[k] = v
 			}
-			n[TokensKey] = normalizeTokens(s)
+			n[TokensKey] = NormalizeTokens(s)
 			req[field] = n
 		}
 	}
 	c.Request = req
-	return c.Line()
+	if root == "" {
+		return c.Line()
+	}
+	return strings.ReplaceAll(c.Line(), root+"/", "<root>/")
 }
 
-func normalizeAll(calls []recorder.Call) []string {
+// NormalizeAll is Normalize of each call.
+func NormalizeAll(calls []recorder.Call, root string) []string {
 	out := make([]string, len(calls))
 	for i, c := range calls {
-		out[i] = normalize(c)
+		out[i] = Normalize(c, root)
 	}
 	return out
 }
 
-// diff is a line diff (longest common subsequence) of the two streams,
-// with, for each kubelet line replaced by a simulator line of the same
-// method, the fields that differ.
-func diff(a, b []string) string {
+// Diff is a line diff (longest common subsequence) of the kubelet's stream
+// (named kubelet in the header: the kubelet code, the whole kubelet) and
+// the simulator's, with, for each kubelet line replaced by a simulator line
+// of the same method, the fields that differ.
+func Diff(kubelet string, a, b []string) string {
 	n, m := len(a), len(b)
 	lcs := make([][]int, n+1)
 	for i := range lcs {
@@ -89,7 +100,7 @@ func diff(a, b []string) string {
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "kubelet code: %d calls, csi-kubelet-sim: %d calls\n", n, m)
+	fmt.Fprintf(&sb, "%s: %d calls, csi-kubelet-sim: %d calls\n", kubelet, n, m)
 	var dels, adds []string
 	flush := func() {
 		for k := 0; k < max(len(dels), len(adds)); k++ {
