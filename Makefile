@@ -299,7 +299,9 @@ REALKUBELET_LDFLAGS = -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_V
 # helper's (`make apiserver-helper`, as --apiserver runs them); another
 # release builds its own kube-apiserver.
 REALKUBELET_HELPER = $(if $(filter $(APISERVER_KUBE),$(KUBE_VERSION)),$(APISRV))
-realkubelet: build realkubelet-bin realkubelet-etcd $(if $(REALKUBELET_HELPER),apiserver-helper)
+# REALKUBELET_PREBUILT=1: the binaries were just built (.ci/run builds them
+# while the differential test runs), no relink.
+realkubelet: build $(if $(REALKUBELET_PREBUILT),,realkubelet-bin) realkubelet-etcd $(if $(REALKUBELET_HELPER),apiserver-helper)
 	cd e2e/realkubelet && CSI_KUBELET_SIM=$(SIM) REALKUBELET_BIN=$(REALKUBELET_BINDIR) REALKUBELET_VERSION=$(KUBE_VERSION) REALKUBELET_ETCD=$(REALKUBELET_ETCD) \
 		REALKUBELET_APISERVER_HELPER=$(REALKUBELET_HELPER) \
 		$(REALKUBELET_BINDIR)/realkubelet.test -test.count=1 -test.timeout $(REALKUBELET_TIMEOUT) -test.run TestRealKubelet $(REALKUBELET_FLAGS)
