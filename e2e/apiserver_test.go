@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -393,8 +394,41 @@ func tokenClaimsMatchIssuer(t *testing.T, apiserver string, release ...string) {
 	drv := startRefDriver(t, work)
 	key := filepath.Join(work, "sa.key")
 	writeRSAKey(t, key)
+	for _, in := range []struct{ name, path string }{
+		{"sample", sample(t, "tokens")},
+		{"extended expiration", extendedTokensInput(t, work)},
+	} {
+		t.Run(in.name, func(t *testing.T) { compareTokenClaims(t, in.path, drv.Sock, key, apiserver, release) })
+	}
+}
+
+// extendedTokensInput is the tokens sample with its API-audience token
+// asked for 3607 s: the API server extends it to a year and writes
+// kubernetes.io.warnafter (--service-account-extend-token-expiration).
+func extendedTokensInput(t *testing.T, work string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sample(t, "tokens"), "tokens.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const api = "    - audience: \"\"\n"
+	if !bytes.Contains(b, []byte(api)) {
+		t.Fatalf("the tokens sample has no %q", api)
+	}
+	dir := filepath.Join(work, "extended")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(api), []byte(api+"      expirationSeconds: 3607\n"), 1)
+	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func compareTokenClaims(t *testing.T, input, sock, key, apiserver string, release []string) {
 	claims := func(extra ...string) map[string]map[string]any {
-		args := append([]string{"run", "-f", sample(t, "tokens"), "--endpoint", drv.Sock, "--node-name", simNode,
+		args := append([]string{"run", "-f", input, "--endpoint", sock, "--node-name", simNode,
 			"--service-account-key-file", key, "--show-secrets", "-o", "json"}, release...)
 		args = append(args, extra...)
 		r := runSim(t, args...)
@@ -484,6 +518,11 @@ func normaliseClaims(t *testing.T, tok map[string]any) map[string]any {
 	exp, _ := c["exp"].(float64)
 	iat, _ := c["iat"].(float64)
 	c["lifetime"] = exp - iat
+	if k8s, ok := c["kubernetes.io"].(map[string]any); ok {
+		if w, ok := k8s["warnafter"].(float64); ok {
+			k8s["warnafter"] = w - iat
+		}
+	}
 	for _, k := range []string{"exp", "iat", "nbf"} {
 		delete(c, k)
 	}
