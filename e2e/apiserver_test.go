@@ -354,14 +354,30 @@ func TestAPIServerTokenClaimsMatchIssuer(t *testing.T) {
 
 // A kubelet of 1.30 on the default helper's API server (1.37): the run
 // works, and its trace says the two releases differ and what that changes.
+// The 1.30 kubelet still hands the tokens in volume_context, though the
+// 1.37 API server keeps the CSIDriver's serviceAccountTokenInSecrets.
 func TestAPIServerReleaseSkew(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
 	drv := startRefDriver(t, work)
 	r := runSim(t, "run", "-f", sample(t, "tokens"), "--endpoint", drv.Sock, "--node-name", simNode,
-		"--kubelet-version", "1.30", "--apiserver")
+		"--kubelet-version", "1.30", "--apiserver", "-o", "json")
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r)
+	}
+	published := 0
+	for _, c := range calls(parseTrace(t, r)) {
+		if c.Method != "NodePublishVolume" {
+			continue
+		}
+		published++
+		vc, _ := c.Request["volume_context"].(map[string]any)
+		if _, ok := vc[tokensKey]; !ok {
+			t.Errorf("a 1.30 kubelet's NodePublishVolume without %s in volume_context: %v", tokensKey, c.Request)
+		}
+	}
+	if published == 0 {
+		t.Fatalf("no NodePublishVolume:\n%s", r.Stdout)
 	}
 	for _, want := range []string{"kube-apiserver v1.37.2 on etcd",
 		"API server warning: kube-apiserver v1.37.2 is 7 minor releases newer than the simulated kubelet 1.30 (outside the version skew policy",
