@@ -51,9 +51,18 @@ helpers: admission-helper refdriver demo-webhook secrets-driver
 APISERVER_KUBE    := v1.37.2
 APISERVER_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(APISERVER_KUBE) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
+# KUBE_VERSION=v1.X.Y (another release) builds the helper from
+# cmd/csi-kubelet-sim-apiserver/go.v1.X.Y.mod (its genmod.sh writes it from
+# e2e/realkubelet's, whose compiled packages it shares) into
+# $(APISRV)-v1.X.Y; --apiserver uses it through CSI_KUBELET_SIM_APISERVER.
+APISERVER_AT      = $(if $(filter-out $(APISERVER_KUBE),$(KUBE_VERSION)),$(KUBE_VERSION))
+APISERVER_MODFILE = $(if $(APISERVER_AT),go.$(APISERVER_AT).mod,go.mod)
 .PHONY: apiserver-helper apiserver-etcd
 apiserver-helper: apiserver-etcd
-	cd cmd/csi-kubelet-sim-apiserver && $(GO) build -ldflags "$(APISERVER_LDFLAGS)" -o $(APISRV) .
+	@[ -f cmd/csi-kubelet-sim-apiserver/$(APISERVER_MODFILE) ] || \
+		{ echo "make apiserver-helper: no module file for Kubernetes $(KUBE_VERSION): run cmd/csi-kubelet-sim-apiserver/genmod.sh $(KUBE_VERSION)"; exit 2; }
+	cd cmd/csi-kubelet-sim-apiserver && $(GO) build -modfile=$(APISERVER_MODFILE) \
+		-ldflags "$(if $(APISERVER_AT),$(REALKUBELET_LDFLAGS),$(APISERVER_LDFLAGS))" -o $(APISRV)$(if $(APISERVER_AT),-$(APISERVER_AT)) .
 
 apiserver-etcd:
 	@[ -x /usr/bin/etcd ] || command -v etcd >/dev/null && exit 0; \

@@ -48,6 +48,9 @@ type ControlPlane struct {
 	// kubelet's client certificate.
 	Admin, Kubelet Credential
 	StartUp        time.Duration
+	// Version is the helper's kube-apiserver release (HelperVersion), ""
+	// when unknown.
+	Version string
 	// Warnings are the API server's warnings to Admin's and Kubelet's
 	// clients.
 	Warnings *Warnings
@@ -100,7 +103,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		}
 		return nil, fmt.Errorf("control plane dir: %w", err)
 	}
-	cp = &ControlPlane{Dir: dir}
+	cp = &ControlPlane{Dir: dir, Version: HelperVersion(helperBin)}
 	defer func() {
 		if err != nil {
 			cp.Stop()
@@ -213,6 +216,11 @@ rules:
 // apiserverArgs are kube-apiserver's flags: loopback only, the run's CA
 // for serving and clients, Node and RBAC authorization as a kubeadm
 // cluster, the service-account issuer of the simulator.
+// Every flag here exists in kube-apiserver from 1.30 (the oldest release
+// simulated) to the newest: TestAPIServerTokenClaimsMatchIssuer starts the
+// helpers of both. A flag of a later release must be given by the
+// helper's release (ControlPlane.Version), as kube-apiserver refuses a flag
+// it does not know.
 func apiserverArgs(cfg Config, f files, ports []int, audit string) []string {
 	issuer := cfg.Issuer
 	if issuer == "" {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -338,16 +339,114 @@ func waitOutput(t *testing.T, sim *bgSim, want string, timeout time.Duration) {
 // The tokens the API server's TokenRequest API returns (--apiserver) and
 // those of the simulator's own issuer, for the same pod, CSIDriver and key:
 // the same header and claims, apart from the times, the token ID and the
-// UIDs the API server assigns (docs/kubelet.md §4.5).
+// UIDs the API server assigns (docs/kubelet.md §4.5), at the newest
+// release (the default helper) and the oldest one (the helper built with
+// `make apiserver-helper KUBE_VERSION=v1.30.14`, and --kubelet-version 1.30).
 func TestAPIServerTokenClaimsMatchIssuer(t *testing.T) {
 	apiserverHelper(t)
+	t.Run("v1.37.2", func(t *testing.T) { tokenClaimsMatchIssuer(t, "v1.37.2") })
+	t.Run("v1.30.14", func(t *testing.T) {
+		helper := releaseHelper(t, "v1.30.14")
+		t.Setenv("CSI_KUBELET_SIM_APISERVER", helper)
+		tokenClaimsMatchIssuer(t, "v1.30.14", "--kubelet-version", "1.30")
+	})
+}
+
+// A kubelet of 1.30 on the default helper's API server (1.37): the run
+// works, and its trace says the two releases differ and what that changes.
+// The 1.30 kubelet still hands the tokens in volume_context, though the
+// 1.37 API server keeps the CSIDriver's serviceAccountTokenInSecrets.
+func TestAPIServerReleaseSkew(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	drv := startRefDriver(t, work)
+	r := runSim(t, "run", "-f", sample(t, "tokens"), "--endpoint", drv.Sock, "--node-name", simNode,
+		"--kubelet-version", "1.30", "--apiserver", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r)
+	}
+	published := 0
+	for _, c := range calls(parseTrace(t, r)) {
+		if c.Method != "NodePublishVolume" {
+			continue
+		}
+		published++
+		vc, _ := c.Request["volume_context"].(map[string]any)
+		if _, ok := vc[tokensKey]; !ok {
+			t.Errorf("a 1.30 kubelet's NodePublishVolume without %s in volume_context: %v", tokensKey, c.Request)
+		}
+	}
+	if published == 0 {
+		t.Fatalf("no NodePublishVolume:\n%s", r.Stdout)
+	}
+	for _, want := range []string{"kube-apiserver v1.37.2 on etcd",
+		"API server warning: kube-apiserver v1.37.2 is 7 minor releases newer than the simulated kubelet 1.30 (outside the version skew policy",
+		"make apiserver-helper KUBE_VERSION=v1.30.N"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("the trace lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+}
+
+// releaseHelper is the API server helper of another release, beside the
+// default one; the test is skipped when it was not built.
+func releaseHelper(t *testing.T, version string) string {
+	t.Helper()
+	def := os.Getenv("CSI_KUBELET_SIM_APISERVER")
+	if def == "" {
+		def = filepath.Join(filepath.Dir(simBin(t)), "csi-kubelet-sim-apiserver")
+	}
+	p := def + "-" + version
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no API server helper of Kubernetes %s (%v): `make apiserver-helper KUBE_VERSION=%s` builds it", version, err, version)
+	}
+	return p
+}
+
+// tokenClaimsMatchIssuer compares the claims of one release; the API
+// server's trace line names the helper's release, apiserver.
+func tokenClaimsMatchIssuer(t *testing.T, apiserver string, release ...string) {
 	work := workDir(t)
 	drv := startRefDriver(t, work)
 	key := filepath.Join(work, "sa.key")
 	writeRSAKey(t, key)
+	for _, in := range []struct{ name, path string }{
+		{"sample", sample(t, "tokens")},
+		{"extended expiration", extendedTokensInput(t, work)},
+	} {
+		t.Run(in.name, func(t *testing.T) { compareTokenClaims(t, in.path, drv.Sock, key, apiserver, release) })
+	}
+}
+
+// extendedTokensInput is the tokens sample with its API-audience token
+// asked for 3607 s: the API server extends it to a year and writes
+// kubernetes.io.warnafter (--service-account-extend-token-expiration).
+func extendedTokensInput(t *testing.T, work string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sample(t, "tokens"), "tokens.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const api = "    - audience: \"\"\n"
+	if !bytes.Contains(b, []byte(api)) {
+		t.Fatalf("the tokens sample has no %q", api)
+	}
+	dir := filepath.Join(work, "extended")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(api), []byte(api+"      expirationSeconds: 3607\n"), 1)
+	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func compareTokenClaims(t *testing.T, input, sock, key, apiserver string, release []string) {
 	claims := func(extra ...string) map[string]map[string]any {
-		args := append([]string{"run", "-f", sample(t, "tokens"), "--endpoint", drv.Sock, "--node-name", simNode,
-			"--service-account-key-file", key, "--show-secrets", "-o", "json"}, extra...)
+		args := append([]string{"run", "-f", input, "--endpoint", sock, "--node-name", simNode,
+			"--service-account-key-file", key, "--show-secrets", "-o", "json"}, release...)
+		args = append(args, extra...)
 		r := runSim(t, args...)
 		if r.Code != 0 {
 			t.Fatalf("exit %d\n%s", r.Code, r)
@@ -357,8 +456,14 @@ func TestAPIServerTokenClaimsMatchIssuer(t *testing.T) {
 			if c.Method != "NodePublishVolume" {
 				continue
 			}
+			// In secrets where the CSIDriver asks for it and the release
+			// knows the field, in volume_context otherwise (1.30).
 			secrets, _ := c.Request["secrets"].(map[string]any)
 			raw, _ := secrets[tokensKey].(string)
+			if raw == "" {
+				vc, _ := c.Request["volume_context"].(map[string]any)
+				raw, _ = vc[tokensKey].(string)
+			}
 			var toks map[string]struct {
 				Token string `json:"token"`
 			}
@@ -372,6 +477,12 @@ func TestAPIServerTokenClaimsMatchIssuer(t *testing.T) {
 		if len(out) == 0 {
 			t.Fatalf("no tokens in the NodePublishVolume calls:\n%s", r.Stdout)
 		}
+		if want := "kube-apiserver " + apiserver + " on etcd"; len(extra) > 0 && !strings.Contains(r.Stdout, want) {
+			t.Errorf("the trace does not say %q:\n%s", want, r.Stdout)
+		}
+		if len(extra) > 0 && strings.Contains(r.Stdout, "API server warning: kube-apiserver") {
+			t.Errorf("a release skew is reported for the same releases:\n%s", r.Stdout)
+		}
 		return out
 	}
 	own, api := claims(), claims("--apiserver")
@@ -384,7 +495,10 @@ func TestAPIServerTokenClaimsMatchIssuer(t *testing.T) {
 			ob, _ := json.MarshalIndent(o, "", " ")
 			ab, _ := json.MarshalIndent(a, "", " ")
 			t.Errorf("audience %q: own issuer\n%s\nAPI server\n%s", aud, ob, ab)
+			continue
 		}
+		ab, _ := json.Marshal(a)
+		t.Logf("audience %q: the same header and claims: %s", aud, ab)
 	}
 }
 
@@ -420,6 +534,11 @@ func normaliseClaims(t *testing.T, tok map[string]any) map[string]any {
 	exp, _ := c["exp"].(float64)
 	iat, _ := c["iat"].(float64)
 	c["lifetime"] = exp - iat
+	if k8s, ok := c["kubernetes.io"].(map[string]any); ok {
+		if w, ok := k8s["warnafter"].(float64); ok {
+			k8s["warnafter"] = w - iat
+		}
+	}
 	for _, k := range []string{"exp", "iat", "nbf"} {
 		delete(c, k)
 	}

@@ -40,6 +40,9 @@ type apiserverOptions struct {
 	tail     *cluster.AuditTail
 	stopTail context.CancelFunc
 	node     *cluster.NodeSide
+	// skew says how the API server's release differs from the simulated
+	// kubelet's ("" when they are the same minor release).
+	skew string
 	// leaveOut are kinds of the input not created (conformance builds
 	// its own pods and volumes).
 	leaveOut map[string]bool
@@ -99,6 +102,7 @@ func (o *apiserverOptions) start(ctx context.Context, co *commonOptions, ep csic
 			o.stop()
 		}
 	}()
+	o.skew = cluster.SkewNote(o.cp.Version, co.release.Minor)
 	docs, err := o.documents(co.cluster)
 	if err != nil {
 		return withCode(exitUsage, err)

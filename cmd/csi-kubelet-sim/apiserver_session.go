@@ -63,7 +63,14 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 // announcements say what the control plane is, what the input became
 // and who the driver is.
 func (o *apiserverOptions) announcements() []string {
-	lines := []string{fmt.Sprintf("API server: kube-apiserver %s on etcd at %s, up in %.1fs (CA %s)", cluster.KubeVersion, o.cp.URL, o.cp.StartUp.Seconds(), o.cp.CAFile)}
+	version := o.cp.Version
+	if version == "" {
+		version = "(release unknown)"
+	}
+	lines := []string{fmt.Sprintf("API server: kube-apiserver %s on etcd at %s, up in %.1fs (CA %s)", version, o.cp.URL, o.cp.StartUp.Seconds(), o.cp.CAFile)}
+	if o.skew != "" {
+		lines = append(lines, "API server warning: "+o.skew)
+	}
 	for _, n := range o.applied.Notes {
 		lines = append(lines, "API server: "+n)
 	}
