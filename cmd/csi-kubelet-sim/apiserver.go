@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
@@ -144,7 +141,7 @@ func (o *apiserverOptions) documents(c *manifests.Cluster) ([]cluster.Document, 
 	}
 	var docs []cluster.Document
 	for _, obj := range objs {
-		if _, kind := typeOf(obj); o.leaveOut[kind] {
+		if _, kind := manifests.TypeOf(obj); o.leaveOut[kind] {
 			continue
 		}
 		d, err := document(c, obj)
@@ -158,7 +155,7 @@ func (o *apiserverOptions) documents(c *manifests.Cluster) ([]cluster.Document, 
 
 // document makes a Document of a typed object of the input.
 func document(c *manifests.Cluster, obj any) (cluster.Document, error) {
-	apiVersion, kind := typeOf(obj)
+	apiVersion, kind := manifests.TypeOf(obj)
 	if kind == "" {
 		return cluster.Document{}, fmt.Errorf("--apiserver: no API kind for %T", obj)
 	}
@@ -171,35 +168,6 @@ func document(c *manifests.Cluster, obj any) (cluster.Document, error) {
 		src = "the input"
 	}
 	return cluster.Document{Source: src, Obj: o}, nil
-}
-
-// typeOf is the apiVersion and kind of the kinds the kubelet reads.
-func typeOf(obj any) (string, string) {
-	switch obj.(type) {
-	case *corev1.Pod:
-		return "v1", "Pod"
-	case *corev1.PersistentVolume:
-		return "v1", "PersistentVolume"
-	case *corev1.PersistentVolumeClaim:
-		return "v1", "PersistentVolumeClaim"
-	case *corev1.Secret:
-		return "v1", "Secret"
-	case *corev1.ServiceAccount:
-		return "v1", "ServiceAccount"
-	case *corev1.Node:
-		return "v1", "Node"
-	case *corev1.Namespace:
-		return "v1", "Namespace"
-	case *storagev1.CSIDriver:
-		return "storage.k8s.io/v1", "CSIDriver"
-	case *storagev1.StorageClass:
-		return "storage.k8s.io/v1", "StorageClass"
-	case *storagev1.VolumeAttachment:
-		return "storage.k8s.io/v1", "VolumeAttachment"
-	case *admissionregistrationv1.MutatingWebhookConfiguration:
-		return "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"
-	}
-	return "", ""
 }
 
 // readBack puts the API server's version of each object the kubelet reads
@@ -224,13 +192,10 @@ func readBack(c *manifests.Cluster, objs []cluster.Object) error {
 // others (and for the webhook configurations, which only the API server
 // uses now).
 func newTyped(apiVersion, kind string) any {
-	for _, t := range []any{&corev1.Pod{}, &corev1.PersistentVolume{}, &corev1.PersistentVolumeClaim{}, &corev1.Secret{},
-		&corev1.ServiceAccount{}, &corev1.Node{}, &corev1.Namespace{}, &storagev1.CSIDriver{}, &storagev1.StorageClass{}, &storagev1.VolumeAttachment{}} {
-		if v, k := typeOf(t); v == apiVersion && k == kind {
-			return t
-		}
+	if kind == "MutatingWebhookConfiguration" {
+		return nil
 	}
-	return nil
+	return manifests.NewOf(apiVersion, kind)
 }
 
 func (o *apiserverOptions) writeKubeconfig(ctx context.Context, docs []cluster.Document) error {
