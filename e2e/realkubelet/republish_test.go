@@ -124,21 +124,28 @@ type cadence struct {
 	calls   []recorder.Call
 }
 
-// checkRepublish: the early republish, then each one syncFrequency to 1.5
-// syncFrequency after the one before (plus 1.5s for the pod sync's own work
-// and a loaded machine), 3 or 4 NodePublishVolume in the hold.
+// checkRepublish: the early republish (one or two: the whole kubelet at
+// times syncs the pod once more within a second of the first sync, e.g.
+// +0.19 s and +0.80 s, when the periodic relist sees the pod again; the
+// simulator makes one), then each one syncFrequency to 1.5 syncFrequency
+// after the one before (plus 1.5s for the pod sync's own work and a loaded
+// machine), 3 to 5 NodePublishVolume in the hold.
 func checkRepublish(t *testing.T, who string, times []time.Time) {
-	if len(times) < 2 || times[1].Sub(times[0]) > earlyRepublish {
-		t.Errorf("%s: no republish within %s of the first publish: %s", who, earlyRepublish, offsets(times))
+	early := 0
+	for i := 1; i < len(times) && times[i].Sub(times[0]) <= earlyRepublish; i++ {
+		early++
+	}
+	if early < 1 || early > 2 {
+		t.Errorf("%s: %d republishes within %s of the first publish, want 1 or 2: %s", who, early, earlyRepublish, offsets(times))
 	}
 	lo, hi := syncFrequency-500*time.Millisecond, syncFrequency*3/2+1500*time.Millisecond
-	for i := 2; i < len(times); i++ {
+	for i := early + 1; i < len(times); i++ {
 		if gap := times[i].Sub(times[i-1]); gap < lo || gap > hi {
 			t.Errorf("%s: republish %d came %.1fs after the one before, not within [%s, %s]: %s", who, i, gap.Seconds(), lo, hi, offsets(times))
 		}
 	}
-	if n := len(times); n < 3 || n > 4 {
-		t.Errorf("%s: %d NodePublishVolume in %s, want 3 or 4 (the first, the early one, 1 or 2 periodic): %s", who, n, republishHold, offsets(times))
+	if n := len(times) - early; n < 2 || n > 3 {
+		t.Errorf("%s: %d NodePublishVolume in %s besides the early ones, want 2 or 3 (the first, 1 or 2 periodic): %s", who, n, republishHold, offsets(times))
 	}
 }
 
