@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -17,15 +19,16 @@ import (
 // With RecoverVolumeExpansionFailure and an external resizer that records
 // allocatedResources, the new size is status.allocatedResources and the
 // call is made only while the resize status is NodeResizePending or
-// NodeResizeInProgress.
+// NodeResizeInProgress. The mount operation ignores whether the expansion
+// finished: the actual state keeps the claim's old size, so the reconciler
+// expands the volume again while in use (expandinuse.go).
 func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, at resizePaths) error {
 	if v.PV == nil || v.PVC == nil {
 		return nil
 	}
-	pvc := v.PVC
 	// A claim written without a status is taken as bound by the PV
 	// controller, which sets status.capacity to the PV's: nothing to expand.
-	statusCap, known := pvc.Status.Capacity[corev1.ResourceStorage]
+	statusCap, known := v.PVC.Status.Capacity[corev1.ResourceStorage]
 	specCap, ok := v.PV.Spec.Capacity[corev1.ResourceStorage]
 	if !known || !ok || statusCap.Cmp(specCap) >= 0 {
 		return nil
@@ -34,35 +37,103 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 		k.trace.Warn(ctx, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", v.SpecName))
 		return nil
 	}
-	newSize := specCap
-	if k.recoveringFromExpansion(pvc) {
-		// NodeExpander.runPreCheck: expand to allocatedResources while the
-		// resizer says the node's turn has come; an RWX claim the controller
-		// already grew is expanded unless annotated as not needing it.
-		newSize = pvc.Status.AllocatedResources[corev1.ResourceStorage]
-		resizeStatus := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
-		alreadyUpdated := statusCap.Cmp(newSize) >= 0 && resizeStatus == ""
-		_, notRequired := pvc.Annotations["volume.kubernetes.io/node-expansion-not-required"]
-		allow := resizeStatus == corev1.PersistentVolumeClaimNodeResizePending ||
-			resizeStatus == corev1.PersistentVolumeClaimNodeResizeInProgress ||
-			(alreadyUpdated && slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) && !notRequired)
-		if !allow {
-			k.trace.Note(ctx, true, fmt.Sprintf("expansion: resize status %q: NodeExpandVolume is not allowed to proceed", resizeStatus))
-			return nil
+	_, _, err := k.resizeOnNode(ctx, pod, v, at, specCap)
+	return err
+}
+
+// resizeOnNode is the expansion both the mount and the in-use expansion
+// make once they decided the volume is to grow to pvSize: the legacy path
+// (legacyCallNodeExpandOnPlugin) or, when the claim's resize fields drive
+// it, the new one (NodeExpander.expandOnPlugin). It returns whether the
+// expansion is finished for the actual state and the size to record there.
+func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *volumeSpec, at resizePaths, pvSize resource.Quantity) (bool, resource.Quantity, error) {
+	pvc := v.PVC
+	if !k.recoveringFromExpansion(pvc) {
+		err := k.nodeExpand(ctx, v, at, pvSize)
+		switch {
+		case errors.Is(err, errNodeExpandNotSupported):
+			return true, pvSize, nil
+		case isInUseError(err):
+			k.markInUseExpansionError(ctx, pod, v, err)
+			return true, pvSize, nil
+		case err != nil:
+			return false, pvSize, err
 		}
+		// The claim's status is updated only when below the new size.
+		if statusCap := pvc.Status.Capacity[corev1.ResourceStorage]; statusCap.Cmp(pvSize) < 0 {
+			k.recordClaimSize(ctx, pvc, pvSize)
+		}
+		return true, pvSize, nil
 	}
-	size, err := k.nodeExpand(ctx, v, at, newSize)
-	if err != nil {
-		return err
+	// NodeExpander.runPreCheck: expand to allocatedResources while the
+	// resizer says the node's turn has come; an RWX claim already grown is
+	// expanded unless annotated as not needing it.
+	oldSize := pvc.Status.Capacity[corev1.ResourceStorage]
+	newSize := pvc.Status.AllocatedResources[corev1.ResourceStorage]
+	allow, alreadyUpdated := nodeExpansionAllowed(pvc, newSize)
+	if !allow {
+		if alreadyUpdated {
+			return true, newSize, nil
+		}
+		k.trace.Note(ctx, true, fmt.Sprintf("expansion: resize status %q: NodeExpandVolume is not allowed to proceed", pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]))
+		return false, oldSize, nil
 	}
-	// The kubelet records the new size in the claim's status.
+	err := k.nodeExpand(ctx, v, at, newSize)
+	switch {
+	case errors.Is(err, errNodeExpandNotSupported) && alreadyUpdated:
+		return true, newSize, nil
+	case isInUseError(err):
+		k.markInUseExpansionError(ctx, pod, v, err)
+		return false, oldSize, nil
+	case err != nil:
+		return false, oldSize, err
+	}
+	if !alreadyUpdated {
+		k.recordClaimSize(ctx, pvc, newSize)
+	}
+	return true, newSize, nil
+}
+
+// nodeExpansionAllowed is NodeExpander.runPreCheck on the claim: whether
+// the node may expand to newSize, and whether the claim already has it.
+func nodeExpansionAllowed(pvc *corev1.PersistentVolumeClaim, newSize resource.Quantity) (allow, alreadyUpdated bool) {
+	statusCap := pvc.Status.Capacity[corev1.ResourceStorage]
+	resizeStatus := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+	alreadyUpdated = statusCap.Cmp(newSize) >= 0 && resizeStatus == ""
+	_, notRequired := pvc.Annotations["volume.kubernetes.io/node-expansion-not-required"]
+	if alreadyUpdated && slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) && !notRequired {
+		return true, true
+	}
+	return resizeStatus == corev1.PersistentVolumeClaimNodeResizePending ||
+		resizeStatus == corev1.PersistentVolumeClaimNodeResizeInProgress, alreadyUpdated
+}
+
+// recordClaimSize is the kubelet's update of the claim's status after a
+// successful NodeExpandVolume (MarkFSResizeFinished,
+// MarkNodeExpansionFinishedWithRecovery): the new size it asked for, not
+// the size the driver answered, and no resize status.
+func (k *Kubelet) recordClaimSize(ctx context.Context, pvc *corev1.PersistentVolumeClaim, size resource.Quantity) {
 	if pvc.Status.Capacity == nil {
 		pvc.Status.Capacity = corev1.ResourceList{}
 	}
 	pvc.Status.Capacity[corev1.ResourceStorage] = size
 	delete(pvc.Status.AllocatedResourceStatuses, corev1.ResourceStorage)
 	k.trace.Note(ctx, false, fmt.Sprintf("expansion: claim %s/%s status.capacity is now %s", pvc.Namespace, pvc.Name, size.String()))
-	return nil
+}
+
+// isInUseError is the CSI plugin's inUseError: FailedPrecondition says the
+// driver cannot expand the volume while it is in use; the kubelet lets the
+// mount go on and stops expanding the volume on this node.
+func isInUseError(err error) bool {
+	var s interface{ GRPCStatus() *status.Status }
+	return errors.As(err, &s) && s.GRPCStatus().Code() == codes.FailedPrecondition
+}
+
+// markInUseExpansionError is MarkForInUseExpansionError: the reconciler
+// will not expand this volume again while it stays attached.
+func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *volumeSpec, err error) {
+	k.state.markInUseExpansionError(v.uniqueName(string(pod.UID)))
+	k.trace.Warn(ctx, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q : %v; the kubelet lets the mount go on and does not expand the volume again on this node", v.SpecName, err))
 }
 
 // recoveringFromExpansion is checkForRecoveryFromExpansion: whether the
@@ -87,31 +158,35 @@ type resizePaths struct {
 	volumePath, stagingPath string
 }
 
+// errNodeExpandNotSupported is the OperationNotSupportedError of a driver
+// without EXPAND_VOLUME: the legacy path takes it as done.
+var errNodeExpandNotSupported = errors.New("NodeExpand is not supported by the CSI driver")
+
 // nodeExpand is csiPlugin.nodeExpandWithClient and the client's
 // NodeExpandVolume: the EXPAND_VOLUME query, the expand secret, then the
 // access-mode query and the call, with the PV's mount options but never an
 // SELinux option.
-func (k *Kubelet) nodeExpand(ctx context.Context, v *volumeSpec, at resizePaths, newSize resource.Quantity) (resource.Quantity, error) {
+func (k *Kubelet) nodeExpand(ctx context.Context, v *volumeSpec, at resizePaths, newSize resource.Quantity) error {
 	ok, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_EXPAND_VOLUME)
 	if err != nil {
-		return newSize, fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %v", err)
+		return fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %v", err)
 	}
 	if !ok {
 		k.trace.Note(ctx, false, fmt.Sprintf("NodeExpand is not supported by the CSI driver %s", v.Driver))
-		return newSize, nil
+		return fmt.Errorf("%w %s", errNodeExpandNotSupported, v.Driver)
 	}
 	secrets := map[string]string{}
 	if ref := v.PV.Spec.CSI.NodeExpandSecretRef; ref != nil {
 		if secrets, err = k.credentialsFromSecret(ref); err != nil {
-			return newSize, fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
+			return fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
 		}
 	}
 	if newSize.Value() < 0 {
-		return newSize, errors.New("size can not be less than 0")
+		return errors.New("size can not be less than 0")
 	}
 	mapper, err := k.accessModeMapper(ctx)
 	if err != nil {
-		return newSize, err
+		return err
 	}
 	fsType := v.FSType
 	if v.Block {
@@ -125,9 +200,8 @@ func (k *Kubelet) nodeExpand(ctx context.Context, v *volumeSpec, at resizePaths,
 		VolumeCapability:  volumeCapability(mapper(v.accessMode()), fsType, v.mountOptions(), nil),
 		Secrets:           secrets,
 	}
-	resp, err := k.nodeClient.NodeExpandVolume(ctx, req)
-	if err != nil {
-		return newSize, fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", classifyRPC(err))
+	if _, err := k.nodeClient.NodeExpandVolume(ctx, req); err != nil {
+		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", classifyRPC(err))
 	}
-	return *resource.NewQuantity(resp.GetCapacityBytes(), resource.BinarySI), nil
+	return nil
 }

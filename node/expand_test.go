@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -42,17 +43,19 @@ func TestExpandDuringMount(t *testing.T) {
 		claim   string
 		podVol  string
 		want    int64  // required_bytes; 0: no NodeExpandVolume
+		inUse   int64  // required_bytes of the in-use expansion; 0: none
 		wantCap string // the claim's status.capacity afterwards
 		note    string // a step of the round
 	}{
 		{name: "legacy: to the PV's size", minor: 37, claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}}"),
-			want: gi, wantCap: "1Gi", note: "expansion: claim default/data-1 status.capacity is now 1Gi"},
+			want: gi, inUse: gi, wantCap: "1Gi", note: "expansion: claim default/data-1 status.capacity is now 1Gi"},
 		{name: "claim at the PV's size", minor: 37, claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 1Gi}}"), wantCap: "1Gi"},
 		{name: "claim without status", minor: 37, claim: pvc1, wantCap: ""},
-		// Not supported by the driver is treated as done: the claim is
-		// recorded at the new size.
+		// Not supported by the driver is taken as done, but the claim
+		// keeps its size (legacyCallNodeExpandOnPlugin returns before
+		// MarkFSResizeFinished).
 		{name: "no EXPAND_VOLUME", minor: 37, caps: []csi.NodeServiceCapability_RPC_Type{capStage}, claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}}"),
-			wantCap: "1Gi", note: "NodeExpand is not supported by the CSI driver hostpath.csi.k8s.io"},
+			wantCap: "512Mi", note: "NodeExpand is not supported by the CSI driver hostpath.csi.k8s.io"},
 		{name: "read-only", minor: 37, claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}}"),
 			podVol:  "{name: data, persistentVolumeClaim: {claimName: data-1, readOnly: true}}",
 			wantCap: "512Mi", note: `MountVolume.NodeExpandVolume failed for volume "pv-1" requested read-only file system`},
@@ -67,7 +70,7 @@ func TestExpandDuringMount(t *testing.T) {
 			wantCap: "512Mi", note: `expansion: resize status "ControllerResizeInProgress": NodeExpandVolume is not allowed to proceed`},
 		{name: "1.30 gate off: legacy even with a resize status", minor: 30,
 			claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}, allocatedResources: {storage: 768Mi}, "+pending+"}"),
-			want:  gi, wantCap: "1Gi"},
+			want:  gi, inUse: gi, wantCap: "1Gi"},
 		{name: "1.30 gate on", minor: 30, gates: "RecoverVolumeExpansionFailure=true",
 			claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}, allocatedResources: {storage: 768Mi}, "+pending+"}"),
 			want:  mi768, wantCap: "768Mi"},
@@ -76,13 +79,15 @@ func TestExpandDuringMount(t *testing.T) {
 			want:  mi768, wantCap: "768Mi"},
 		{name: "1.33 gate off, no resize fields: legacy", minor: 33, gates: "RecoverVolumeExpansionFailure=false",
 			claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}}"),
-			want:  gi, wantCap: "1Gi"},
+			want:  gi, inUse: gi, wantCap: "1Gi"},
+		// The in-use pass's precheck lets an RWX claim already grown
+		// through again.
 		{name: "RWX grown by the controller: expanded on the node", minor: 37,
 			claim: claimWithStatus("[ReadWriteMany]", "{phase: Bound, capacity: {storage: 768Mi}, allocatedResources: {storage: 768Mi}}"),
-			want:  mi768, wantCap: "768Mi"},
+			want:  mi768, inUse: mi768, wantCap: "768Mi"},
 		{name: "RWX grown, node expansion not required", minor: 37,
 			claim:   claimWithStatus("[ReadWriteMany]", "{phase: Bound, capacity: {storage: 768Mi}, allocatedResources: {storage: 768Mi}}", "annotations: {volume.kubernetes.io/node-expansion-not-required: 'true'}"),
-			wantCap: "768Mi", note: `expansion: resize status "": NodeExpandVolume is not allowed to proceed`},
+			wantCap: "768Mi"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,24 +103,8 @@ func TestExpandDuringMount(t *testing.T) {
 				tc.claim, podDoc("app-1", "pod-uid-1", podVol))
 			e := newEnv(t, m, newFakeDriver(caps...), withGates(t, tc.minor, tc.gates))
 			e.mountOK("app-1")
-			exp := only(e.drv.Calls(), "NodeExpandVolume")
-			switch {
-			case tc.want == 0 && len(exp) != 0:
-				t.Errorf("NodeExpandVolume %v, want none", exp[0].Request)
-			case tc.want != 0:
-				req := one[*csi.NodeExpandVolumeRequest](t, e.drv.Calls(), "NodeExpandVolume")
-				want := &csi.NodeExpandVolumeRequest{
-					VolumeId:          "vol-1",
-					VolumePath:        targetPV1(e.root),
-					StagingTargetPath: globalmountVol1(e.root),
-					CapacityRange:     &csi.CapacityRange{RequiredBytes: tc.want},
-					VolumeCapability: &csi.VolumeCapability{
-						AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "xfs", MountFlags: []string{"noatime"}}},
-						AccessMode: &csi.VolumeCapability_AccessMode{Mode: req.GetVolumeCapability().GetAccessMode().GetMode()},
-					},
-					Secrets: map[string]string{},
-				}
-				protoEqual(t, "NodeExpandVolume", req, want)
+			for op, size := range map[string]int64{"NodeExpand": tc.want, "ExpandInUseVolume": tc.inUse} {
+				checkExpand(t, e, op, size)
 			}
 			pvc, _ := e.cluster.PersistentVolumeClaim("default", "data-1")
 			got := ""
@@ -135,6 +124,44 @@ func TestExpandDuringMount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// byOp are the calls the kubelet made in one operation (the trace's label).
+func byOp(calls []csifake.Call, op string) []csifake.Call {
+	var out []csifake.Call
+	for _, c := range calls {
+		if c.Labels.Operation == op {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// checkExpand checks the NodeExpandVolume of one operation (the mount's
+// "NodeExpand" or the reconciler's "ExpandInUseVolume") for pv-1 of
+// TestExpandDuringMount: size 0, none.
+func checkExpand(t *testing.T, e *testEnv, op string, size int64) {
+	t.Helper()
+	calls := byOp(e.drv.Calls(), op)
+	if size == 0 {
+		if exp := only(calls, "NodeExpandVolume"); len(exp) != 0 {
+			t.Errorf("%s: NodeExpandVolume %v, want none", op, exp[0].Request)
+		}
+		return
+	}
+	req := one[*csi.NodeExpandVolumeRequest](t, calls, "NodeExpandVolume")
+	want := &csi.NodeExpandVolumeRequest{
+		VolumeId:          "vol-1",
+		VolumePath:        targetPV1(e.root),
+		StagingTargetPath: globalmountVol1(e.root),
+		CapacityRange:     &csi.CapacityRange{RequiredBytes: size},
+		VolumeCapability: &csi.VolumeCapability{
+			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "xfs", MountFlags: []string{"noatime"}}},
+			AccessMode: &csi.VolumeCapability_AccessMode{Mode: req.GetVolumeCapability().GetAccessMode().GetMode()},
+		},
+		Secrets: map[string]string{},
+	}
+	protoEqual(t, op+" NodeExpandVolume", req, want)
 }
 
 // A failed NodeExpandVolume fails the mount, in the kubelet's words; the
@@ -167,9 +194,12 @@ func TestNodeExpandFailuresAndSecret(t *testing.T) {
 				if err := res.Volumes[0].Err; err != nil {
 					t.Fatal(err)
 				}
-				got := one[*csi.NodeExpandVolumeRequest](t, e.drv.Calls(), "NodeExpandVolume").GetSecrets()
-				if !maps.Equal(got, tc.secrets) {
-					t.Errorf("secrets %v, want %v", got, tc.secrets)
+				// The mount's expansion, then the reconciler's in-use one.
+				for _, op := range []string{"NodeExpand", "ExpandInUseVolume"} {
+					got := one[*csi.NodeExpandVolumeRequest](t, byOp(e.drv.Calls(), op), "NodeExpandVolume").GetSecrets()
+					if !maps.Equal(got, tc.secrets) {
+						t.Errorf("%s: secrets %v, want %v", op, got, tc.secrets)
+					}
 				}
 				return
 			}
@@ -188,7 +218,9 @@ func TestNodeExpandFailuresAndSecret(t *testing.T) {
 }
 
 // A block volume is expanded at the device path MapPodDevice published,
-// with the staging path only when this map staged it.
+// with the staging path only when this map staged it; the reconciler's
+// in-use expansion that follows sends the block mapper's staging path
+// whether or not the driver stages (GenerateExpandInUseVolumeFunc).
 func TestExpandBlock(t *testing.T) {
 	claim := claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}}")
 	m := docs(noAttachDriver, pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), claim, blockPod1)
@@ -202,19 +234,22 @@ func TestExpandBlock(t *testing.T) {
 		t.Run(fmt.Sprintf("staging=%t", tc.wantStaging), func(t *testing.T) {
 			e := newEnv(t, m, newFakeDriver(tc.caps...), dryRun)
 			e.mountOK("app-1")
-			req := one[*csi.NodeExpandVolumeRequest](t, e.drv.Calls(), "NodeExpandVolume")
-			if want := e.root + "/plugins/kubernetes.io/csi/volumeDevices/publish/pv-1/pod-uid-1"; req.GetVolumePath() != want {
-				t.Errorf("volume_path %q, want %q", req.GetVolumePath(), want)
-			}
-			wantStaging := ""
-			if tc.wantStaging {
-				wantStaging = e.root + "/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1"
-			}
-			if req.GetStagingTargetPath() != wantStaging {
-				t.Errorf("staging_target_path %q, want %q", req.GetStagingTargetPath(), wantStaging)
-			}
-			if req.GetVolumeCapability().GetBlock() == nil || req.GetCapacityRange().GetRequiredBytes() != 1073741824 {
-				t.Errorf("capability %v, range %v; want Block, 1Gi", req.GetVolumeCapability(), req.GetCapacityRange())
+			staging := e.root + "/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1"
+			for _, op := range []string{"NodeExpand", "ExpandInUseVolume"} {
+				req := one[*csi.NodeExpandVolumeRequest](t, byOp(e.drv.Calls(), op), "NodeExpandVolume")
+				if want := e.root + "/plugins/kubernetes.io/csi/volumeDevices/publish/pv-1/pod-uid-1"; req.GetVolumePath() != want {
+					t.Errorf("%s: volume_path %q, want %q", op, req.GetVolumePath(), want)
+				}
+				wantStaging := staging
+				if op == "NodeExpand" && !tc.wantStaging {
+					wantStaging = ""
+				}
+				if req.GetStagingTargetPath() != wantStaging {
+					t.Errorf("%s: staging_target_path %q, want %q", op, req.GetStagingTargetPath(), wantStaging)
+				}
+				if req.GetVolumeCapability().GetBlock() == nil || req.GetCapacityRange().GetRequiredBytes() != 1073741824 {
+					t.Errorf("%s: capability %v, range %v; want Block, 1Gi", op, req.GetVolumeCapability(), req.GetCapacityRange())
+				}
 			}
 			e.unmountOK("app-1")
 		})

@@ -66,6 +66,7 @@ func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) 
 		for i, v := range specs {
 			res.Volumes[i] = k.mountOne(ctx, pod, v)
 		}
+		k.expandInUse(ctx, pod, specs, res)
 		return res, nil
 	}
 	var wg sync.WaitGroup
@@ -77,6 +78,7 @@ func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) 
 		}()
 	}
 	wg.Wait()
+	k.expandInUse(ctx, pod, specs, res)
 	return res, nil
 }
 
@@ -112,6 +114,7 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 	}
 	key := operationKey{volume: v.uniqueName(string(pod.UID))}
 	k.state.notePodVolume(string(pod.UID), key.volume)
+	k.state.initClaimSize(key.volume, v)
 	err := k.withRetry(ctx, l, func(int) error { return k.ops.run(ctx, key, mount) })
 	if err != nil {
 		vr.Err = err

@@ -47,6 +47,7 @@ type actualState struct {
 	podDirs    map[string]bool                   // pods whose directories this run made
 	podVolumes map[string]map[string]bool        // pod UID -> unique names of the volumes it asked for
 	seLinux    map[string]*seLinuxVolume
+	claimSizes map[string]*claimSize // unique volume name -> its claim's size (expandinuse.go)
 }
 
 func newActualState() *actualState {
@@ -57,6 +58,7 @@ func newActualState() *actualState {
 		podDirs:    map[string]bool{},
 		podVolumes: map[string]map[string]bool{},
 		seLinux:    map[string]*seLinuxVolume{},
+		claimSizes: map[string]*claimSize{},
 	}
 }
 
@@ -105,6 +107,7 @@ func (s *actualState) forgetDevice(unique string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.devices, unique)
+	delete(s.claimSizes, unique)
 }
 
 // devicesNotInUse are the devices no pod mounts any more, sorted.

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+)
+
+// claimSize is what the actual state of the world holds of an attached
+// volume's claim: persistentVolumeSize (the claim's size as the kubelet last
+// knew it) and volumeInUseErrorForExpansion.
+type claimSize struct {
+	size       resource.Quantity
+	inUseError bool
+}
+
+// initClaimSize is VerifyControllerAttachedVolume's InitializeClaimSize:
+// the claim's status.capacity when the volume is verified attached, kept
+// while the volume stays attached (a second pod does not change it).
+func (s *actualState) initClaimSize(unique string, v *volumeSpec) {
+	if v.PV == nil || v.PVC == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs, ok := s.claimSizes[unique]; ok && !cs.size.IsZero() {
+		return
+	}
+	s.claimSizes[unique] = &claimSize{size: v.PVC.Status.Capacity[corev1.ResourceStorage].DeepCopy()}
+}
+
+func (s *actualState) claimSize(unique string) claimSize {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs, ok := s.claimSizes[unique]; ok {
+		return *cs
+	}
+	return claimSize{}
+}
+
+// markResized is MarkVolumeAsResized.
+func (s *actualState) markResized(unique string, size resource.Quantity) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs, ok := s.claimSizes[unique]; ok {
+		cs.size = size
+	}
+}
+
+// markInUseExpansionError is MarkForInUseExpansionError.
+func (s *actualState) markInUseExpansionError(unique string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs, ok := s.claimSizes[unique]; ok {
+		cs.inUseError = true
+	}
+}
+
+// inUseExpansionDue is the populator's checkVolumeFSResize (the desired
+// size is the PV's, never recorded for a read-only volume) and the actual
+// state's volumeNeedsExpansion: the claim size it holds is known and below
+// the PV's, and no driver said it cannot expand the volume in use.
+func (k *Kubelet) inUseExpansionDue(v *volumeSpec, unique string) (old, desired resource.Quantity, due bool) {
+	if v.PV == nil || v.PVC == nil || v.ReadOnly {
+		return old, desired, false
+	}
+	desired = v.PV.Spec.Capacity[corev1.ResourceStorage]
+	cs := k.state.claimSize(unique)
+	if cs.inUseError || cs.size.IsZero() || desired.IsZero() || desired.Cmp(cs.size) <= 0 {
+		return cs.size, desired, false
+	}
+	return cs.size, desired, true
+}
+
+// expandInUse is the reconciler's pass after the pod's volumes were
+// mounted: the mount's expansion (expandDuringMount) does not record the
+// new size in the actual state, so for a volume whose claim size there is
+// still below the PV's, the reconciler runs ExpandInUseVolume
+// (GenerateExpandInUseVolumeFunc), which calls NodeExpandVolume again on
+// the legacy path. It comes before the pod's next sync (docs/kubelet.md §11).
+// A failure is the volume's: the kubelet's VolumeResizeFailed event.
+func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*volumeSpec, res *PodResult) {
+	for i, v := range specs {
+		if ctx.Err() != nil {
+			return
+		}
+		if res.Volumes[i].Err != nil {
+			continue
+		}
+		if err := k.expandInUseOne(ctx, pod, v); err != nil {
+			res.Volumes[i].Err = err
+		}
+	}
+}
+
+// expandInUseOne is one volume's ExpandInUseVolume, under the volume's
+// operation key and with the kubelet's retries.
+func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
+	unique := v.uniqueName(string(pod.UID))
+	old, desired, due := k.inUseExpansionDue(v, unique)
+	if !due {
+		return nil
+	}
+	l := csiclient.Labels{Component: "kubelet", Operation: "ExpandInUseVolume", Volume: v.SpecName, Pod: podName(pod)}
+	k.trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("in-use expansion: the kubelet's actual state still has the claim's old size %s (the mount's expansion does not record the new one), below the PV's %s, so the reconciler's next pass expands the volume again while the pod runs (docs/kubelet.md §11)", old.String(), desired.String()))
+	at := k.inUsePaths(pod, v)
+	waiting := false
+	err := k.withRetry(ctx, l, func(int) error {
+		return k.ops.run(ctx, operationKey{volume: unique}, func() error {
+			octx, cancel := k.operationContext(ctx, l)
+			defer cancel()
+			done, size, err := k.resizeOnNode(octx, pod, v, at, desired)
+			if err != nil {
+				return err
+			}
+			if done {
+				k.state.markResized(unique, size)
+			} else {
+				waiting = true
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return k.volumeFailure(ctx, l, "NodeExpandVolume.NodeExpandVolume", v, pod, err)
+	}
+	if waiting {
+		k.trace.Note(csiclient.WithLabels(ctx, l), true, "in-use expansion: waiting for the volume to be expandable on the node; the reconciler checks the claim again on every pass")
+	}
+	return nil
+}
+
+// inUsePaths are GenerateExpandInUseVolumeFunc's resize paths: for a
+// filesystem volume the pod's target path and the device mount path, for
+// a block volume the device path the map recorded and the block mapper's
+// staging path, both whether or not the driver stages.
+func (k *Kubelet) inUsePaths(pod *corev1.Pod, v *volumeSpec) resizePaths {
+	if !v.Block {
+		return resizePaths{volumePath: k.paths.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.paths.DeviceMountPath(v.Driver, v.Handle)}
+	}
+	devicePath := k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	if real, err := filepath.EvalSymlinks(devicePath); err == nil {
+		devicePath = real
+	}
+	return resizePaths{volumePath: devicePath, stagingPath: k.paths.BlockStagingPath(v.SpecName)}
+}
