@@ -120,12 +120,6 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	driverLeftK := recK.Stop()
 	kubeletKlog := klogBuffer.take()
 	kubeletCalls := recK.Calls()
-	if c.InUseExpansionRace {
-		var dropped bool
-		if kubeletCalls, dropped = withoutInUseExpansion(kubeletCalls); dropped {
-			t.Logf("dropped the kubelet code's second NodeExpandVolume (the in-use expansion race) before comparing")
-		}
-	}
 	if err := os.RemoveAll(root); err != nil {
 		t.Fatal(err)
 	}
@@ -349,26 +343,6 @@ func withoutFS(calls []recorder.Call) []recorder.Call {
 		out[i] = c
 	}
 	return out
-}
-
-// withoutInUseExpansion drops a second NodeExpandVolume and the capability
-// queries just before it (EXPAND_VOLUME, then the access-mode mapper's).
-func withoutInUseExpansion(calls []recorder.Call) ([]recorder.Call, bool) {
-	seen := 0
-	for i, c := range calls {
-		if c.Short() != "NodeExpandVolume" {
-			continue
-		}
-		if seen++; seen < 2 {
-			continue
-		}
-		start := i
-		for start > 0 && i-start < 2 && calls[start-1].Short() == "NodeGetCapabilities" {
-			start--
-		}
-		return append(append([]recorder.Call{}, calls[:start]...), calls[i+1:]...), true
-	}
-	return calls, false
 }
 
 func hasMethod(calls []recorder.Call, short string) bool {

@@ -172,6 +172,9 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 	if err := k.waitMounted(); err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
+	if err := k.waitInUseExpansion(); err != nil {
+		return err
+	}
 	if err := k.quiet(); err != nil {
 		return err
 	}

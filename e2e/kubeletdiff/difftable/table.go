@@ -43,10 +43,6 @@ type Case struct {
 	// on; the error must contain this.
 	SimFails     string
 	PhaseTimeout time.Duration // how long a kubelet phase may take (0: 20s)
-	// InUseExpansionRace: the kubelet code may expand the volume a second
-	// time while in use (see the expand cases); that expansion is dropped
-	// before the comparison.
-	InUseExpansionRace bool
 	// TeardownStuck is the error (its prefix, the operation, e.g.
 	// "UnmapVolume.UnmapBlockVolume failed") of a teardown that never
 	// completes on a kubelet: the kubelet code retries it until the phase
@@ -193,17 +189,13 @@ func pvc(modes, spec string) string {
 		"  accessModes: [" + modes + "]\n  resources:\n    requests:\n      storage: 1Gi\n  volumeName: pv-vol\n" + indent(spec, 2)
 }
 
-// InUseExpansionRace (Case): the kubelet's desired-state populator records the
-// claim's size in the actual state (InitializeClaimSize) when a pod sync
-// makes it reprocess the pod. If that happens while the mount or map
-// operation is still expanding, it records the old size, and the reconciler
-// then expands the volume once more while in use
-// (GenerateExpandInUseVolumeFunc; for a block volume with the staging path
-// even when the driver does not stage). That is a race in the kubelet, not a
-// rule, and the harness mostly loses it; the simulator expands once, during
-// the mount, with the request the kubelet code sends first (the diff shows
-// that first NodeExpandVolume as "same"). The harness drops the kubelet
-// code's second expansion, when there is one, and compares the rest.
+// The expansion cases: the mount (or map) expands the volume
+// (expandVolumeDuringMount) and ignores the result, so the actual state keeps
+// the claim's old size, and on the legacy path the reconciler's next pass
+// expands it again while in use (GenerateExpandInUseVolumeFunc; for a block
+// volume with the block mapper's staging path even when the driver does not
+// stage). The harness waits for that in-use expansion, and the simulator
+// makes it too (docs/kubelet.md §11).
 
 // grown gives the PV 2Gi; smaller records 1Gi in the claim's status, so
 // the kubelet expands during mount (expandVolumeDuringMount).
@@ -444,22 +436,37 @@ func table() []Case {
 		// A block volume's remount is the whole map operation again.
 		{Name: "republish-block", Caps: stage, Republish: true, YAML: blockCase(noAttach+"podInfoOnMount: true\nrequiresRepublish: true\n", "ReadWriteOnce", "")},
 		// Expansion during mount: the PV grew past the claim's status.
-		{Name: "expand-pv", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
+		{Name: "expand-pv", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
 			grown(pv("ReadWriteOnce", rwoExt4+"nodeExpandSecretRef:\n  name: expand\n  namespace: default\n", "mountOptions: [noatime]\n")),
 			smaller(pvc("ReadWriteOnce", "")), secret("default", "expand", "k: v\n"), pod(claimVolume(false), "", ""))},
-		{Name: "expand-block-stage", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
+		{Name: "expand-block-stage", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
 			grown(pv("ReadWriteOnce", "", "volumeMode: Block\n")), smaller(pvc("ReadWriteOnce", "volumeMode: Block\n")), blockPod(claimVolume(false)))},
-		{Name: "expand-block-nostage", Caps: caps("EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
+		{Name: "expand-block-nostage", Caps: caps("EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
 			grown(pv("ReadWriteOnce", "", "volumeMode: Block\n")), smaller(pvc("ReadWriteOnce", "volumeMode: Block\n")), blockPod(claimVolume(false)))},
+		// A filesystem volume of a driver that does not stage: both
+		// expansions send the device mount path as staging path all the
+		// same (the CSI plugin is device-mountable for every driver).
+		{Name: "expand-fs-nostage", Caps: caps("EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
+			grown(pv("ReadWriteOnce", rwoExt4, "")), smaller(pvc("ReadWriteOnce", "")), pod(claimVolume(false), "", ""))},
+		// A driver without EXPAND_VOLUME: the mount takes the legacy
+		// path's OperationNotSupported as done but leaves the claim's
+		// size, so the in-use pass asks for the capability once more.
+		{Name: "expand-without-capability", Caps: stage, YAML: docs(csiDriver(noAttach),
+			grown(pv("ReadWriteOnce", rwoExt4, "")), smaller(pvc("ReadWriteOnce", "")), pod(claimVolume(false), "", ""))},
+		// FailedPrecondition: the driver cannot expand the volume in use;
+		// the mount goes on and the reconciler does not expand it again.
+		{Name: "expand-failed-precondition", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"),
+			Faults: []recorder.Fault{{Method: "NodeExpandVolume", From: 1, To: 1, Code: codes.FailedPrecondition}},
+			YAML:   docs(csiDriver(noAttach), grown(pv("ReadWriteOnce", rwoExt4, "")), smaller(pvc("ReadWriteOnce", "")), pod(claimVolume(false), "", ""))},
 		// A claim whose resizer recorded allocatedResources but no resize
 		// status: 1.30 (RecoverVolumeExpansionFailure off) takes the legacy
 		// path and expands to the PV's size; from 1.31 the claim's status
 		// alone selects the new path, which waits for NodeResizePending
 		// (checkForRecoveryFromExpansion, operation_generator.go).
-		{Name: "expand-claim-allocated-no-resize-status", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
+		{Name: "expand-claim-allocated-no-resize-status", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
 			grown(pv("ReadWriteOnce", rwoExt4, "")), allocated(smaller(pvc("ReadWriteOnce", "")), ""), pod(claimVolume(false), "", ""))},
 		// The same claim with NodeResizePending: every release expands.
-		{Name: "expand-claim-node-resize-pending", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), InUseExpansionRace: true, YAML: docs(csiDriver(noAttach),
+		{Name: "expand-claim-node-resize-pending", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
 			grown(pv("ReadWriteOnce", rwoExt4, "")), allocated(smaller(pvc("ReadWriteOnce", "")), "NodeResizePending"), pod(claimVolume(false), "", ""))},
 		{Name: "stats", Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"), Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", rwoExt4, "", "", false)},
 		{Name: "stats-without-capability", Caps: stage, Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
