@@ -341,8 +341,10 @@ func mountCount(t *testing.T, p string) int {
 // 128Mi, so after MapPodDevice the kubelet sends NodeExpandVolume for the
 // block volume (expandVolumeDuringMount, docs/kubelet.md §11): volume_path the
 // published device, Block{}, staging_target_path only when this operation
-// staged it. The reference driver grows the image and its loop device, and
-// the pod's device really is 128Mi while the pod runs.
+// staged it; then the reconciler's in-use expansion with the same request
+// but the staging path always (§15.4). The reference driver grows the image
+// and its loop device, and the pod's device really is 128Mi while the pod
+// runs.
 func TestBlockExpand(t *testing.T) {
 	for _, stage := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stage-unstage=%v", stage), func(t *testing.T) {
@@ -377,8 +379,8 @@ func TestBlockExpand(t *testing.T) {
 					expands = append(expands, c)
 				}
 			}
-			if len(expands) != 1 {
-				t.Fatalf("%d NodeExpandVolume calls, want 1", len(expands))
+			if len(expands) != 2 {
+				t.Fatalf("%d NodeExpandVolume calls, want 2 (at map, then in use)", len(expands))
 			}
 			want := obj{"volume_id": blkHandle, "volume_path": publish, "capacity_range": obj{"required_bytes": "134217728"},
 				"volume_capability": obj{"access_mode": obj{"mode": "SINGLE_NODE_WRITER"}, "block": obj{}}}
@@ -388,8 +390,14 @@ func TestBlockExpand(t *testing.T) {
 			if ok, diff := jsonEqual(expands[0].Request, want); !ok {
 				t.Errorf("NodeExpandVolume request:\n%s", diff)
 			}
-			if expands[0].Code != "OK" {
-				t.Errorf("NodeExpandVolume answered %s: %s", expands[0].Code, expands[0].Error)
+			want["staging_target_path"] = vd + "/staging/" + blkPV
+			if ok, diff := jsonEqual(expands[1].Request, want); !ok {
+				t.Errorf("in-use NodeExpandVolume request:\n%s", diff)
+			}
+			for _, ex := range expands {
+				if ex.Code != "OK" {
+					t.Errorf("NodeExpandVolume answered %s: %s", ex.Code, ex.Error)
+				}
 			}
 		})
 	}

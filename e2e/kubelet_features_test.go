@@ -1419,7 +1419,8 @@ func TestVolumeStatsWithoutCapability(t *testing.T) {
 // status, so the kubelet calls NodeExpandVolume after SetUp with
 // volume_path = target, staging_target_path = globalmount, required_bytes,
 // the PV's mountOptions without the SELinux option, and the
-// nodeExpandSecretRef (docs/kubelet.md §6.3, §8, §9, §11).
+// nodeExpandSecretRef (docs/kubelet.md §6.3, §8, §9, §11); and once more,
+// the same request, as the reconciler's in-use expansion (§15.4).
 func TestExpandMock(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -1447,7 +1448,6 @@ func TestExpandMock(t *testing.T) {
 			if m.r.Code != 0 {
 				t.Fatalf("exit %d, want 0\n%s", m.r.Code, m)
 			}
-			ex := ftOnly(t, m, "NodeExpandVolume", 1)[0]
 			want := obj{
 				"volume_id":           "1",
 				"volume_path":         targetPath(m.root, ftUID1, "pv-a"),
@@ -1456,8 +1456,10 @@ func TestExpandMock(t *testing.T) {
 				"volume_capability":   mountCap(obj{"fs_type": "ext4", "mount_flags": []any{"noatime"}}, tc.mode),
 				"secrets":             obj{"user": "resizer"},
 			}
-			if ok, diff := jsonEqual(ex.Request, want); !ok {
-				t.Errorf("NodeExpandVolume request (docs/kubelet.md §11):\n%s", diff)
+			for _, ex := range ftOnly(t, m, "NodeExpandVolume", 2) {
+				if ok, diff := jsonEqual(ex.Request, want); !ok {
+					t.Errorf("NodeExpandVolume request (docs/kubelet.md §11):\n%s", diff)
+				}
 			}
 			// The SELinux option does apply to this volume (6.2): stage and publish carry it.
 			for _, c := range mocklog.Filter(m.calls, "NodeStageVolume", "NodePublishVolume") {
@@ -1465,12 +1467,13 @@ func TestExpandMock(t *testing.T) {
 					t.Errorf("%s mount_flags %q, want %q", c.Method, got, ftWantFlags(ftCtx12))
 				}
 			}
-			// Order: after NodePublish, before NodeUnpublish (expandVolumeDuringMount).
+			// Order: after NodePublish, before NodeUnpublish (expandVolumeDuringMount,
+			// then the in-use expansion).
 			var order []string
 			for _, c := range mocklog.Filter(m.calls, "NodePublishVolume", "NodeExpandVolume", "NodeUnpublishVolume") {
 				order = append(order, c.Method)
 			}
-			if got, want := strings.Join(order, ","), "NodePublishVolume,NodeExpandVolume,NodeUnpublishVolume"; got != want {
+			if got, want := strings.Join(order, ","), "NodePublishVolume,NodeExpandVolume,NodeExpandVolume,NodeUnpublishVolume"; got != want {
 				t.Errorf("order %s, want %s", got, want)
 			}
 		})
@@ -1489,6 +1492,8 @@ func TestExpandMock(t *testing.T) {
 // every version; from 1.31 a claim with allocatedResources takes the new
 // path even with the gate off. The PV is 5Gi, and so are the claim's
 // request and allocatedResources, so the new size is 5Gi on either path.
+// The legacy path expands twice: at mount and in use (§15.4); the new path
+// once, the in-use pass finding the claim grown.
 func TestExpandByClaimStatus(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -1497,21 +1502,21 @@ func TestExpandByClaimStatus(t *testing.T) {
 		statusCap int64 // Gi
 		allocated bool  // status.allocatedResources set (a current resizer)
 		resize    corev1.ClaimResourceStatus
-		expand    bool
+		expand    int // NodeExpandVolume calls
 		gates     string
 	}{
-		{"allocated-no-resize-status/1.30", "1.30", 1, true, "", true, ""}, // gate off in 1.30: legacy path
-		{"allocated-no-resize-status/1.33", "1.33", 1, true, "", false, ""},
-		{"allocated-no-resize-status/1.37", "1.37", 1, true, "", false, ""},
-		{"allocated-no-resize-status/1.33/RecoverVolumeExpansionFailure=false", "1.33", 1, true, "", false, "RecoverVolumeExpansionFailure=false"},
-		{"older-resizer/1.33", "1.33", 1, false, "", true, ""},
-		{"older-resizer/1.37", "1.37", 1, false, "", true, ""},
-		{"NodeResizePending/1.30", "1.30", 1, true, corev1.PersistentVolumeClaimNodeResizePending, true, ""},
-		{"NodeResizePending/1.33", "1.33", 1, true, corev1.PersistentVolumeClaimNodeResizePending, true, ""},
-		{"NodeResizePending/1.37", "1.37", 1, true, corev1.PersistentVolumeClaimNodeResizePending, true, ""},
-		{"NodeResizeInProgress/1.37", "1.37", 1, true, corev1.PersistentVolumeClaimNodeResizeInProgress, true, ""},
-		{"equal/1.30", "1.30", 5, false, "", false, ""},
-		{"equal/1.37", "1.37", 5, false, "", false, ""},
+		{"allocated-no-resize-status/1.30", "1.30", 1, true, "", 2, ""}, // gate off in 1.30: legacy path
+		{"allocated-no-resize-status/1.33", "1.33", 1, true, "", 0, ""},
+		{"allocated-no-resize-status/1.37", "1.37", 1, true, "", 0, ""},
+		{"allocated-no-resize-status/1.33/RecoverVolumeExpansionFailure=false", "1.33", 1, true, "", 0, "RecoverVolumeExpansionFailure=false"},
+		{"older-resizer/1.33", "1.33", 1, false, "", 2, ""},
+		{"older-resizer/1.37", "1.37", 1, false, "", 2, ""},
+		{"NodeResizePending/1.30", "1.30", 1, true, corev1.PersistentVolumeClaimNodeResizePending, 2, ""}, // gate off in 1.30: legacy path
+		{"NodeResizePending/1.33", "1.33", 1, true, corev1.PersistentVolumeClaimNodeResizePending, 1, ""},
+		{"NodeResizePending/1.37", "1.37", 1, true, corev1.PersistentVolumeClaimNodeResizePending, 1, ""},
+		{"NodeResizeInProgress/1.37", "1.37", 1, true, corev1.PersistentVolumeClaimNodeResizeInProgress, 1, ""},
+		{"equal/1.30", "1.30", 5, false, "", 0, ""},
+		{"equal/1.37", "1.37", 5, false, "", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1535,11 +1540,7 @@ func TestExpandByClaimStatus(t *testing.T) {
 			if m.r.Code != 0 {
 				t.Fatalf("exit %d, want 0\n%s", m.r.Code, m)
 			}
-			n := 0
-			if tc.expand {
-				n = 1
-			}
-			for _, ex := range ftOnly(t, m, "NodeExpandVolume", n) {
+			for _, ex := range ftOnly(t, m, "NodeExpandVolume", tc.expand) {
 				want := obj{
 					"volume_id":           "1",
 					"volume_path":         targetPath(m.root, ftUID1, "pv-a"),

@@ -15,7 +15,7 @@ import (
 
 // expandDuringMount is expandVolumeDuringMount (operation_generator.go),
 // run after a successful SetUp: when the claim's status.capacity is below
-// the PV's capacity, the kubelet calls NodeExpandVolume (docs/kubelet.md §11).
+// the PV's capacity, the kubelet calls NodeExpandVolume (docs/kubelet.md §15.1).
 // With RecoverVolumeExpansionFailure and an external resizer that records
 // allocatedResources, the new size is status.allocatedResources and the
 // call is made only while the resize status is NodeResizePending or

@@ -82,7 +82,7 @@ func (k *Kubelet) inUseExpansionDue(v *volumeSpec, unique string) (old, desired 
 // new size in the actual state, so for a volume whose claim size there is
 // still below the PV's, the reconciler runs ExpandInUseVolume
 // (GenerateExpandInUseVolumeFunc), which calls NodeExpandVolume again on
-// the legacy path. It comes before the pod's next sync (docs/kubelet.md §11).
+// the legacy path. It comes before the pod's next sync (docs/kubelet.md §15.4).
 // A failure is the volume's: the kubelet's VolumeResizeFailed event.
 func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*volumeSpec, res *PodResult) {
 	for i, v := range specs {
@@ -107,7 +107,7 @@ func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *volume
 		return nil
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: "ExpandInUseVolume", Volume: v.SpecName, Pod: podName(pod)}
-	k.trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("in-use expansion: the kubelet's actual state still has the claim's old size %s (the mount's expansion does not record the new one), below the PV's %s, so the reconciler's next pass expands the volume again while the pod runs (docs/kubelet.md §11)", old.String(), desired.String()))
+	k.trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("in-use expansion: the kubelet's actual state still has the claim's old size %s (the mount's expansion does not record the new one), below the PV's %s, so the reconciler's next pass expands the volume again while the pod runs (docs/kubelet.md §15.4)", old.String(), desired.String()))
 	at := k.inUsePaths(pod, v)
 	waiting := false
 	err := k.withRetry(ctx, l, func(int) error {

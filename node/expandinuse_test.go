@@ -17,7 +17,7 @@ func expandDocs(pods ...string) string {
 	return docs(append([]string{noAttachDriver, pvDoc("pv-1", "vol-1", "data-1", "mountOptions: [noatime]", "csi: {driver: hostpath.csi.k8s.io, volumeHandle: vol-1, fsType: xfs}"), claim}, pods...)...)
 }
 
-// docs/kubelet.md §11: after the mount's expansion the reconciler expands
+// docs/kubelet.md §15.4: after the mount's expansion the reconciler expands
 // the volume again while in use, because the actual state still holds the
 // claim's old size: the same request, after the same two capability
 // queries, with the trace saying why; a second pod on the volume finds the
