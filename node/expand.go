@@ -70,7 +70,7 @@ func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *volumeSp
 	// expanded unless annotated as not needing it.
 	oldSize := pvc.Status.Capacity[corev1.ResourceStorage]
 	newSize := pvc.Status.AllocatedResources[corev1.ResourceStorage]
-	allow, alreadyUpdated := nodeExpansionAllowed(pvc, newSize)
+	allow, alreadyUpdated := nodeExpansionAllowed(k.release.Version, pvc, newSize)
 	if !allow {
 		if alreadyUpdated {
 			return true, newSize, nil
@@ -80,7 +80,7 @@ func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *volumeSp
 	}
 	err := k.nodeExpand(ctx, v, at, newSize)
 	switch {
-	case errors.Is(err, errNodeExpandNotSupported) && alreadyUpdated:
+	case errors.Is(err, errNodeExpandNotSupported) && alreadyUpdated && k.release.ExpandedClaimOnlyRWX():
 		return true, newSize, nil
 	case isInUseError(err):
 		k.markInUseExpansionError(ctx, pod, v, err)
@@ -96,12 +96,13 @@ func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *volumeSp
 
 // nodeExpansionAllowed is NodeExpander.runPreCheck on the claim: whether
 // the node may expand to newSize, and whether the claim already has it.
-func nodeExpansionAllowed(pvc *corev1.PersistentVolumeClaim, newSize resource.Quantity) (allow, alreadyUpdated bool) {
+func nodeExpansionAllowed(rel Version, pvc *corev1.PersistentVolumeClaim, newSize resource.Quantity) (allow, alreadyUpdated bool) {
 	statusCap := pvc.Status.Capacity[corev1.ResourceStorage]
 	resizeStatus := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
 	alreadyUpdated = statusCap.Cmp(newSize) >= 0 && resizeStatus == ""
 	_, notRequired := pvc.Annotations["volume.kubernetes.io/node-expansion-not-required"]
-	if alreadyUpdated && slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) && !notRequired {
+	notRequired = notRequired && rel.NodeExpansionNotRequired()
+	if alreadyUpdated && (!rel.ExpandedClaimOnlyRWX() || slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) && !notRequired) {
 		return true, true
 	}
 	return resizeStatus == corev1.PersistentVolumeClaimNodeResizePending ||

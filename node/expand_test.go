@@ -71,10 +71,15 @@ func TestExpandDuringMount(t *testing.T) {
 		{name: "1.30 gate off: legacy even with a resize status", minor: 30,
 			claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}, allocatedResources: {storage: 768Mi}, "+pending+"}"),
 			want:  gi, inUse: gi, wantCap: "1Gi"},
+		// Up to 1.31 the in-use pass's precheck lets a claim already grown
+		// through whatever its access modes (from 1.32 only RWX).
 		{name: "1.30 gate on", minor: 30, gates: "RecoverVolumeExpansionFailure=true",
 			claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}, allocatedResources: {storage: 768Mi}, "+pending+"}"),
-			want:  mi768, wantCap: "768Mi"},
+			want:  mi768, inUse: mi768, wantCap: "768Mi"},
 		{name: "1.31 gate off: the claim's status decides", minor: 31,
+			claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}, allocatedResources: {storage: 768Mi}, "+pending+"}"),
+			want:  mi768, inUse: mi768, wantCap: "768Mi"},
+		{name: "1.32 NodeResizePending: no in-use call", minor: 32,
 			claim: claimWithStatus("[ReadWriteOnce]", "{phase: Bound, capacity: {storage: 512Mi}, allocatedResources: {storage: 768Mi}, "+pending+"}"),
 			want:  mi768, wantCap: "768Mi"},
 		{name: "1.33 gate off, no resize fields: legacy", minor: 33, gates: "RecoverVolumeExpansionFailure=false",
@@ -84,6 +89,9 @@ func TestExpandDuringMount(t *testing.T) {
 		// through again.
 		{name: "RWX grown by the controller: expanded on the node", minor: 37,
 			claim: claimWithStatus("[ReadWriteMany]", "{phase: Bound, capacity: {storage: 768Mi}, allocatedResources: {storage: 768Mi}}"),
+			want:  mi768, inUse: mi768, wantCap: "768Mi"},
+		{name: "RWX grown, node expansion not required: 1.33 ignores the annotation", minor: 33,
+			claim: claimWithStatus("[ReadWriteMany]", "{phase: Bound, capacity: {storage: 768Mi}, allocatedResources: {storage: 768Mi}}", "annotations: {volume.kubernetes.io/node-expansion-not-required: 'true'}"),
 			want:  mi768, inUse: mi768, wantCap: "768Mi"},
 		{name: "RWX grown, node expansion not required", minor: 37,
 			claim:   claimWithStatus("[ReadWriteMany]", "{phase: Bound, capacity: {storage: 768Mi}, allocatedResources: {storage: 768Mi}}", "annotations: {volume.kubernetes.io/node-expansion-not-required: 'true'}"),

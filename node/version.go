@@ -89,6 +89,19 @@ func (v Version) StagingDataWithoutStaging() bool { return v.Minor <= 33 }
 // (checkForRecoveryFromExpansion).
 func (v Version) ExpansionByClaimStatus() bool { return v.Minor >= 31 }
 
+// ExpandedClaimOnlyRWX: on the new expansion path a claim that already has
+// the new size (the mount's expansion recorded it) is expanded again by
+// the in-use pass only when ReadWriteMany from 1.32, and the pass counts it
+// as done otherwise (also when the driver lacks EXPAND_VOLUME); in 1.30 and
+// 1.31 the precheck lets every such claim through (node_expander.go
+// runPreCheck, expandOnPlugin, v1.31.14 against v1.32.13).
+func (v Version) ExpandedClaimOnlyRWX() bool { return v.Minor >= 32 }
+
+// NodeExpansionNotRequired: from 1.34 the annotation
+// volume.kubernetes.io/node-expansion-not-required spares an already grown
+// ReadWriteMany claim the node's expansion (node_expander.go runPreCheck).
+func (v Version) NodeExpansionNotRequired() bool { return v.Minor >= 34 }
+
 // TokenRequestKeepsUID: from 1.34 the API server keeps a TokenRequest's
 // metadata.uid (PreserveRequestObjectMetaSystemFieldsOnSubresourceCreate)
 // and fills an empty one with the ServiceAccount's; up to 1.33 it wipes

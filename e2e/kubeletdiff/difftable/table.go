@@ -468,6 +468,12 @@ func table() []Case {
 		// The same claim with NodeResizePending: every release expands.
 		{Name: "expand-claim-node-resize-pending", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
 			grown(pv("ReadWriteOnce", rwoExt4, "")), allocated(smaller(pvc("ReadWriteOnce", "")), "NodeResizePending"), pod(claimVolume(false), "", ""))},
+		// The same with ReadWriteMany: the in-use pass finds the claim grown
+		// by the mount and expands it again on every release (up to 1.31
+		// any claim, from 1.32 only ReadWriteMany; node_expander.go
+		// runPreCheck).
+		{Name: "expand-claim-rwx-node-resize-pending", Caps: caps("STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"), YAML: docs(csiDriver(noAttach),
+			grown(pv("ReadWriteMany", "", "")), allocated(smaller(pvc("ReadWriteMany", "")), "NodeResizePending"), pod(claimVolume(false), "", ""))},
 		{Name: "stats", Caps: caps("STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"), Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", rwoExt4, "", "", false)},
 		{Name: "stats-without-capability", Caps: stage, Stats: true, YAML: pvCase(noAttach, "ReadWriteOnce", "", "", "", false)},
 		// Up to 1.36, with the alpha gate: a VOLUME_CONDITION query before each
