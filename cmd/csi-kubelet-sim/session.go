@@ -306,7 +306,7 @@ func (ss *session) printRunning(r *node.RunningReport) {
 	case r.Republish:
 		retried := ""
 		if r.RepublishRetried > 0 {
-			retried = fmt.Sprintf(", %d failed remounts succeeded on a retry", r.RepublishRetried)
+			retried = fmt.Sprintf(", %d succeeded on a retry", r.RepublishRetried)
 		}
 		p.Printf("  republish   %d pod syncs, %d failures%s\n", r.Syncs, r.RepublishFailed, retried)
 	}
