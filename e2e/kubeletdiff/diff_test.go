@@ -3,7 +3,6 @@ package kubeletdiff
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -193,10 +192,10 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 	stuck := c.StuckAt(minor)
 	simFailed := code == 1
 	if stuck != "" {
-		if p := checkStuck(stuck, kerr, kubeletKlog, code, simMessages(stdout, stderr)); p != "" {
+		if p := checkStuck(stuck, kerr, kubeletKlog, code, callcompare.SimMessages(stdout, stderr)); p != "" {
 			problems = append(problems, p)
 		} else {
-			t.Logf("both sides stuck in teardown as a kubelet is: %s", stuckError(stuck, simMessages(stdout, stderr)))
+			t.Logf("both sides stuck in teardown as a kubelet is: %s", callcompare.StuckError(stuck, callcompare.SimMessages(stdout, stderr)))
 			kerr, code = nil, 0
 		}
 	}
@@ -261,7 +260,7 @@ func runCase(t *testing.T, c Case, bin string, minor int, outDir, release string
 // failed with prefix; the simulator exited 1 with the same error after the
 // volume's name. It returns what is wrong, "" if nothing.
 func checkStuck(prefix string, kerr error, klog string, code int, stderr string) string {
-	k, s := stuckError(prefix, klog), stuckError(prefix, stderr)
+	k, s := callcompare.StuckError(prefix, klog), callcompare.StuckError(prefix, stderr)
 	switch {
 	case kerr == nil:
 		return fmt.Sprintf("the kubelet code's teardown should get stuck at %q, it completed", prefix)
@@ -275,42 +274,6 @@ func checkStuck(prefix string, kerr error, klog string, code int, stderr string)
 		return fmt.Sprintf("stuck at %q with different errors:\n  kubelet: %s\n  sim:     %s", prefix, k, s)
 	}
 	return ""
-}
-
-// stuckError is, of the last line of log with prefix + " for volume ",
-// what follows the volume's name (the kubelet names it by its unique name
-// and its pod, the simulator by its spec name): the text after the first
-// " : " on. "" if there is none.
-func stuckError(prefix, log string) string {
-	lines := strings.Split(log, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		_, rest, ok := strings.Cut(lines[i], prefix+" for volume ")
-		if !ok {
-			continue
-		}
-		if _, e, ok := strings.Cut(rest, " : "); ok {
-			// A structured klog line ("message" err="...") ends the
-			// message at the quote.
-			e, _, _ = strings.Cut(e, `" err="`)
-			return strings.TrimSpace(e)
-		}
-	}
-	return ""
-}
-
-// simMessages is what the simulator said went wrong: its stderr (the
-// first failure), then the text of every warning in its JSON trace, one per
-// line (a run can fail more than once: a republish, then the teardown).
-func simMessages(stdout, stderr string) string {
-	var b strings.Builder
-	b.WriteString(stderr)
-	for _, line := range strings.Split(stdout, "\n") {
-		var ev struct{ Level, Text string }
-		if json.Unmarshal([]byte(line), &ev) == nil && ev.Level == "warning" && ev.Text != "" {
-			b.WriteString("\n" + ev.Text)
-		}
-	}
-	return b.String()
 }
 
 func runSimulator(t *testing.T, bin string, args []string) (stdout, stderr string, code int) {

@@ -24,12 +24,25 @@ import (
 func runCase(ctx context.Context, t *testing.T, s *stack, drv *driver, c difftable.Case, sim string, startup []recorder.Call, out string) {
 	begin := time.Now()
 	o := loadCase(t, c)
-	if err := drv.rec.SetNodeCapabilities(c.Caps); err != nil {
-		t.Fatal(err)
+	if c.Gates != s.gates {
+		s.restartKubelet(ctx, t, c.Gates)
+	}
+	if c.SELinuxLevel != "" {
+		t.Logf("this host has no SELinux (no selinuxfs in /proc/filesystems): both sides run with SELinux off, the gates %q as given; the context= mount options need an SELinux host", c.Gates)
+	}
+	drv.serve(t, c)
+	stuck := c.StuckAt(kubeMinor())
+	if c.WholeKubeletRetries {
+		stuck = "" // the retry succeeds: nothing is left to get stuck
+	}
+	if stuck != "" {
+		// Registered before the pod's own cleanup, so run after it.
+		t.Cleanup(func() { s.clearStuck(ctx, t, drv) })
 	}
 	o.create(ctx, t, s)
 
 	mark := len(drv.rec.Calls())
+	_, logMark := s.kubelet.logSince(0)
 	pod := s.createPod(ctx, t, o)
 	d, err := drv.waitCount(ctx, mark, "NodePublishVolume", 1, 60*time.Second)
 	if err != nil {
@@ -43,21 +56,27 @@ func runCase(ctx context.Context, t *testing.T, s *stack, drv *driver, c difftab
 	if err := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatalf("delete pod: %v", err)
 	}
-	if _, err := waitFor(ctx, nil, "teardown", 60*time.Second, drv.tornDown(mark)); err != nil {
+	teardown, what := drv.tornDown(mark), "teardown done"
+	if stuck != "" {
+		teardown, what = s.stuckAt(stuck, logMark), "teardown stuck at "+stuck
+	}
+	if _, err := waitFor(ctx, nil, what, 60*time.Second, teardown); err != nil {
 		t.Fatalf("pod deleted: %v\nkubelet log:\n%s", err, s.kubelet.tail(40))
 	}
-	t.Logf("pod deleted -> teardown done %.2fs", time.Since(deleted).Seconds())
+	t.Logf("pod deleted -> %s %.2fs", what, time.Since(deleted).Seconds())
 	// Nothing of the kubelet's follows the last teardown call: a short
 	// quiet catches a stray call (it would land in the next case, which
 	// would then differ).
 	drv.settleFor(ctx, t, caseQuiet)
 	wrote := s.written(ctx, t, pod, started)
 	kubeletCalls := append(append([]recorder.Call{}, startup...), drv.rec.Calls()[mark:]...)
+	kubeletLog, _ := s.kubelet.logSince(logMark)
 	kubeletDone := time.Since(begin)
 
-	simCalls, report := runSimulator(ctx, t, s, c, o, sim, string(pod.UID))
+	run := runSimulator(ctx, t, s, c, o, sim, string(pod.UID), stuck)
+	checkOutcome(t, c, stuck, kubeletLog, run, s)
 	kubelet := callcompare.NormalizeAll(kubeletCalls, kubeletRoot)
-	simLines := callcompare.NormalizeAll(simCalls, simRoot(s, c))
+	simLines := callcompare.NormalizeAll(run.calls, simRoot(s, c))
 	writeStreams(t, out, c.Name, kubelet, simLines)
 	t.Logf("case: whole kubelet %.1fs, with the simulator %.1fs", kubeletDone.Seconds(), time.Since(begin).Seconds())
 	if strings.Join(kubelet, "\n") != strings.Join(simLines, "\n") {
@@ -67,8 +86,74 @@ func runCase(ctx context.Context, t *testing.T, s *stack, drv *driver, c difftab
 			t.Errorf("the whole kubelet and csi-kubelet-sim differ:\n%s", callcompare.Diff("whole kubelet", kubelet, simLines))
 		}
 	}
-	for _, d := range compareWritten(wrote, report) {
+	if stuck != "" {
+		// The kubelet writes no event for a teardown (the pod is gone):
+		// the simulator's warning and failure for it were compared with
+		// the kubelet's log above.
+		run.report = run.report.withoutTeardown(stuck)
+	}
+	for _, d := range compareWritten(wrote, run.report) {
 		t.Errorf("what the whole kubelet wrote and what csi-kubelet-sim reports differ: %s", d)
+	}
+}
+
+// serve sets the driver up for the case: its node capabilities, its faults
+// (counted from the case's start) and, for RegularFileBlockTarget, block
+// volumes published as regular files; the test's cleanup of the case puts
+// the faults and the block devices back.
+func (d *driver) serve(t *testing.T, c difftable.Case) {
+	if err := d.rec.SetNodeCapabilities(c.Caps); err != nil {
+		t.Fatal(err)
+	}
+	d.rec.SetFaults(c.Faults)
+	t.Cleanup(func() { d.rec.SetFaults(nil) })
+	if c.RegularFileBlockTarget {
+		d.rec.SetBlockDir("")
+		t.Cleanup(func() { d.rec.SetBlockDir(d.images) })
+	}
+}
+
+// stuckAt is a readiness check: the kubelet's log since offset has the
+// error of a teardown that failed at prefix (the kubelet retries it for
+// ever).
+func (s *stack) stuckAt(prefix string, offset int) func(context.Context) error {
+	return func(context.Context) error {
+		log, _ := s.kubelet.logSince(offset)
+		if callcompare.StuckError(prefix, log) == "" {
+			return errNotYet
+		}
+		return nil
+	}
+}
+
+// checkOutcome checks how the simulator's run ended against the whole
+// kubelet: exit 0, or for a case whose teardown gets stuck exit 1 with the
+// same error as the kubelet's log after the volume's name, or for a case
+// where the simulator reports a failure the kubelet only records (SimFails)
+// exit 1 with that error.
+func checkOutcome(t *testing.T, c difftable.Case, stuck, kubeletLog string, run simRun, s *stack) {
+	msgs := callcompare.SimMessages(run.stdout, run.stderr)
+	switch {
+	case stuck != "":
+		// Each side's error names paths under its own root dir.
+		k := strings.ReplaceAll(callcompare.StuckError(stuck, kubeletLog), kubeletRoot+"/", "<root>/")
+		sm := strings.ReplaceAll(callcompare.StuckError(stuck, msgs), simRoot(s, c)+"/", "<root>/")
+		switch {
+		case run.code != 1 || sm == "":
+			t.Errorf("csi-kubelet-sim should exit 1 stuck at %q as the whole kubelet is (%s); it exited %d\n%s", stuck, k, run.code, msgs)
+		case k != sm:
+			t.Errorf("stuck at %q with different errors:\n  whole kubelet: %s\n  simulator:     %s", stuck, k, sm)
+		default:
+			t.Logf("both sides stuck in teardown: %s", k)
+		}
+	case c.SimFails != "" && !c.WholeKubeletRetries:
+		if run.code != 1 || !strings.Contains(run.stderr, c.SimFails) {
+			t.Errorf("csi-kubelet-sim should exit 1 with %q; it exited %d\n%s", c.SimFails, run.code, run.stderr)
+		} else {
+			t.Logf("the simulator reported the failure, as expected: %s", strings.TrimSpace(run.stderr))
+		}
+	case run.code != 0:
+		t.Fatalf("%s: exit %d\n%s%s", strings.Join(run.args, " "), run.code, run.stdout, run.stderr)
 	}
 }
 
@@ -108,11 +193,22 @@ func str(v any) string { s, _ := v.(string); return s }
 
 func simRoot(s *stack, c difftable.Case) string { return filepath.Join(s.base, "sim-root-"+c.Name) }
 
+// simRun is how `csi-kubelet-sim run` went: the driver's calls, the
+// report in its JSON trace, its output and exit code.
+type simRun struct {
+	args           []string
+	calls          []recorder.Call
+	report         simReport
+	stdout, stderr string
+	code           int
+}
+
 // runSimulator runs `csi-kubelet-sim run` on the case with the server's
-// pod UID, against a recording driver of its own, and returns its calls.
-// A driver with requiresRepublish gets its pod held a second, for the
-// republish that follows the first publish on both sides.
-func runSimulator(ctx context.Context, t *testing.T, s *stack, c difftable.Case, o objects, sim, uid string) ([]recorder.Call, simReport) {
+// pod UID and the case's gates, against a recording driver of its own
+// (with the case's faults), and returns how it went. A driver with
+// requiresRepublish gets its pod held a second, for the republish that
+// follows the first publish on both sides.
+func runSimulator(ctx context.Context, t *testing.T, s *stack, c difftable.Case, o objects, sim, uid, stuck string) simRun {
 	dir := filepath.Join(s.base, "sim-"+c.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -120,35 +216,55 @@ func runSimulator(ctx context.Context, t *testing.T, s *stack, c difftable.Case,
 	manifest := filepath.Join(dir, c.Name+".yaml")
 	writeFile(t, manifest, strings.ReplaceAll(o.yaml, string(o.pod.UID), uid))
 	socket := filepath.Join(dir, "csi.sock")
-	mkdirs(t, filepath.Join(dir, "images"))
-	rec, err := recorder.Start(socket, recorderConfig(c.Caps, filepath.Join(dir, "images")), nil)
+	images := filepath.Join(dir, "images")
+	mkdirs(t, images)
+	if c.RegularFileBlockTarget {
+		images = ""
+	}
+	cfg := recorderConfig(c.Caps, images)
+	cfg.Faults = c.Faults
+	rec, err := recorder.Start(socket, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"run", "--endpoint", "unix://" + socket, "--root-dir", simRoot(s, c), "--node-name", nodeName,
+	args := []string{sim, "run", "--endpoint", "unix://" + socket, "--root-dir", simRoot(s, c), "--node-name", nodeName,
 		"--kubelet-version", kubeMinorVersion(), "--volume-stats-agg-period", "0", "--selinux=false", "-o", "json",
 		"--service-account-key-file", s.saKey, "-f", manifest}
+	if c.Gates != "" {
+		args = append(args, "--feature-gates", c.Gates)
+	}
 	if requiresRepublish(o) {
 		args = append(args, "--hold", republishWait(o).String())
+	}
+	if c.WholeKubeletRetries {
+		// The kubelet's first retry comes 500 ms after the failure, which
+		// may come at the end of republishWait: a second more.
+		args = append(args, "--retry-for", "1m", "--hold", (republishWait(o) + time.Second).String())
 	}
 	args = append(args, c.SimArgs...)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, sim, args...)
+	cmd := exec.CommandContext(cctx, args[0], args[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	if left := rec.Stop(); len(left) > 0 {
+	run := simRun{args: args, stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	if runErr != nil && run.code <= 0 {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), runErr, run.stderr)
+	}
+	// A teardown stuck as the kubelet's leaves the volume for `cleanup`:
+	// the test releases it, as clearStuck does the kubelet's.
+	if left := rec.Stop(); len(left) > 0 && stuck == "" {
 		t.Errorf("the simulator's driver had to release: %v", left)
 	}
-	if runErr != nil {
-		t.Fatalf("%s %s: %v\n%s%s", sim, strings.Join(args, " "), runErr, stdout.String(), stderr.String())
+	if stuck != "" {
+		releaseUnder(t, simRoot(s, c))
 	}
-	report, err := parseSimReport(stdout.Bytes())
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", sim, strings.Join(args, " "), err, stdout.String())
+	run.calls = rec.Calls()
+	if run.report, err = parseSimReport(stdout.Bytes()); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, run.stdout)
 	}
-	return rec.Calls(), report
+	return run
 }
 
 // createPod creates the case's pod, with the server's UID (fed back to the

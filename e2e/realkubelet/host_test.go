@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,9 +223,36 @@ func releaseLoops(t *testing.T, base string) {
 		t.Errorf("loop device left attached: %s", l)
 		dev, backing, _ := strings.Cut(l, " ")
 		if strings.HasPrefix(backing, base+"/") {
-			if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-				t.Errorf("losetup -d %s: %v: %s", dev, err, out)
+			if err := detachLoop(dev); err != nil {
+				t.Error(err)
 			}
+		}
+	}
+}
+
+func detachLoop(dev string) error {
+	if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("losetup -d %s: %v: %s", dev, err, out)
+	}
+	return nil
+}
+
+// releaseUnder detaches the loop devices over files under dir, then
+// unmounts the mounts under it, the deepest first: what a teardown that
+// never completed left there (a kubelet's over its bind mounts of block
+// targets).
+func releaseUnder(t *testing.T, dir string) {
+	for _, l := range loopsUnder(dir) {
+		dev, _, _ := strings.Cut(l, " ")
+		if err := detachLoop(dev); err != nil {
+			t.Error(err)
+		}
+	}
+	mounts := mountsUnder(dir)
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", m, err)
 		}
 	}
 }

@@ -28,6 +28,13 @@ type process struct {
 // SIGKILL after 10 s) and waits for it. It dies with the test binary too
 // (Pdeathsig), so that nothing outlives an interrupted test.
 func startProcess(t *testing.T, logDir, name, dir, bin string, args ...string) *process {
+	p := launch(t, logDir, name, dir, bin, args...)
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+// launch is startProcess without the cleanup: the caller stops it.
+func launch(t *testing.T, logDir, name, dir, bin string, args ...string) *process {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -47,8 +54,16 @@ func startProcess(t *testing.T, logDir, name, dir, bin string, args ...string) *
 		f.Close()
 		close(p.done)
 	}()
-	t.Cleanup(func() { p.stop(t) })
 	return p
+}
+
+// logSince is the process's log from offset on, and the offset of its end.
+func (p *process) logSince(offset int) (string, int) {
+	b, _ := os.ReadFile(p.log)
+	if offset > len(b) {
+		offset = len(b)
+	}
+	return string(b[offset:]), len(b)
 }
 
 func (p *process) stop(t *testing.T) {

@@ -75,6 +75,14 @@ func (r *registrar) NotifyRegistrationStatus(_ context.Context, s *registerapi.R
 	return &registerapi.RegistrationStatusResponse{}, nil
 }
 
+// reset forgets the kubelet's last NotifyRegistrationStatus (before a
+// restart of the kubelet, whose plugin watcher registers the driver again).
+func (r *registrar) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status = nil
+}
+
 // registered is a readiness check: the kubelet said it registered the driver.
 func (r *registrar) registered(context.Context) error {
 	r.mu.Lock()

@@ -35,6 +35,15 @@ type stack struct {
 	// kubeletStarted is when the kubelet process was started: its stats
 	// analyzer ticks from about then.
 	kubeletStarted time.Time
+	// How the kubelet is started (startKubelet), and its --feature-gates
+	// now.
+	kubeletBin   string
+	kubeletFlags []string
+	healthz      string
+	logs         string
+	gates        string
+	starts       int
+	reg          *registrar // the driver's registration (setup)
 	// driver is the CSIDriver in the API now (useDriver), if any.
 	driver *storagev1.CSIDriver
 	// Times of the start-up steps, for the README.
@@ -105,23 +114,16 @@ func startStack(ctx context.Context, t *testing.T, base string, statsPeriod time
 	writeFile(t, kubeconfig, fmt.Sprintf(kubeconfigTmpl, apiURL, token))
 	config := filepath.Join(base, "kubelet.yaml")
 	writeFile(t, config, fmt.Sprintf(kubeletConfigTmpl, kubeletPort, healthzPort, "unix://"+runtimeSock, filepath.Join(base, "volume-plugins"), statsAggPeriod(statsPeriod)))
-	// From an empty directory of its own: with the fake runtime the
-	// kubelet removes entries of its working directory when a container
-	// is removed (an empty log path).
-	s.kubeletStarted = time.Now()
-	s.kubelet = startProcess(t, logs, "kubelet", filepath.Join(base, "kubelet-cwd"), kubeletBin,
-		"--config", config, "--kubeconfig", kubeconfig, "--root-dir", kubeletRoot,
-		"--hostname-override", nodeName, "--v", kubeletVerbosity())
-	d, err := waitFor(ctx, s.kubelet, "kubelet /healthz", 60*time.Second, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthzPort), "", "ok"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.timed("kubelet healthz", d)
-	d, err = waitFor(ctx, s.kubelet, "Node Ready", 60*time.Second, s.nodeReady)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.timed("Node Ready", d)
+	s.kubeletBin, s.logs = kubeletBin, logs
+	s.kubeletFlags = []string{"--config", config, "--kubeconfig", kubeconfig, "--root-dir", kubeletRoot,
+		"--hostname-override", nodeName, "--v", kubeletVerbosity()}
+	s.healthz = fmt.Sprintf("http://127.0.0.1:%d/healthz", healthzPort)
+	t.Cleanup(func() {
+		if s.kubelet != nil {
+			s.kubelet.stop(t)
+		}
+	})
+	s.startKubelet(ctx, t, "")
 	s.timed("stack up", time.Since(start))
 	return s
 }

@@ -207,3 +207,39 @@ func walkDiff(path string, a, b any, out *[]string) {
 		*out = append(*out, fmt.Sprintf("%s: kubelet %s, sim %s", strings.TrimPrefix(path, "."), ca, cb))
 	}
 }
+
+// StuckError is, of the last line of log with prefix + " for volume ",
+// what follows the volume's name (the kubelet names it by its unique name
+// and its pod, the simulator by its spec name): the text after the first
+// " : " on. "" if there is none.
+func StuckError(prefix, log string) string {
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		_, rest, ok := strings.Cut(lines[i], prefix+" for volume ")
+		if !ok {
+			continue
+		}
+		if _, e, ok := strings.Cut(rest, " : "); ok {
+			// A structured klog line ("message" err="...") ends the
+			// message at the quote.
+			e, _, _ = strings.Cut(e, `" err="`)
+			return strings.TrimSpace(e)
+		}
+	}
+	return ""
+}
+
+// SimMessages is what the simulator said went wrong: its stderr (the
+// first failure), then the text of every warning in its JSON trace, one per
+// line (a run can fail more than once: a republish, then the teardown).
+func SimMessages(stdout, stderr string) string {
+	var b strings.Builder
+	b.WriteString(stderr)
+	for _, line := range strings.Split(stdout, "\n") {
+		var ev struct{ Level, Text string }
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Level == "warning" && ev.Text != "" {
+			b.WriteString("\n" + ev.Text)
+		}
+	}
+	return b.String()
+}

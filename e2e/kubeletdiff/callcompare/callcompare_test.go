@@ -48,3 +48,15 @@ func TestDiff(t *testing.T) {
 		}
 	}
 }
+
+func TestStuckError(t *testing.T) {
+	klog := `E1127 18:00:00.000000 1 nestedpendingoperations.go:348] Operation for "{volumeName:kubernetes.io/csi/ref^vol podName:uid}" failed. No retries permitted until ... (durationBeforeRetry 500ms). Error: UnmapVolume.UnmapBlockVolume failed for volume "pv-vol" (UniqueName: "kubernetes.io/csi/ref^vol") pod "uid" (UID: "uid") : blkUtil.DetachFileDevice failed. globalUnmapPath:/x, podUID: uid, bindMount: true: failed to unmap`
+	sim := "csi-kubelet-sim: UnmapVolume.UnmapBlockVolume failed for volume \"pv-vol\" : blkUtil.DetachFileDevice failed. globalUnmapPath:/x, podUID: uid, bindMount: true: failed to unmap\n"
+	k, s := StuckError("UnmapVolume.UnmapBlockVolume failed", klog), StuckError("UnmapVolume.UnmapBlockVolume failed", sim)
+	if k == "" || k != s {
+		t.Errorf("kubelet %q, sim %q: want the same, non-empty", k, s)
+	}
+	if got := StuckError("UnmountVolume.NewUnmounter failed", klog); got != "" {
+		t.Errorf("another operation's error: %q, want none", got)
+	}
+}

@@ -47,6 +47,12 @@ type Case struct {
 	// time while in use (see the expand cases); that expansion is dropped
 	// before the comparison.
 	InUseExpansionRace bool
+	// WholeKubeletRetries: on a whole kubelet the failed operation is
+	// retried after the kubelet's backoff while the pod runs, and then
+	// succeeds (the differential test's harness deletes the pod before the
+	// backoff ends): the whole-kubelet test runs the simulator with
+	// --retry-for, and both runs must end well.
+	WholeKubeletRetries bool
 	// TeardownStuck is the error (its prefix, the operation, e.g.
 	// "UnmapVolume.UnmapBlockVolume failed") of a teardown that never
 	// completes on a kubelet: the kubelet code retries it until the phase
@@ -435,7 +441,7 @@ func table() []Case {
 		// pod still using the mount (csi_mounter.go SetUpAt, #121271).
 		// Without vol_data.json there is no unmounter (csiPlugin.NewUnmounter):
 		// up to 1.35 the volume is never unpublished.
-		{Name: "republish-fails-final", Caps: stage, Republish: true, PhaseTimeout: 5 * time.Second,
+		{Name: "republish-fails-final", Caps: stage, Republish: true, PhaseTimeout: 5 * time.Second, WholeKubeletRetries: true,
 			TeardownStuck: "UnmountVolume.NewUnmounter failed", StuckMaxMinor: 35,
 			Faults:   []recorder.Fault{{Method: "NodePublishVolume", From: 2, To: 2, Code: codes.InvalidArgument}},
 			SimFails: `MountVolume.SetUp failed for volume "pv-vol" : rpc error: code = InvalidArgument`,

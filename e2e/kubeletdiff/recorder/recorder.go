@@ -104,12 +104,15 @@ type Recorder struct {
 	mu    sync.Mutex
 	calls []Call
 	block map[string]*blockVolume // by volume id, with BlockDir
+	// faultBase is, per method (short name), how many calls came before
+	// the faults in cfg were set: a Fault counts from there.
+	faultBase map[string]int
 }
 
 // Start serves the driver on the unix socket path (removed first if it is
 // left from an earlier run). Every call is also written to out, if not nil.
 func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
-	r := &Recorder{cfg: cfg, out: out, done: make(chan struct{}), block: map[string]*blockVolume{}}
+	r := &Recorder{cfg: cfg, out: out, done: make(chan struct{}), block: map[string]*blockVolume{}, faultBase: map[string]int{}}
 	if err := r.SetNodeCapabilities(cfg.NodeCapabilities); err != nil {
 		return nil, err
 	}
@@ -132,12 +135,21 @@ func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
 	return r, nil
 }
 
+// retiredNodeCapabilities are node capabilities that newer CSI specs no
+// longer name, by their number on the wire: a test binary built with such a
+// spec still serves them to the older kubelets that ask (VOLUME_CONDITION:
+// up to 1.36, with the CSIVolumeHealth gate).
+var retiredNodeCapabilities = map[string]int32{"VOLUME_CONDITION": 4}
+
 // SetNodeCapabilities changes what NodeGetCapabilities answers from now on
 // (a driver that serves one case after another; the kubelet asks each time).
 func (r *Recorder) SetNodeCapabilities(names []string) error {
 	var caps []*csi.NodeServiceCapability
 	for _, name := range names {
 		v, ok := csi.NodeServiceCapability_RPC_Type_value[name]
+		if !ok {
+			v, ok = retiredNodeCapabilities[name]
+		}
 		if !ok {
 			return fmt.Errorf("recorder: unknown node capability %q", name)
 		}
@@ -149,6 +161,44 @@ func (r *Recorder) SetNodeCapabilities(names []string) error {
 	r.caps = caps
 	return nil
 }
+
+// SetFaults replaces the faults from now on; their calls count from here
+// (a driver that serves one case after another).
+func (r *Recorder) SetFaults(faults []Fault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg.Faults = append([]Fault(nil), faults...)
+	r.faultBase = map[string]int{}
+	for _, c := range r.calls {
+		r.faultBase[c.Short()]++
+	}
+}
+
+// SetBlockDir changes Config.BlockDir for the volumes published from now
+// on ("": block volumes published as empty regular files).
+func (r *Recorder) SetBlockDir(dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg.BlockDir = dir
+}
+
+func (r *Recorder) blockDir() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.BlockDir
+}
+
+// failing tells whether the n-th call of method (counted from the start)
+// fails, and with which code.
+func (r *Recorder) failing(method string, n int) (codes.Code, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.fails(method, n-r.faultBase[method])
+}
+
+// Release unmounts and detaches what the driver still holds (a teardown
+// that never completed), and says what it released.
+func (r *Recorder) Release() []string { return r.releaseAll() }
 
 // Stop stops serving and removes the socket, then releases the block
 // devices a teardown left published or staged (unmounts the targets,
@@ -212,7 +262,7 @@ func (r *Recorder) intercept(ctx context.Context, req any, info *grpc.UnaryServe
 	// i.e. the fsGroup walk).
 	c.FS = observe(req)
 	n := r.record(c)
-	if code, ok := r.cfg.fails(c.Short(), n); ok {
+	if code, ok := r.failing(c.Short(), n); ok {
 		if q, isPublish := req.(*csi.NodePublishVolumeRequest); isPublish && q.GetVolumeCapability().GetBlock() == nil {
 			_ = os.RemoveAll(filepath.Join(q.GetTargetPath(), "data"))
 		}
@@ -418,7 +468,7 @@ func (s *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequ
 
 // NodeStageVolume attaches a block volume's loop device (with BlockDir).
 func (s *node) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
-	if s.r.cfg.BlockDir != "" && req.GetVolumeCapability().GetBlock() != nil {
+	if s.r.blockDir() != "" && req.GetVolumeCapability().GetBlock() != nil {
 		if err := s.r.stageBlock(req.GetVolumeId(), req.GetStagingTargetPath()); err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
@@ -444,7 +494,7 @@ func (s *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 		return nil, status.Error(codes.InvalidArgument, "target_path missing")
 	}
 	if req.GetVolumeCapability().GetBlock() != nil {
-		if s.r.cfg.BlockDir != "" {
+		if s.r.blockDir() != "" {
 			if err := s.r.publishBlock(req.GetVolumeId(), t); err != nil {
 				return nil, status.Error(codes.Internal, err.Error())
 			}
