@@ -233,14 +233,18 @@ func TestRepublishFailureRetried(t *testing.T) {
 		retry     Retry
 		dry       bool
 		wantPubs  int
+		minor     int
 	}{
-		{"retry-for", fsVol, Retry{For: 10 * time.Second}, false, 2},
-		{"max-attempts", fsVol, Retry{MaxAttempts: 2}, false, 2},
-		{"block", block, Retry{For: 10 * time.Second}, true, 2},
-		{"no retries", fsVol, Retry{}, false, 1},
+		{"retry-for", fsVol, Retry{For: 10 * time.Second}, false, 2, 37},
+		{"max-attempts", fsVol, Retry{MaxAttempts: 2}, false, 2, 37},
+		// Up to 1.35 the failure removed the target and its vol_data.json;
+		// the retry's SetUp writes them again, so the teardown finds them.
+		{"1.35", fsVol, Retry{For: 10 * time.Second}, false, 2, 35},
+		{"block", block, Retry{For: 10 * time.Second}, true, 2, 37},
+		{"no retries", fsVol, Retry{}, false, 1, 37},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []envOption{withVersion(37), func(c *Config) { c.Retry = tc.retry }}
+			opts := []envOption{withVersion(tc.minor), func(c *Config) { c.Retry = tc.retry }}
 			if tc.dry {
 				opts = append(opts, dryRun)
 			}
@@ -266,6 +270,9 @@ func TestRepublishFailureRetried(t *testing.T) {
 				}
 				if pubs[1].Err != nil {
 					t.Errorf("retry failed: %v", pubs[1].Err)
+				}
+				if !tc.dry && !exists(targetPV1(e.root)) {
+					t.Errorf("target %s gone after the retry", targetPV1(e.root))
 				}
 				if got.Syncs != 1 || got.RepublishFailed != 0 || got.RepublishRetried != 1 || len(got.Errs) != 0 {
 					t.Errorf("report: %d syncs, %d failed, %d retried, errors %v; want 1, 0, 1, none", got.Syncs, got.RepublishFailed, got.RepublishRetried, got.Errs)
