@@ -370,7 +370,12 @@ func republishWait(o objects) time.Duration {
 // withoutSecondEarlySync: the whole kubelet at times syncs a running pod
 // twice right after its start (the on-demand relist's sync, then another
 // within a second), so a requiresRepublish volume gets one republish more
-// than the simulator's single early sync makes. The kubelet's stream with
+// than the simulator's single early sync makes. The relist reports the
+// sandbox and the container as two ContainerStarted events; when the pod
+// worker takes the first before the second arrives (a race of
+// microseconds), the second is a sync of its own, which waits for the next
+// periodic relist (pod_workers.go podWorkerLoop, GetNewerThan): about one
+// pod in sixty. The kubelet's stream with
 // one republish (a pod sync's calls identical to the republish just before
 // them) taken out: whether that makes both streams the same.
 func withoutSecondEarlySync(kubelet, sim []string) bool {
