@@ -33,6 +33,9 @@ func (a operationKey) conflicts(b operationKey) bool {
 type operations struct {
 	mu      sync.Mutex
 	pending []operationKey
+	// backingOff are the volumes whose failed remount waits for its retry
+	// (remountretry.go).
+	backingOff map[string]bool
 }
 
 // run runs op once no conflicting operation is pending, or returns ctx's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -34,21 +35,52 @@ func (k *Kubelet) requiresRemount(driver string) bool {
 // again (GenerateMapVolumeFunc): MapPodDevice, no SetUpDevice.
 func (k *Kubelet) republish(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
+	for _, f := range k.remountAll(ctx, pod, round) {
+		errs = append(errs, f.err)
+	}
+	return errs
+}
+
+// remountFailure is a volume whose remount failed in a pod sync: it stays
+// mounted with remountRequired set, so the reconciler mounts it again once
+// the operation's backoff allows (remountretry.go).
+type remountFailure struct {
+	key     mountKey
+	v       *volumeSpec
+	round   int
+	started time.Time
+	err     error
+}
+
+// remountAll is republish, telling which volumes failed. A volume whose
+// failed remount waits for its retry is left alone: the operation of its
+// key is in its backoff, and the kubelet runs one operation per volume.
+func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []remountFailure {
+	var fails []remountFailure
 	for _, key := range k.state.podMounts(pod) {
 		m, ok := k.state.mount(key)
 		if !ok || m.status != statusMounted || !k.requiresRemount(m.spec.Driver) {
 			continue
 		}
 		v := m.spec
-		// The remount is the mount operation again, under the volume's key.
-		err := k.ops.run(ctx, operationKey{volume: key.uniqueName}, func() error {
-			return k.remount(ctx, pod, v, key, round)
-		})
-		if err != nil {
-			errs = append(errs, err)
+		if k.ops.retrying(key.uniqueName) {
+			l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
+			k.trace.Note(csiclient.WithLabels(ctx, l), false, "pod sync: the volume's failed remount waits for its retry (the operation's backoff), so this sync starts no other: one operation per volume at a time")
+			continue
+		}
+		started := time.Now()
+		if err := k.remountOp(ctx, pod, v, key, round); err != nil {
+			fails = append(fails, remountFailure{key: key, v: v, round: round, started: started, err: err})
 		}
 	}
-	return errs
+	return fails
+}
+
+// remountOp is the remount as an operation, under the volume's key.
+func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, key mountKey, round int) error {
+	return k.ops.run(ctx, operationKey{volume: key.uniqueName}, func() error {
+		return k.remount(ctx, pod, v, key, round)
+	})
 }
 
 // remount is one volume's part of a pod sync for a requiresRepublish
@@ -68,8 +100,9 @@ func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, k
 		err := k.mounter.setUp(octx, pod, v, mounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
 		cancel()
 		if err != nil {
-			// The volume stays mounted; remountRequired stays set and the
-			// kubelet retries on the next sync.
+			// The volume stays mounted and remountRequired stays set
+			// (markVolumeErrorState leaves a mounted volume alone): the
+			// reconciler retries after the operation's backoff.
 			return k.volumeFailure(ctx, labels, "MountVolume.SetUp", v, pod, err)
 		}
 	}

@@ -7,8 +7,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -201,5 +204,137 @@ func TestRepublishBlock(t *testing.T) {
 	if got := seq(e.drv.Calls()); !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
+	e.unmountOK("app-1")
+}
+
+// publishes returns the trace's NodePublishVolume calls.
+func publishes(e *testEnv) []csiclient.Call {
+	var out []csiclient.Call
+	for _, c := range e.trace.Calls() {
+		if c.Method == "NodePublishVolume" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// docs/kubelet.md §5: with retries on, a failed republish is retried after
+// the operation's backoff (500 ms) while the pod runs, without waiting for
+// the next pod sync (an hour away here), as the reconciler does; the run is
+// not failed by it, and the failed attempt's warning stays in the trace.
+// Without retries the failure is the sync's, and the trace says a kubelet
+// would retry.
+func TestRepublishFailureRetried(t *testing.T) {
+	fsVol := docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1)
+	block := docs(republishDriver("attachRequired: false"), pvDoc("pv-1", "vol-1", "data-1", "volumeMode: Block"), pvc1, blockPod1)
+	for _, tc := range []struct {
+		name      string
+		manifests string
+		retry     Retry
+		dry       bool
+		wantPubs  int
+		minor     int
+	}{
+		{"retry-for", fsVol, Retry{For: 10 * time.Second}, false, 2, 37},
+		{"max-attempts", fsVol, Retry{MaxAttempts: 2}, false, 2, 37},
+		// Up to 1.35 the failure removed the target and its vol_data.json;
+		// the retry's SetUp writes them again, so the teardown finds them.
+		{"1.35", fsVol, Retry{For: 10 * time.Second}, false, 2, 35},
+		{"block", block, Retry{For: 10 * time.Second}, true, 2, 37},
+		{"no retries", fsVol, Retry{}, false, 1, 37},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []envOption{withVersion(tc.minor), func(c *Config) { c.Retry = tc.retry }}
+			if tc.dry {
+				opts = append(opts, dryRun)
+			}
+			e := newEnv(t, tc.manifests, newFakeDriver(capStage), opts...)
+			e.mountOK("app-1")
+			first := len(publishes(e))
+			e.drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "bad"))
+			var rep RunningReport
+			e.k.runPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, RunningSchedule{SyncFrequency: time.Hour}, &rep)
+			pubs := publishes(e)[first:]
+			if len(pubs) != tc.wantPubs {
+				t.Fatalf("%d NodePublishVolume while the pod ran, want %d", len(pubs), tc.wantPubs)
+			}
+			if pubs[0].Code != codes.InvalidArgument {
+				t.Errorf("first republish: %v, want the injected InvalidArgument", pubs[0].Code)
+			}
+			got := rep.Snapshot()
+			retried := tc.wantPubs == 2
+			if retried {
+				failedAt := pubs[0].Start.Add(pubs[0].Duration)
+				if gap := pubs[1].Start.Sub(failedAt); gap < initialDurationBeforeRetry-20*time.Millisecond {
+					t.Errorf("retry %v after the failure, want the backoff of 500ms", gap)
+				}
+				if pubs[1].Err != nil {
+					t.Errorf("retry failed: %v", pubs[1].Err)
+				}
+				if !tc.dry && !exists(targetPV1(e.root)) {
+					t.Errorf("target %s gone after the retry", targetPV1(e.root))
+				}
+				if got.Syncs != 1 || got.RepublishFailed != 0 || got.RepublishRetried != 1 || len(got.Errs) != 0 {
+					t.Errorf("report: %d syncs, %d failed, %d retried, errors %v; want 1, 0, 1, none", got.Syncs, got.RepublishFailed, got.RepublishRetried, got.Errs)
+				}
+			} else if got.RepublishFailed != 1 || got.RepublishRetried != 0 || len(got.Errs) != 1 {
+				t.Errorf("report: %d failed, %d retried, errors %v; want the one failure", got.RepublishFailed, got.RepublishRetried, got.Errs)
+			}
+			const retryNote = "attempt 1 failed; the kubelet retries after its backoff of 500ms"
+			const onlyNote = "the kubelet retries this remount after its backoff of 500ms while the pod runs; --retry-for or --max-attempts does so here"
+			steps := e.steps(false)
+			if slices.Contains(steps, retryNote) != retried || slices.Contains(steps, onlyNote) == retried {
+				t.Errorf("note %q present %t, %q present %t; want the first when retried, else the second", retryNote, slices.Contains(steps, retryNote), onlyNote, slices.Contains(steps, onlyNote))
+			}
+			if w := e.steps(true); len(w) != 1 || !strings.Contains(w[0], "failed for volume \"pv-1\"") {
+				t.Errorf("warnings %q, want the failed attempt's", w)
+			}
+			e.unmountOK("app-1")
+		})
+	}
+}
+
+// A remount that keeps failing is retried only while the pod runs: the
+// hold's end stops the wait for the next attempt, and the last error is the
+// failure. Pod syncs that come meanwhile start nothing for the volume (one
+// operation per volume at a time).
+func TestRepublishRetryStopsAtHoldEnd(t *testing.T) {
+	e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage),
+		withVersion(37), func(c *Config) { c.Retry = Retry{For: time.Minute} })
+	e.mountOK("app-1")
+	first := len(publishes(e))
+	e.drv.FailNext("NodePublishVolume", codes.Internal, 10)
+	var rep RunningReport
+	start := time.Now()
+	// Attempts at 0 s and 0.5 s; the next would be at 1.5 s, after the
+	// hold's end. Syncs every 300 ms meanwhile.
+	e.k.runPod(context.Background(), e.pod("app-1"), 1200*time.Millisecond, RunningSchedule{RepublishPeriod: 300 * time.Millisecond}, &rep)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("runPod took %v: the retry did not stop at the hold's end", d)
+	}
+	pubs := publishes(e)[first:]
+	if len(pubs) != 2 {
+		t.Errorf("%d NodePublishVolume, want 2 (the sync's and one retry)", len(pubs))
+	}
+	for _, p := range pubs {
+		if p.Labels.Operation != "SetUp#1" {
+			t.Errorf("publish of %s, want only SetUp#1's", p.Labels.Operation)
+		}
+	}
+	got := rep.Snapshot()
+	if got.Syncs < 3 || got.RepublishFailed != 1 || got.RepublishRetried != 0 || len(got.Errs) != 1 || !strings.Contains(got.Errs[0].Error(), "injected Internal") {
+		t.Errorf("report: %d syncs, %d failed, %d retried, errors %v; want 3+, 1, 0, the injected error", got.Syncs, got.RepublishFailed, got.RepublishRetried, got.Errs)
+	}
+	steps := e.steps(false)
+	for _, want := range []string{
+		"attempt 2 failed; the kubelet retries after its backoff of 1s",
+		"the pod's run ended before the retry: the remount stays failed",
+		"pod sync: the volume's failed remount waits for its retry (the operation's backoff), so this sync starts no other: one operation per volume at a time",
+	} {
+		if !slices.Contains(steps, want) {
+			t.Errorf("no step %q", want)
+		}
+	}
+	e.drv.ClearFaults("NodePublishVolume")
 	e.unmountOK("app-1")
 }

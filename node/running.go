@@ -75,8 +75,11 @@ type RunningReport struct {
 	Republish       bool // a driver of the pods requires republish
 	Syncs           int
 	RepublishFailed int
-	Stats           int
-	StatsFailed     int
+	// RepublishRetried counts the failed remounts that a retry got
+	// through (--retry-for, --max-attempts).
+	RepublishRetried int
+	Stats            int
+	StatsFailed      int
 	// FirstSync is when the first pod sync was due, for the user who
 	// wonders why none came.
 	FirstSync time.Duration
@@ -100,14 +103,16 @@ func (r *RunningReport) add(f func(r *RunningReport), errs []error) {
 func (r *RunningReport) Snapshot() RunningReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return RunningReport{Republish: r.Republish, Syncs: r.Syncs, RepublishFailed: r.RepublishFailed,
+	return RunningReport{Republish: r.Republish, Syncs: r.Syncs, RepublishFailed: r.RepublishFailed, RepublishRetried: r.RepublishRetried,
 		Stats: r.Stats, StatsFailed: r.StatsFailed, FirstSync: r.FirstSync, Errs: append([]error(nil), r.Errs...)}
 }
 
 // runPod keeps one pod running for d (until ctx ends when d < 0), as its
 // pod worker and stats calculator do: each sync republishes the volumes of
-// drivers with requiresRepublish, on the pod's own jittered period, and
-// each stats round calls NodeGetVolumeStats per volume on its own.
+// drivers with requiresRepublish, on the pod's own jittered period (a
+// failed remount retried with the kubelet's backoff as the retry bounds
+// allow, until the pod's run ends), and each stats round calls
+// NodeGetVolumeStats per volume on its own.
 func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
 	if d == 0 {
 		return
@@ -119,6 +124,8 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 		end = t.C
 	}
 	republish := k.requiresRepublish(pod)
+	retries := k.newRemountRetries(ctx, pod, rep)
+	defer retries.end()
 	syncT := stoppedTimer()
 	defer syncT.Stop()
 	early, why := k.earlySync()
@@ -149,7 +156,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 			if syncs == 1 {
 				k.trace.Note(csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "SetUp#1", Pod: podName(pod)}), false, why)
 			}
-			errs := k.republish(ctx, pod, syncs)
+			errs := retries.start(k.remountAll(ctx, pod, syncs))
 			rep.add(func(r *RunningReport) { r.Syncs++; r.RepublishFailed += len(errs) }, errs)
 			syncT.Reset(s.nextSync())
 		case <-statsT.C:

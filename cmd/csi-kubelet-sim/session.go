@@ -304,7 +304,11 @@ func (ss *session) printRunning(r *node.RunningReport) {
 	case r.Republish && r.Syncs == 0:
 		p.Printf("  republish   no pod sync came while the pods ran: the first was due %s after the start (--sync-frequency %s with the kubelet's jitter; --republish-period for a fixed one, --hold to run longer)\n", round(r.FirstSync), ss.opts.syncFrequency)
 	case r.Republish:
-		p.Printf("  republish   %d pod syncs, %d failures\n", r.Syncs, r.RepublishFailed)
+		retried := ""
+		if r.RepublishRetried > 0 {
+			retried = fmt.Sprintf(", %d succeeded on a retry", r.RepublishRetried)
+		}
+		p.Printf("  republish   %d pod syncs, %d failures%s\n", r.Syncs, r.RepublishFailed, retried)
 	}
 	if r.Stats > 0 {
 		p.Printf("  stats       %d rounds, %d answers rejected by the kubelet\n", r.Stats, r.StatsFailed)

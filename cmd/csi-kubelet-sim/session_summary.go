@@ -84,7 +84,7 @@ func (ss *session) jsonSummary(out *node.Outcome, running *node.RunningReport, c
 		m["provisioned"] = ss.jsonProvisioned()
 	}
 	if running.Republish {
-		m["republish"] = map[string]any{"syncs": running.Syncs, "failed": running.RepublishFailed, "first_sync_due_ms": running.FirstSync.Milliseconds()}
+		m["republish"] = map[string]any{"syncs": running.Syncs, "failed": running.RepublishFailed, "retried": running.RepublishRetried, "first_sync_due_ms": running.FirstSync.Milliseconds()}
 	}
 	if running.Stats > 0 {
 		m["stats"] = map[string]int{"rounds": running.Stats, "rejected": running.StatsFailed}

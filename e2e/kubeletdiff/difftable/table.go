@@ -43,6 +43,12 @@ type Case struct {
 	// on; the error must contain this.
 	SimFails     string
 	PhaseTimeout time.Duration // how long a kubelet phase may take (0: 20s)
+	// WholeKubeletRetries: on a whole kubelet the failed operation is
+	// retried after the kubelet's backoff while the pod runs, and then
+	// succeeds (the differential test's harness deletes the pod before the
+	// backoff ends): the whole-kubelet test runs the simulator with
+	// --retry-for, and both runs must end well.
+	WholeKubeletRetries bool
 	// TeardownStuck is the error (its prefix, the operation, e.g.
 	// "UnmapVolume.UnmapBlockVolume failed") of a teardown that never
 	// completes on a kubelet: the kubelet code retries it until the phase
@@ -427,7 +433,7 @@ func table() []Case {
 		// pod still using the mount (csi_mounter.go SetUpAt, #121271).
 		// Without vol_data.json there is no unmounter (csiPlugin.NewUnmounter):
 		// up to 1.35 the volume is never unpublished.
-		{Name: "republish-fails-final", Caps: stage, Republish: true, PhaseTimeout: 5 * time.Second,
+		{Name: "republish-fails-final", Caps: stage, Republish: true, PhaseTimeout: 5 * time.Second, WholeKubeletRetries: true,
 			TeardownStuck: "UnmountVolume.NewUnmounter failed", StuckMaxMinor: 35,
 			Faults:   []recorder.Fault{{Method: "NodePublishVolume", From: 2, To: 2, Code: codes.InvalidArgument}},
 			SimFails: `MountVolume.SetUp failed for volume "pv-vol" : rpc error: code = InvalidArgument`,

@@ -135,12 +135,21 @@ func Start(socket string, cfg Config, out io.Writer) (*Recorder, error) {
 	return r, nil
 }
 
+// retiredNodeCapabilities are node capabilities that newer CSI specs no
+// longer name, by their number on the wire: a test binary built with such a
+// spec still serves them to the older kubelets that ask (VOLUME_CONDITION:
+// up to 1.36, with the CSIVolumeHealth gate).
+var retiredNodeCapabilities = map[string]int32{"VOLUME_CONDITION": 4}
+
 // SetNodeCapabilities changes what NodeGetCapabilities answers from now on
 // (a driver that serves one case after another; the kubelet asks each time).
 func (r *Recorder) SetNodeCapabilities(names []string) error {
 	var caps []*csi.NodeServiceCapability
 	for _, name := range names {
 		v, ok := csi.NodeServiceCapability_RPC_Type_value[name]
+		if !ok {
+			v, ok = retiredNodeCapabilities[name]
+		}
 		if !ok {
 			return fmt.Errorf("recorder: unknown node capability %q", name)
 		}
