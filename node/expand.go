@@ -134,7 +134,9 @@ func isInUseError(err error) bool {
 // will not expand this volume again while it stays attached.
 func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *volumeSpec, err error) {
 	k.state.markInUseExpansionError(v.uniqueName(string(pod.UID)))
-	k.trace.Warn(ctx, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q : %v; the kubelet lets the mount go on and does not expand the volume again on this node", v.SpecName, err))
+	// Only the kubelet's log says so: no event is recorded (a whole
+	// kubelet showed none), so it is not a warning of the trace.
+	k.trace.Note(ctx, false, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q : %v; the kubelet lets the mount go on and does not expand the volume again on this node (it logs the error, no event)", v.SpecName, err))
 }
 
 // recoveringFromExpansion is checkForRecoveryFromExpansion: whether the

@@ -37,10 +37,6 @@ func cases(t *testing.T) []difftable.Case {
 // notWhole says why a case of the table does not run through the whole
 // kubelet here, or "" when it does.
 func notWhole(c difftable.Case) string {
-	switch c.Name {
-	case "expand-pv", "expand-block-stage", "expand-block-nostage":
-		return "the whole kubelet expands the volume again in use after the mount's expansion (legacy path); the simulator does not yet"
-	}
 	if c.SELinuxLevel != "" && hostSELinux() {
 		return "this host has SELinux: the whole kubelet's context= options would come from the host's policy and allocated levels, which the case does not fix; the test compares SELinux cases on hosts without it"
 	}
