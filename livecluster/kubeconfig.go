@@ -21,8 +21,15 @@ import (
 type Config struct {
 	Host      string
 	Namespace string
-	client    *http.Client
+	// Deadline bounds a whole Read (every GET of it); DefaultDeadline
+	// when zero.
+	Deadline time.Duration
+	client   *http.Client
 }
+
+// DefaultDeadline is how long a Read may take in all: a pod's objects
+// are read in seconds even with thousands of volumes.
+const DefaultDeadline = 2 * time.Minute
 
 // DefaultKubeconfig is the kubeconfig kubectl reads without --kubeconfig:
 // the first file of $KUBECONFIG, else ~/.kube/config.
@@ -60,6 +67,11 @@ func LoadKubeconfig(_ context.Context, path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// A redirect is never followed: Go drops the Authorization header on
+	// a redirect to another host, but client-go's bearer round-tripper
+	// adds the kubeconfig's token back to every request, the redirected
+	// one too. The 3xx is the cluster's answer (get reports it).
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Config{Host: strings.TrimSuffix(rc.Host, "/"), Namespace: ns, client: hc}, nil
 }
 
@@ -87,28 +99,82 @@ func checkCurrent(loader clientcmd.ClientConfig) error {
 	return nil
 }
 
+// RedirectError: the API server answered a GET with a redirect, which is
+// not followed (the kubeconfig's credentials would go with it).
+type RedirectError struct {
+	Host, Path string
+	Status     string // "302 Found"
+	Location   string
+}
+
+func (e *RedirectError) Error() string {
+	to := e.Location
+	if to == "" {
+		to = "(no Location)"
+	}
+	return fmt.Sprintf("the API server at %s answered %s to %s for %s: not followed (a redirect is never followed, so that the kubeconfig's credentials go nowhere else)", e.Host, e.Status, to, e.Path)
+}
+
+// AnswerError: the API server answered, but its answer is not a valid
+// object (truncated, not JSON, cut by a proxy).
+type AnswerError struct {
+	Host, Path string
+	Size       int
+	Err        error
+}
+
+func (e *AnswerError) Error() string {
+	return fmt.Sprintf("the API server at %s answered %s with %d bytes, but the server's answer was not a valid object: %v", e.Host, e.Path, e.Size, e.Err)
+}
+
+func (e *AnswerError) Unwrap() error { return e.Err }
+
 // get reads one object by its path into out.
 func (c *Config) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Host+path, nil)
+	data, err := c.fetch(ctx, path)
 	if err != nil {
 		return err
+	}
+	return c.decode(path, data, out)
+}
+
+// decode reads an answer into out.
+func (c *Config) decode(path string, data []byte, out any) error {
+	if err := json.Unmarshal(data, out); err != nil {
+		return &AnswerError{Host: c.Host, Path: path, Size: len(data), Err: err}
+	}
+	return nil
+}
+
+// fetch GETs one object's JSON: an API refusal is a StatusError, a
+// redirect a RedirectError.
+func (c *Config) fetch(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Host+path, nil)
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return nil, &RedirectError{Host: c.Host, Path: path, Status: resp.Status, Location: resp.Header.Get("Location")}
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return err
+		if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+			return nil, &AnswerError{Host: c.Host, Path: path, Size: len(data), Err: err}
+		}
+		return nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := &cluster.StatusError{Code: resp.StatusCode}
 		if json.Unmarshal(data, &se.Status) != nil || se.Status.Message == "" {
 			se.Status.Message = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
 		}
-		return se
+		return nil, se
 	}
-	return json.Unmarshal(data, out)
+	return data, nil
 }

@@ -7,11 +7,14 @@ package livecluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -72,14 +75,24 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // secret parameters, the VolumeAttachments of attachable volumes on
 // nodeName (the pod's node when empty), the pod's ServiceAccount and its
 // Node.
+//
+// The whole read has one deadline (cfg.Deadline); the claims, their PVs
+// and their VolumeAttachments are fetched a few at a time (a pod may have
+// thousands of volumes), the rest one by one.
 func Read(ctx context.Context, cfg *Config, namespace, name, nodeName string) (*Pod, error) {
-	r := &reader{c: cfg, host: cfg.Host, seen: map[string]bool{}}
+	deadline := cfg.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	r := &reader{c: cfg, host: cfg.Host, seen: map[string]bool{}, fetched: map[string]fetched{}, deadline: deadline}
 	pod := &corev1.Pod{}
 	if err := cfg.get(ctx, path("", "v1", "pods", namespace, name), pod); err != nil {
 		if isAPIError(err) {
 			return nil, &NotReadError{Object: "Pod " + namespace + "/" + name, Err: err}
 		}
-		return nil, &UnreachableError{Host: cfg.Host, Err: err}
+		return nil, r.notAnswered(ctx, err)
 	}
 	r.out.Pod = pod
 	r.keep("Pod", pod.Namespace, pod.Name, pod)
@@ -98,6 +111,98 @@ type reader struct {
 	host string
 	seen map[string]bool
 	out  Pod
+	// fetched are answers read ahead (prefetch), by object key.
+	fetched  map[string]fetched
+	deadline time.Duration
+}
+
+// fetched is one answer read ahead: the object's JSON or the error.
+type fetched struct {
+	data []byte
+	err  error
+}
+
+// DeadlineError: the whole read took longer than its deadline.
+type DeadlineError struct {
+	Host     string
+	Deadline time.Duration
+	Err      error
+}
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("reading the pod from the cluster at %s took longer than the deadline of %s for the whole read: %v", e.Host, e.Deadline, e.Err)
+}
+
+func (e *DeadlineError) Unwrap() error { return e.Err }
+
+// notAnswered classes an error that is not an API refusal: a redirect or
+// an answer that is not an object (said as what they are), the read's
+// deadline, or the cluster not reached.
+func (r *reader) notAnswered(ctx context.Context, err error) error {
+	var re *RedirectError
+	var ae *AnswerError
+	switch {
+	case errors.As(err, &re), errors.As(err, &ae):
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &DeadlineError{Host: r.host, Deadline: r.deadline, Err: err}
+	}
+	return &UnreachableError{Host: r.host, Err: err}
+}
+
+// fetchWorkers bounds the GETs in flight at once.
+const fetchWorkers = 16
+
+// objRef names one object to read.
+type objRef struct {
+	kind, group, version, resource, ns, name string
+}
+
+func (o objRef) key() string { return o.kind + "/" + o.ns + "/" + o.name }
+
+// prefetch GETs refs, fetchWorkers at a time, for get to take in order.
+func (r *reader) prefetch(ctx context.Context, refs []objRef) {
+	type result struct {
+		key string
+		f   fetched
+	}
+	todo := map[string]objRef{}
+	for _, ref := range refs {
+		if _, ok := r.fetched[ref.key()]; !ok && !r.seen[ref.key()] {
+			todo[ref.key()] = ref
+		}
+	}
+	jobs := make(chan objRef)
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for i := 0; i < fetchWorkers && i < len(todo); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ref := range jobs {
+				data, err := r.c.fetch(ctx, path(ref.group, ref.version, ref.resource, ref.ns, ref.name))
+				results <- result{ref.key(), fetched{data, err}}
+			}
+		}()
+	}
+	go func() {
+		for _, ref := range todo {
+			jobs <- ref
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+	for res := range results {
+		r.fetched[res.key] = res.f
+	}
+}
+
+// peek decodes an answer read ahead, without keeping it; false when there
+// is none or it is not the object.
+func (r *reader) peek(key string, obj any) bool {
+	f, ok := r.fetched[key]
+	return ok && f.err == nil && json.Unmarshal(f.data, obj) == nil
 }
 
 func (r *reader) keep(kind, ns, name string, obj any) {
@@ -113,9 +218,20 @@ func (r *reader) get(ctx context.Context, kind, group, version, resource, ns, na
 	if r.seen[key] {
 		return false, nil
 	}
-	if err := r.c.get(ctx, path(group, version, resource, ns, name), obj); err != nil {
+	p := path(group, version, resource, ns, name)
+	var err error
+	if f, ok := r.fetched[key]; ok {
+		delete(r.fetched, key)
+		err = f.err
+		if err == nil {
+			err = r.c.decode(p, f.data, obj)
+		}
+	} else {
+		err = r.c.get(ctx, p, obj)
+	}
+	if err != nil {
 		if !isAPIError(err) {
-			return false, &UnreachableError{Host: r.host, Err: err}
+			return false, r.notAnswered(ctx, err)
 		}
 		r.seen[key] = true
 		if by != "" {
@@ -162,6 +278,7 @@ func (r *reader) podObjects(ctx context.Context, pod *corev1.Pod, nodeName strin
 			return err
 		}
 	}
+	r.prefetchVolumes(ctx, pod, nodeName)
 	for i, v := range pod.Spec.Volumes {
 		by := fmt.Sprintf("%s spec.volumes[%d]", podName, i)
 		var err error
@@ -179,6 +296,47 @@ func (r *reader) podObjects(ctx context.Context, pod *corev1.Pod, nodeName strin
 		}
 	}
 	return nil
+}
+
+// prefetchVolumes reads ahead what is one GET per volume: the pod's
+// claims, then their PVs, then the PVs' VolumeAttachments on the node.
+func (r *reader) prefetchVolumes(ctx context.Context, pod *corev1.Pod, nodeName string) {
+	var claims []objRef
+	for _, v := range pod.Spec.Volumes {
+		name := ""
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			name = v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil:
+			name = pod.Name + "-" + v.Name
+		}
+		if name != "" {
+			claims = append(claims, objRef{"PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", pod.Namespace, name})
+		}
+	}
+	if len(claims) < 2 {
+		return
+	}
+	r.prefetch(ctx, claims)
+	var pvs []objRef
+	for _, ref := range claims {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if r.peek(ref.key(), pvc) && pvc.Spec.VolumeName != "" {
+			pvs = append(pvs, objRef{"PersistentVolume", "", "v1", "persistentvolumes", "", pvc.Spec.VolumeName})
+		}
+	}
+	r.prefetch(ctx, pvs)
+	if nodeName == "" {
+		return
+	}
+	var vas []objRef
+	for _, ref := range pvs {
+		pv := &corev1.PersistentVolume{}
+		if r.peek(ref.key(), pv) && pv.Spec.CSI != nil {
+			vas = append(vas, objRef{"VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", "", node.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, nodeName)})
+		}
+	}
+	r.prefetch(ctx, vas)
 }
 
 func (r *reader) inline(ctx context.Context, ns string, v *corev1.CSIVolumeSource, by string) error {
@@ -272,8 +430,16 @@ func (r *reader) volume(ctx context.Context, pv *corev1.PersistentVolume, nodeNa
 func (r *reader) class(ctx context.Context, name string, pvc *corev1.PersistentVolumeClaim, by string) error {
 	sc := &storagev1.StorageClass{}
 	ok, err := r.get(ctx, "StorageClass", "storage.k8s.io", "v1", "storageclasses", "", name, by, sc)
-	if err != nil || !ok || pvc == nil {
+	if err != nil || !ok {
 		return err
+	}
+	// The provisioner's CSIDriver: what the kubelet reads for the volumes
+	// of the class (attach, pod info), a claim's PV not made yet.
+	if err := r.driver(ctx, sc.Provisioner); err != nil {
+		return err
+	}
+	if pvc == nil {
+		return nil
 	}
 	for _, ref := range classSecrets(sc, pvc) {
 		if _, err := r.get(ctx, "Secret", "", "v1", "secrets", ref[0], ref[1], "StorageClass "+name+" parameters", &corev1.Secret{}); err != nil {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
@@ -53,5 +55,23 @@ func TestScenarioDocuments(t *testing.T) {
 	}
 	if pod.UID != "u3" {
 		t.Errorf("the pod itself was changed: UID %q", pod.UID)
+	}
+}
+
+// conformance --apiserver judges the API server's skew against its own
+// --kubelet-version, not a release it never set (which read as 1.0).
+func TestConformanceSkewReadsItsRelease(t *testing.T) {
+	o := &conformanceOptions{}
+	o.KubeletVersion = "1.30"
+	if err := o.completeRelease(); err != nil {
+		t.Fatal(err)
+	}
+	co := o.commonOptions(streams{})
+	if co.release.Minor != 30 {
+		t.Fatalf("the control plane's options carry kubelet 1.%d, want the run's 1.30", co.release.Minor)
+	}
+	note := cluster.SkewNote("v1.37.2", co.release.Minor)
+	if !strings.Contains(note, "7 minor releases newer than the simulated kubelet 1.30") {
+		t.Errorf("skew note %q", note)
 	}
 }

@@ -221,7 +221,7 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	if err := o.load(s); err != nil {
 		return err
 	}
-	co := &commonOptions{rootDirFlag: o.rootDirFlag, lockAs: "conformance", warnOut: s.Err}
+	co := o.commonOptions(s)
 	var created []string
 	var undo undoStack
 	defer undo.run()
@@ -391,4 +391,11 @@ func (o *conformanceOptions) admitFunc(ctx context.Context, s streams) (func(*co
 		}
 		return admitted, nil
 	}, a.Close, nil
+}
+
+// commonOptions are what conformance shares with run for the root dir and
+// --apiserver: its root dir and its own release (--kubelet-version), which
+// the API server's version skew is judged against.
+func (o *conformanceOptions) commonOptions(s streams) *commonOptions {
+	return &commonOptions{rootDirFlag: o.rootDirFlag, releaseFlags: o.releaseFlags, lockAs: "conformance", warnOut: s.Err}
 }
