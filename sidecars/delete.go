@@ -39,8 +39,26 @@ func (c *Controllers) delete(ctx context.Context, v *Volume) error {
 	return nil
 }
 
-// deleteVolume calls DeleteVolume and writes the deletion down.
+// deleteVolume calls DeleteVolume and writes the deletion down, unless
+// another live run holds the volume too (the same CreateVolume name on the
+// same driver): then it is kept for that run, which deletes it.
 func (c *Controllers) deleteVolume(ctx context.Context, v *Volume, secrets map[string]string) error {
+	c.mu.Lock()
+	h := c.holds[v.PV.Name]
+	c.mu.Unlock()
+	if h != nil {
+		other, unlock, err := h.others()
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if other != "" {
+			v.Kept = true
+			lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "provision", Operation: "Delete", Volume: v.PV.Name})
+			c.cfg.Trace.Note(lctx, false, fmt.Sprintf("volume %s of claim %s kept: in use by the run of root dir %s (the same CreateVolume name on the same driver gave both runs this volume); that run deletes it: handle %s", v.PV.Name, v.Claim, other, v.Handle))
+			return c.record.write(entry{Kind: kindKept, Name: v.PV.Name, Handle: v.Handle})
+		}
+	}
 	dctx, cancel := c.callContext(ctx, "provision", "Delete", v.PV.Name)
 	defer cancel()
 	if _, err := csi.NewControllerClient(c.cfg.Conn).DeleteVolume(dctx, &csi.DeleteVolumeRequest{VolumeId: v.Handle, Secrets: secrets}); err != nil {

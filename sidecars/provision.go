@@ -72,6 +72,9 @@ func (c *Controllers) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil {
 		return nil, err
 	}
+	if c.cfg.Replay && c.cfg.VolumeNamePrefix == "" {
+		return nil, c.inputErr(claim, fmt.Errorf("not bound in the cluster: a replay provisions it only under a name of its own, never the cluster provisioner's pvc-%s", claim.UID))
+	}
 	if sc.Provisioner != c.driver {
 		return nil, c.inputErr(claim, fmt.Errorf("StorageClass %q names provisioner %q, not the driver %q this run talks to: no provisioner here would provision the claim", sc.Name, sc.Provisioner, c.driver))
 	}
@@ -131,7 +134,11 @@ func (c *Controllers) prepareProvision(claim *corev1.PersistentVolumeClaim, sc *
 	if claim.UID == "" {
 		return nil, c.inputErr(claim, fmt.Errorf("metadata.uid: corrupted PVC object, it is missing UID"))
 	}
-	pvName := "pvc-" + string(claim.UID)
+	prefix := c.cfg.VolumeNamePrefix
+	if prefix == "" {
+		prefix = "pvc-"
+	}
+	pvName := prefix + string(claim.UID)
 	fsType, err := fsTypeOf(sc.Parameters)
 	if err != nil {
 		return nil, c.inputErr(claim, err)

@@ -25,6 +25,15 @@ func (c *Controllers) createVolume(ctx context.Context, req *csi.CreateVolumeReq
 	if err != nil {
 		return nil, err
 	}
+	h, err := holdVolume(c.cfg.HoldersDir, c.driver, c.cfg.Endpoint, req.Name, c.cfg.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		c.mu.Lock()
+		c.holds[req.Name] = h
+		c.mu.Unlock()
+	}
 	if err := rec.write(entry{Kind: kindCreating, Name: req.Name, Request: requestJSON(req)}); err != nil {
 		return nil, err
 	}

@@ -46,9 +46,25 @@ type Config struct {
 	KeepVolumes bool
 	// Endpoint names the controller socket in the cleanup hint.
 	Endpoint string
+	// Replay: the claims were read from a live cluster. A claim is then
+	// provisioned only under a VolumeNamePrefix of the run's own, never
+	// as pvc-<claim uid>, the name the cluster's provisioner uses (a
+	// driver answers CreateVolume of an existing name with that volume).
+	Replay bool
+	// VolumeNamePrefix replaces the provisioner's "pvc-" before the
+	// claim's UID in the names of the volumes and PVs created.
+	VolumeNamePrefix string
+	// HoldersDir is the machine-wide register of provisioned volumes
+	// (DefaultHoldersDir when empty): a volume another live run holds is
+	// not deleted. NoHolders ("-") keeps none: plan, which calls no
+	// driver.
+	HoldersDir string
 	// OnPV is told of each PV the provisioner creates.
 	OnPV func(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume)
 }
+
+// NoHolders as HoldersDir keeps no register.
+const NoHolders = "-"
 
 // DefaultTimeout is the sidecars' default --timeout.
 const DefaultTimeout = 10 * time.Second
@@ -82,6 +98,8 @@ type Controllers struct {
 	// uncertain are CreateVolume calls that did not finish: the volume
 	// may exist.
 	uncertain []*csi.CreateVolumeRequest
+	// holds are this run's entries in the register, by volume name.
+	holds map[string]*hold
 }
 
 var _ node.Controller = (*Controllers)(nil)
@@ -91,8 +109,11 @@ func New(cfg Config) *Controllers {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.HoldersDir == "" {
+		cfg.HoldersDir = DefaultHoldersDir
+	}
 	cfg.Conn = &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace}
-	return &Controllers{cfg: cfg}
+	return &Controllers{cfg: cfg, holds: map[string]*hold{}}
 }
 
 // InputError is a claim the sidecars cannot provision for a reason in the
@@ -181,6 +202,12 @@ func (c *Controllers) Finish(ctx context.Context, inUse func(driver, handle stri
 	if len(errs) == 0 && c.record != nil {
 		c.record.remove()
 	}
+	c.mu.Lock()
+	for name, h := range c.holds {
+		h.release()
+		delete(c.holds, name)
+	}
+	c.mu.Unlock()
 	return errs
 }
 

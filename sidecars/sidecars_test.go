@@ -85,7 +85,7 @@ func testRegistration() *node.Registration {
 func newControllers(t *testing.T, c *manifests.Cluster, d *csifake.Driver, mod func(*Config)) (*Controllers, string) {
 	t.Helper()
 	root := t.TempDir()
-	cfg := Config{Cluster: c, Conn: d, Trace: csiclient.NewTrace(), RootDir: root, NodeName: "n1"}
+	cfg := Config{Cluster: c, Conn: d, Trace: csiclient.NewTrace(), RootDir: root, NodeName: "n1", HoldersDir: filepath.Join(t.TempDir(), "volumes")}
 	if mod != nil {
 		mod(&cfg)
 	}

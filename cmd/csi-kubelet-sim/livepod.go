@@ -23,14 +23,25 @@ import (
 type liveOptions struct {
 	Kubeconfig string
 	Pod        string
+	// ProvisionUnbound: a claim the cluster has not bound yet is
+	// provisioned by the replay, under a name of its own; without it such
+	// a claim is refused.
+	ProvisionUnbound bool
 	// nodeGiven: --node-name was given; else the pod's node is the
 	// simulated kubelet's (its VolumeAttachments are named after it).
 	nodeGiven bool
+	host      string // the cluster's API server, once read
 }
 
 func (l *liveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "with --pod: the kubeconfig of the cluster to read the pod from (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&l.Pod, "pod", "", "replay this pod of a running cluster, NAMESPACE/NAME (NAME: the kubeconfig context's namespace): it and what its volumes reference are read, read-only, instead of -f")
+}
+
+// addProvisionFlag is --provision-unbound, for the commands that run the
+// sidecars (run, load, plan).
+func (l *liveOptions) addProvisionFlag(fs *pflag.FlagSet) {
+	fs.BoolVar(&l.ProvisionUnbound, "provision-unbound", false, "with --pod: provision a claim the cluster has not bound yet, as a volume of the replay's own (named csi-kubelet-sim-<run id>-<claim uid>, never the cluster provisioner's pvc-<uid>), deleted at the end; without it such a claim is refused")
 }
 
 // check refuses what cannot be combined.
@@ -40,6 +51,8 @@ func (l *liveOptions) check(files []string) error {
 		return withCode(exitUsage, errors.New("--kubeconfig needs --pod NAMESPACE/NAME"))
 	case l.Pod != "" && (strings.Count(l.Pod, "/") > 1 || strings.HasPrefix(l.Pod, "/") || strings.HasSuffix(l.Pod, "/")):
 		return withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME (or NAME, in the kubeconfig context's namespace)", l.Pod))
+	case l.Pod == "" && l.ProvisionUnbound:
+		return withCode(exitUsage, errors.New("--provision-unbound needs --pod NAMESPACE/NAME"))
 	case l.Pod != "" && len(files) > 0:
 		return withCode(exitUsage, fmt.Errorf("--pod reads the input from the cluster: drop -f and the file arguments (%s)", strings.Join(files, ", ")))
 	}
@@ -76,7 +89,40 @@ func (o *commonOptions) loadLive(ctx context.Context, warn func(string)) (*manif
 	if !o.live.nodeGiven && pod.Spec.NodeName != "" {
 		o.NodeName = pod.Spec.NodeName
 	}
+	if !o.live.ProvisionUnbound {
+		if err := refuseUnbound(c, pod, o.live.host); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// refuseUnbound refuses a pod with a claim the cluster has not bound and
+// that the provisioner would provision: the replay would call CreateVolume
+// with the cluster provisioner's own name (pvc-<claim uid>), which a driver
+// answers with the cluster's volume if it exists (CSI makes CreateVolume
+// idempotent by name), and delete it at the end.
+func refuseUnbound(c *manifests.Cluster, pod *corev1.Pod, host string) error {
+	for _, v := range pod.Spec.Volumes {
+		name := ""
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			name = v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil:
+			name = pod.Name + "-" + v.Name
+		}
+		claim, ok := c.PersistentVolumeClaim(pod.Namespace, name)
+		if name == "" || !ok || claim.Spec.VolumeName != "" || claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName == "" {
+			continue
+		}
+		phase := claim.Status.Phase
+		if phase == "" {
+			phase = corev1.ClaimPending
+		}
+		return withCode(exitUsage, fmt.Errorf("--pod: claim %s/%s is not bound in the cluster at %s (%s, StorageClass %s): a replay does not provision it under the cluster provisioner's name pvc-%s (that volume is the cluster's, and would be deleted at the end); wait until it is bound, or --provision-unbound provisions a volume of the replay's own, deleted at the end",
+			claim.Namespace, claim.Name, host, phase, *claim.Spec.StorageClassName, claim.UID))
+	}
+	return nil
 }
 
 // read reads the pod and builds a cluster of what was read: each object
@@ -98,6 +144,7 @@ func (l *liveOptions) read(ctx context.Context, defaults manifests.Defaults, nod
 	if ns == "" || name == "" || strings.Contains(name, "/") {
 		return nil, nil, withCode(exitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", l.Pod))
 	}
+	l.host = cfg.Host
 	got, err := livecluster.Read(ctx, cfg, ns, name, nodeName)
 	if err != nil {
 		return nil, nil, liveError(ctx, err)

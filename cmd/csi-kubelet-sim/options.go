@@ -72,6 +72,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	o.serviceAccountOptions.addFlags(fs)
 	o.admission.addFlags(fs)
 	o.live.addFlags(fs)
+	o.live.addProvisionFlag(fs)
 }
 
 // completeInput checks the flags and loads the manifests, then runs the

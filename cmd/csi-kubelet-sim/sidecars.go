@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -52,7 +54,17 @@ func (o *sidecarOptions) attach(ss *session, node csiclient.Endpoint) error {
 	if err != nil {
 		return err
 	}
+	replay, prefix := ss.opts.live.Pod != "", ""
+	if replay && ss.opts.live.ProvisionUnbound {
+		id, err := runID()
+		if err != nil {
+			return withCode(exitEnvironment, err)
+		}
+		prefix = "csi-kubelet-sim-" + id + "-"
+	}
 	o.controller = sidecars.New(sidecars.Config{
+		Replay:              replay,
+		VolumeNamePrefix:    prefix,
 		Cluster:             ss.opts.cluster,
 		Conn:                conn,
 		Trace:               ss.trace,
@@ -66,6 +78,15 @@ func (o *sidecarOptions) attach(ss *session, node csiclient.Endpoint) error {
 	})
 	ss.sidecars = o.controller
 	return nil
+}
+
+// runID names a replay's own volumes: 8 random hex digits.
+func runID() (string, error) {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // printPV shows a provisioned PV: as YAML with -v, as an object in JSON.
@@ -143,15 +164,22 @@ func cleanupSidecars(ctx context.Context, ss *session, node csiclient.Endpoint, 
 // plannedSidecars are `plan`'s provisioner and attacher: those of `run`,
 // with the planned driver answering for the controller.
 func plannedSidecars(ss *session, conn *csiclient.Planned) *sidecars.Controllers {
+	prefix := ""
+	if ss.opts.live.Pod != "" {
+		prefix = "csi-kubelet-sim-planned-" // run names its own csi-kubelet-sim-<run id>-
+	}
 	ss.sidecars = sidecars.New(sidecars.Config{
-		Cluster:  ss.opts.cluster,
-		Conn:     conn,
-		Trace:    ss.trace,
-		RootDir:  ss.opts.RootDir,
-		NodeName: ss.opts.NodeName,
-		Timeout:  ss.opts.Timeout,
-		Endpoint: "planned by --controller-capabilities",
-		OnPV:     ss.printPV,
+		Replay:           ss.opts.live.Pod != "",
+		VolumeNamePrefix: prefix,
+		HoldersDir:       sidecars.NoHolders,
+		Cluster:          ss.opts.cluster,
+		Conn:             conn,
+		Trace:            ss.trace,
+		RootDir:          ss.opts.RootDir,
+		NodeName:         ss.opts.NodeName,
+		Timeout:          ss.opts.Timeout,
+		Endpoint:         "planned by --controller-capabilities",
+		OnPV:             ss.printPV,
 	})
 	return ss.sidecars
 }

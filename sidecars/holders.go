@@ -1,0 +1,204 @@
+package sidecars
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultHoldersDir is the machine-wide register of the volumes runs
+// provisioned: one directory per volume, one entry file per live run that
+// uses it, each flock'ed by its run for as long as the run lives.
+//
+// Two runs of the same manifests on two root dirs against one driver ask
+// CreateVolume for the same name (the claims' UIDs are the input's), and
+// CSI makes the driver answer both with one volume: the first run to end
+// must not delete what the other still has mounted. Liveness is the flock
+// alone (a run killed -9 drops it with its descriptors), never a PID.
+const DefaultHoldersDir = "/run/csi-kubelet-sim/volumes"
+
+// holderSuffix ends the entry files.
+const holderSuffix = ".holder"
+
+// holderInfo is what an entry says about its run.
+type holderInfo struct {
+	RootDir string    `json:"root_dir"`
+	PID     int       `json:"pid"`
+	Driver  string    `json:"driver"`
+	Name    string    `json:"name"`
+	Since   time.Time `json:"since"`
+}
+
+// hold is this run's entry for one volume: its file, flock'ed.
+type hold struct {
+	dir string
+	f   *os.File
+}
+
+// volumeDir is the register's directory of a volume: the driver, the
+// controller socket it was reached on and the CreateVolume name, hashed
+// (one driver on one socket answers one name with one volume).
+func volumeDir(base, driver, endpoint, name string) string {
+	sum := sha256.Sum256([]byte(driver + "\x00" + endpoint + "\x00" + name))
+	return filepath.Join(base, hex.EncodeToString(sum[:16]))
+}
+
+// plainDir makes dir (and its parents) 0700 and refuses it unless it is a
+// directory of its own (not a symlink).
+func plainDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a plain directory", dir)
+	}
+	return nil
+}
+
+// lockDir takes the volume directory's lock, made if need be. The lock
+// file is checked, once locked, to be the one at its path still (a run
+// that removed the directory meanwhile unlinked it): else it is taken
+// again.
+func lockDir(dir string) (*os.File, error) {
+	for i := 0; i < 100; i++ {
+		if err := plainDir(dir); err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, "lock")
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Lstat(p)
+		if err1 == nil && err2 == nil && os.SameFile(held, now) {
+			return f, nil
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("%s: its lock was replaced 100 times in a row", dir)
+}
+
+// holdVolume writes this run's entry for a volume about to be created,
+// under the directory's lock (so that no other run deletes the volume
+// between the entry and CreateVolume), and keeps it flock'ed.
+func holdVolume(base, driver, endpoint, name, rootDir string) (*hold, error) {
+	if base == NoHolders {
+		return nil, nil
+	}
+	if err := plainDir(base); err != nil {
+		return nil, fmt.Errorf("register of provisioned volumes: %w", err)
+	}
+	dir := volumeDir(base, driver, endpoint, name)
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("register of provisioned volumes: %w", err)
+	}
+	defer lock.Close()
+	p := filepath.Join(dir, fmt.Sprintf("%d-%d%s", os.Getpid(), time.Now().UnixNano(), holderSuffix))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("register of provisioned volumes: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		_ = os.Remove(p)
+		return nil, fmt.Errorf("register of provisioned volumes: %s: %w", p, err)
+	}
+	b, _ := json.Marshal(holderInfo{RootDir: rootDir, PID: os.Getpid(), Driver: driver, Name: name, Since: time.Now().UTC()})
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		_ = os.Remove(p)
+		return nil, fmt.Errorf("register of provisioned volumes: %s: %w", p, err)
+	}
+	return &hold{dir: dir, f: f}, nil
+}
+
+// others takes the directory's lock and says which other live run holds
+// the volume ("" for none), removing the entries of runs that are gone.
+// unlock drops the lock and this run's entry: call it after DeleteVolume
+// (or after deciding to keep the volume).
+func (h *hold) others() (other string, unlock func(), err error) {
+	lock, err := lockDir(h.dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("register of provisioned volumes: %w", err)
+	}
+	unlock = func() {
+		h.release()
+		// The last one out removes the directory (under its lock, which
+		// the next run sees replaced and takes again).
+		if entries, _ := filepath.Glob(filepath.Join(h.dir, "*"+holderSuffix)); len(entries) == 0 {
+			_ = os.Remove(filepath.Join(h.dir, "lock"))
+			_ = os.Remove(h.dir)
+		}
+		lock.Close()
+	}
+	entries, err := filepath.Glob(filepath.Join(h.dir, "*"+holderSuffix))
+	if err != nil {
+		unlock()
+		return "", nil, err
+	}
+	for _, p := range entries {
+		if p == h.f.Name() {
+			continue
+		}
+		if root, live := liveHolder(p); live {
+			return root, unlock, nil
+		}
+	}
+	return "", unlock, nil
+}
+
+// liveHolder tells whether an entry's run still lives (it holds the
+// entry's flock), with its root dir; the entry of a run that is gone is
+// removed.
+func liveHolder(p string) (string, bool) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		var info holderInfo
+		buf := make([]byte, 64<<10)
+		n, _ := f.Read(buf)
+		_ = json.Unmarshal([]byte(strings.TrimSpace(string(buf[:n]))), &info)
+		if info.RootDir == "" {
+			info.RootDir = "(unknown)"
+		}
+		return info.RootDir, true
+	}
+	_ = os.Remove(p)
+	return "", false
+}
+
+// release removes this run's entry and drops its flock.
+func (h *hold) release() {
+	if h == nil || h.f == nil {
+		return
+	}
+	_ = os.Remove(h.f.Name())
+	h.f.Close()
+	h.f = nil
+}

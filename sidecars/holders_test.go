@@ -1,0 +1,96 @@
+package sidecars
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+)
+
+// Two runs of the same claim (same UID) on two root dirs against one
+// driver get one volume: the first to finish keeps it for the other, which
+// deletes it; neither deletes it while the other lives.
+func TestProvisionedVolumeSharedByTwoRuns(t *testing.T) {
+	holders := filepath.Join(t.TempDir(), "volumes")
+	d := fakeDriver()
+	start := func() (*Controllers, *csiclient.Trace, string) {
+		c := load(t, class(""), claimDoc, podDoc)
+		trace := csiclient.NewTrace()
+		ctl, root := newControllers(t, c, d, func(cfg *Config) { cfg.HoldersDir = holders; cfg.Trace = trace })
+		pod, _ := c.Pod("ns1", "p")
+		if err := ctl.Prepare(context.Background(), testRegistration(), []*corev1.Pod{pod}); err != nil {
+			t.Fatal(err)
+		}
+		return ctl, trace, root
+	}
+	first, firstTrace, _ := start()
+	second, _, secondRoot := start()
+	if n := len(d.CallsOf("CreateVolume")); n != 2 {
+		t.Fatalf("%d CreateVolume calls, want one per run", n)
+	}
+	if errs := first.Finish(context.Background(), nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if n := len(d.CallsOf("DeleteVolume")); n != 0 {
+		t.Fatalf("the first run to finish called DeleteVolume %d times on the volume the other run uses", n)
+	}
+	if v := first.Volumes()[0]; !v.Kept || v.Deleted {
+		t.Errorf("first run's volume: kept %v deleted %v", v.Kept, v.Deleted)
+	}
+	if !strings.Contains(traceText(firstTrace), "kept: in use by the run of root dir "+secondRoot) {
+		t.Errorf("no note naming the other run's root dir:\n%s", traceText(firstTrace))
+	}
+	if errs := second.Finish(context.Background(), nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if n := len(d.CallsOf("DeleteVolume")); n != 1 {
+		t.Errorf("the last run called DeleteVolume %d times, want 1", n)
+	}
+	if entries, _ := os.ReadDir(holders); len(entries) != 0 {
+		t.Errorf("the register keeps %d entries after both runs", len(entries))
+	}
+}
+
+// A run that is gone (its entry left, its flock dropped with its process)
+// holds nothing: the volume is deleted, the stale entry removed.
+func TestProvisionedVolumeStaleHolder(t *testing.T) {
+	holders := filepath.Join(t.TempDir(), "volumes")
+	d := fakeDriver()
+	c := load(t, class(""), claimDoc, podDoc)
+	ctl, _ := newControllers(t, c, d, func(cfg *Config) { cfg.HoldersDir = holders })
+	pod, _ := c.Pod("ns1", "p")
+	if err := ctl.Prepare(context.Background(), testRegistration(), []*corev1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(holders, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("register dirs %v, want one", dirs)
+	}
+	stale := filepath.Join(dirs[0], "1-1"+holderSuffix)
+	if err := os.WriteFile(stale, []byte(`{"root_dir":"/gone"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if errs := ctl.Finish(context.Background(), nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if n := len(d.CallsOf("DeleteVolume")); n != 1 {
+		t.Errorf("DeleteVolume called %d times with only a dead holder beside, want 1", n)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the dead run's entry is left: %v", err)
+	}
+}
+
+// traceText is a trace's steps, one a line.
+func traceText(tr *csiclient.Trace) string {
+	var b strings.Builder
+	for _, s := range tr.Steps() {
+		b.WriteString(s.Text + "\n")
+	}
+	return b.String()
+}
