@@ -520,3 +520,35 @@ func TestControllerEndpoint(t *testing.T) {
 	}
 	assertNothingLeft(t, root, work)
 }
+
+// TestProvisionedVolumeSharedByTwoRuns: two runs of the provision sample
+// (one claim UID, so one CreateVolume name) on two root dirs against one
+// reference driver get one volume; the first to end keeps it for the other
+// ("kept: in use by the run of root dir ..."), the second deletes it.
+//
+// Without staging: the two runs' kubelets are on one machine, and with a
+// shared globalmount the first one's UnmountDevice would see the other's
+// mounts (GetDeviceMountRefs), as a real kubelet would.
+func TestProvisionedVolumeSharedByTwoRuns(t *testing.T) {
+	work := workDir(t)
+	drv := startRefDriver(t, work, "--stage-unstage=false")
+	ep := "unix://" + drv.Sock
+	rootB := filepath.Join(work, "root-b")
+	b := startSim(t, "run", "-f", sample(t, "provision"), "--endpoint", ep, "--root-dir", rootB, "--node-name", simNode, "--hold", "forever", "-o", "json")
+	waitOutput(t, b, "NodePublishVolume", 2*time.Minute)
+	a := runSim(t, "run", "-f", sample(t, "provision"), "--endpoint", ep, "--root-dir", filepath.Join(work, "root-a"), "--node-name", simNode, "-o", "json")
+	wantCode(t, a, 0)
+	aCalls := calls(parseTrace(t, a))
+	callOf(t, aCalls, "CreateVolume")
+	for _, c := range aCalls {
+		if c.Method == "DeleteVolume" {
+			t.Errorf("the first run to end called DeleteVolume on the volume the other run has mounted: %v", c.Request)
+		}
+	}
+	if !strings.Contains(a.Stdout, "kept: in use by the run of root dir "+rootB) {
+		t.Errorf("the first run does not say whose run keeps the volume:\n%s", a.Stdout)
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGINT)
+	rb := b.wait(t, 2*time.Minute)
+	callOf(t, calls(parseTrace(t, rb)), "DeleteVolume")
+}

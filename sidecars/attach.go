@@ -65,6 +65,11 @@ func (c *Controllers) attach(ctx context.Context, pv *corev1.PersistentVolume) e
 	if err := c.cfg.Cluster.Add(va, src); err != nil {
 		return err
 	}
+	if c.api != nil {
+		if err := c.api.Attached(ctx, va); err != nil {
+			return err
+		}
+	}
 	c.reportAttached(handle)
 	return nil
 }
@@ -131,8 +136,11 @@ func (c *Controllers) reportAttached(handle string) {
 // (csiHandler.csiDetach).
 func (c *Controllers) detach(ctx context.Context, pv *corev1.PersistentVolume) error {
 	a := c.attachmentOf(pv)
-	if a == nil || !a.published {
+	if a == nil {
 		return nil
+	}
+	if !a.published {
+		return c.detached(ctx, a)
 	}
 	secrets, err := c.pvSecrets(pv.Spec.CSI.ControllerPublishSecretRef)
 	if err != nil {
@@ -145,7 +153,19 @@ func (c *Controllers) detach(ctx context.Context, pv *corev1.PersistentVolume) e
 		return fmt.Errorf("external-attacher: ControllerUnpublishVolume %s from node %s: %w", req.VolumeId, req.NodeId, err)
 	}
 	a.published = false
-	return c.record.write(entry{Kind: kindUnpublished, Handle: req.VolumeId, NodeID: req.NodeId})
+	if err := c.record.write(entry{Kind: kindUnpublished, Handle: req.VolumeId, NodeID: req.NodeId}); err != nil {
+		return err
+	}
+	return c.detached(ctx, a)
+}
+
+// detached deletes the VolumeAttachment from the API server, as the
+// attach/detach controller does once the attacher detached the volume.
+func (c *Controllers) detached(ctx context.Context, a *attachment) error {
+	if c.api == nil {
+		return nil
+	}
+	return c.api.Detached(ctx, a.va)
 }
 
 func (c *Controllers) attachmentOf(pv *corev1.PersistentVolume) *attachment {

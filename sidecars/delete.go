@@ -36,6 +36,9 @@ func (c *Controllers) delete(ctx context.Context, v *Volume) error {
 		v.Left = true
 		return fmt.Errorf("external-provisioner: DeleteVolume %s (claim %s): %w; the volume is left on the driver: handle %s%s", v.PV.Name, v.Claim, err, v.Handle, c.hint())
 	}
+	if c.api != nil && v.Deleted {
+		return c.api.PVDeleted(ctx, v.PV)
+	}
 	return nil
 }
 

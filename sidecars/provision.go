@@ -107,6 +107,11 @@ func (c *Controllers) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err := c.bind(claim, pv); err != nil {
 		return nil, err
 	}
+	if c.api != nil {
+		if err := c.api.PVCreated(ctx, claim, pv); err != nil {
+			return nil, err
+		}
+	}
 	c.cfg.Trace.Note(lctx, false, fmt.Sprintf("PV %s created and bound to claim %s/%s: volumeHandle %s, %s, reclaimPolicy %s", pv.Name, claim.Namespace, claim.Name, v.Handle, quantityText(pv), pv.Spec.PersistentVolumeReclaimPolicy))
 	if c.cfg.OnPV != nil {
 		c.cfg.OnPV(claim, pv)

@@ -100,7 +100,28 @@ type Controllers struct {
 	uncertain []*csi.CreateVolumeRequest
 	// holds are this run's entries in the register, by volume name.
 	holds map[string]*hold
+	// api is the API server the controllers write their objects to
+	// (--apiserver); nil writes none.
+	api APIWriter
 }
+
+// APIWriter is an API server the controllers keep their objects in, as
+// the cluster's do: the provisioner's PV (and the PV controller's binding
+// of the claim), the attach/detach controller's VolumeAttachment (and the
+// attacher's status), and their deletion.
+type APIWriter interface {
+	// PVCreated creates the PV and binds the claim to it.
+	PVCreated(ctx context.Context, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error
+	// Attached creates the VolumeAttachment with its status.
+	Attached(ctx context.Context, va *storagev1.VolumeAttachment) error
+	// Detached deletes the VolumeAttachment.
+	Detached(ctx context.Context, va *storagev1.VolumeAttachment) error
+	// PVDeleted deletes the PV once its volume is deleted.
+	PVDeleted(ctx context.Context, pv *corev1.PersistentVolume) error
+}
+
+// WriteTo has the controllers keep their objects in an API server.
+func (c *Controllers) WriteTo(w APIWriter) { c.api = w }
 
 var _ node.Controller = (*Controllers)(nil)
 

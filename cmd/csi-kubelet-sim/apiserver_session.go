@@ -39,6 +39,12 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 		Done:    o.stop,
 	}
 	plan.Controller = o.node
+	if ss.sidecars != nil {
+		// The provisioner's PV and the attacher's VolumeAttachment go to
+		// the API server too: a driver that reads them finds them.
+		ctlCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "controllers", Operation: "API server"})
+		ss.sidecars.WriteTo(&cluster.ControllerWrites{CP: o.cp, Note: func(s string) { ss.trace.Note(ctlCtx, false, s) }})
+	}
 	admit := plan.AdmitDefaultPod
 	plan.AdmitDefaultPod = func(pod *corev1.Pod) error {
 		if admit != nil {
