@@ -20,6 +20,28 @@ type CleanupConfig struct {
 	Conn    grpc.ClientConnInterface // the controller socket
 	Trace   *csiclient.Trace
 	Timeout time.Duration
+	// Endpoint is the controller socket as the run named it, and
+	// HoldersDir the register of provisioned volumes (DefaultHoldersDir
+	// when empty): a volume another live run holds is kept for it.
+	Endpoint, HoldersDir string
+
+	driver string // GetPluginInfo's name, once asked
+}
+
+// driverName asks the driver its name once: the register of provisioned
+// volumes is keyed by it.
+func (cfg *CleanupConfig) driverName(ctx context.Context) (string, error) {
+	if cfg.driver != "" {
+		return cfg.driver, nil
+	}
+	ictx, cancel := callCtx(ctx, *cfg, "provision", "Cleanup", "")
+	defer cancel()
+	info, err := csi.NewIdentityClient(cfg.Conn).GetPluginInfo(ictx, &csi.GetPluginInfoRequest{})
+	if err != nil {
+		return "", err
+	}
+	cfg.driver = info.GetName()
+	return cfg.driver, nil
 }
 
 // Cleanup finishes what interrupted runs' records under root list, after
@@ -41,12 +63,12 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) []error {
 	}
 	var errs []error
 	for _, p := range paths {
-		errs = append(errs, cleanupRecord(ctx, cfg, p)...)
+		errs = append(errs, cleanupRecord(ctx, &cfg, p)...)
 	}
 	return errs
 }
 
-func cleanupRecord(ctx context.Context, cfg CleanupConfig, p string) []error {
+func cleanupRecord(ctx context.Context, cfg *CleanupConfig, p string) []error {
 	pend, err := readRecord(p)
 	if err != nil {
 		return []error{fmt.Errorf("controller record %s: %w", p, err)}
@@ -58,9 +80,16 @@ func cleanupRecord(ctx context.Context, cfg CleanupConfig, p string) []error {
 	r := &record{path: p, f: rec}
 	var errs []error
 	client := csi.NewControllerClient(cfg.Conn)
+	driver := ""
+	if len(pend.volumes) > 0 {
+		if driver, err = cfg.driverName(ctx); err != nil {
+			rec.Close()
+			return []error{fmt.Errorf("GetPluginInfo, to learn whether another run holds the volumes of %s: %w", p, err)}
+		}
+	}
 	for i := len(pend.published) - 1; i >= 0; i-- {
 		e := pend.published[i]
-		cctx, cancel := callCtx(ctx, cfg, "attacher", "Detach", e.Handle)
+		cctx, cancel := callCtx(ctx, *cfg, "attacher", "Detach", e.Handle)
 		_, err := client.ControllerUnpublishVolume(cctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: e.Handle, NodeId: e.NodeID})
 		cancel()
 		if err != nil {
@@ -70,7 +99,7 @@ func cleanupRecord(ctx context.Context, cfg CleanupConfig, p string) []error {
 		errs = appendErr(errs, r.write(entry{Kind: kindUnpublished, Handle: e.Handle, NodeID: e.NodeID}))
 	}
 	for i := len(pend.volumes) - 1; i >= 0; i-- {
-		errs = appendErr(errs, cleanupVolume(ctx, cfg, client, r, pend.volumes[i]))
+		errs = appendErr(errs, cleanupVolume(ctx, *cfg, client, r, driver, pend.volumes[i]))
 	}
 	if len(errs) == 0 {
 		r.remove()
@@ -81,7 +110,17 @@ func cleanupRecord(ctx context.Context, cfg CleanupConfig, p string) []error {
 }
 
 // cleanupVolume deletes one volume a record lists.
-func cleanupVolume(ctx context.Context, cfg CleanupConfig, client csi.ControllerClient, r *record, v pendingVolume) error {
+func cleanupVolume(ctx context.Context, cfg CleanupConfig, client csi.ControllerClient, r *record, driver string, v pendingVolume) error {
+	other, unlock, err := HeldElsewhere(cfg.HoldersDir, driver, cfg.Endpoint, v.name)
+	if err != nil {
+		return fmt.Errorf("volume %s: %w", v.name, err)
+	}
+	defer unlock()
+	if other != "" {
+		lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "provision", Operation: "Delete", Volume: v.name})
+		cfg.Trace.Note(lctx, false, fmt.Sprintf("volume %s kept: in use by the run of root dir %s, which deletes it", v.name, other))
+		return r.write(entry{Kind: kindKept, Name: v.name, Handle: v.handle})
+	}
 	handle := v.handle
 	if handle == "" {
 		req := &csi.CreateVolumeRequest{}

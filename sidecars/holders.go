@@ -137,27 +137,41 @@ func holdVolume(base, driver, endpoint, name, rootDir string) (*hold, error) {
 // unlock drops the lock and this run's entry: call it after DeleteVolume
 // (or after deciding to keep the volume).
 func (h *hold) others() (other string, unlock func(), err error) {
-	lock, err := lockDir(h.dir)
+	own := ""
+	if h.f != nil {
+		own = h.f.Name()
+	}
+	return othersIn(h.dir, own, h.release)
+}
+
+// othersIn is others for the volume directory dir, own being the caller's
+// entry ("" for none: `cleanup` of a run that is gone) and release what
+// drops it.
+func othersIn(dir, own string, release func()) (other string, unlock func(), err error) {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return "", func() {}, nil
+	}
+	lock, err := lockDir(dir)
 	if err != nil {
 		return "", nil, fmt.Errorf("register of provisioned volumes: %w", err)
 	}
 	unlock = func() {
-		h.release()
+		release()
 		// The last one out removes the directory (under its lock, which
 		// the next run sees replaced and takes again).
-		if entries, _ := filepath.Glob(filepath.Join(h.dir, "*"+holderSuffix)); len(entries) == 0 {
-			_ = os.Remove(filepath.Join(h.dir, "lock"))
-			_ = os.Remove(h.dir)
+		if entries, _ := filepath.Glob(filepath.Join(dir, "*"+holderSuffix)); len(entries) == 0 {
+			_ = os.Remove(filepath.Join(dir, "lock"))
+			_ = os.Remove(dir)
 		}
 		lock.Close()
 	}
-	entries, err := filepath.Glob(filepath.Join(h.dir, "*"+holderSuffix))
+	entries, err := filepath.Glob(filepath.Join(dir, "*"+holderSuffix))
 	if err != nil {
 		unlock()
 		return "", nil, err
 	}
 	for _, p := range entries {
-		if p == h.f.Name() {
+		if p == own {
 			continue
 		}
 		if root, live := liveHolder(p); live {
@@ -191,6 +205,19 @@ func liveHolder(p string) (string, bool) {
 	}
 	_ = os.Remove(p)
 	return "", false
+}
+
+// HeldElsewhere takes the register's lock of a volume and says which live
+// run holds it ("" for none), for `cleanup` of a run that is gone; unlock
+// after DeleteVolume.
+func HeldElsewhere(base, driver, endpoint, name string) (other string, unlock func(), err error) {
+	if base == NoHolders {
+		return "", func() {}, nil
+	}
+	if base == "" {
+		base = DefaultHoldersDir
+	}
+	return othersIn(volumeDir(base, driver, endpoint, name), "", func() {})
 }
 
 // release removes this run's entry and drops its flock.

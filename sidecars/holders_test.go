@@ -94,3 +94,45 @@ func traceText(tr *csiclient.Trace) string {
 	}
 	return b.String()
 }
+
+// `cleanup` of a run that is gone keeps a volume another live run holds:
+// no DeleteVolume, a note naming that run's root dir, the record done.
+func TestCleanupKeepsVolumeHeldElsewhere(t *testing.T) {
+	holders := filepath.Join(t.TempDir(), "volumes")
+	d := fakeDriver()
+	start := func() (*Controllers, string) {
+		c := load(t, class(""), claimDoc, podDoc)
+		ctl, root := newControllers(t, c, d, func(cfg *Config) { cfg.HoldersDir = holders })
+		pod, _ := c.Pod("ns1", "p")
+		if err := ctl.Prepare(context.Background(), testRegistration(), []*corev1.Pod{pod}); err != nil {
+			t.Fatal(err)
+		}
+		return ctl, root
+	}
+	gone, goneRoot := start()
+	live, liveRoot := start()
+	// The first run is killed: its entry's flock goes with it.
+	for _, h := range gone.holds {
+		h.f.Close()
+	}
+	d.ClearCalls()
+	trace := csiclient.NewTrace()
+	if errs := Cleanup(context.Background(), CleanupConfig{RootDir: goneRoot, Conn: d, Trace: trace, HoldersDir: holders}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if n := len(d.CallsOf("DeleteVolume")); n != 0 {
+		t.Errorf("cleanup called DeleteVolume %d times on the volume the live run holds", n)
+	}
+	if !strings.Contains(traceText(trace), "kept: in use by the run of root dir "+liveRoot) {
+		t.Errorf("no note naming the live run:\n%s", traceText(trace))
+	}
+	if rs, _ := Records(goneRoot); len(rs) > 0 {
+		t.Errorf("records left: %v", rs)
+	}
+	if errs := live.Finish(context.Background(), nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if n := len(d.CallsOf("DeleteVolume")); n != 1 {
+		t.Errorf("the live run called DeleteVolume %d times at its end, want 1", n)
+	}
+}

@@ -300,14 +300,14 @@ func TestRecordAndCleanup(t *testing.T) {
 		t.Error("CheckRoot accepts a root dir with records")
 	}
 	d.ClearCalls()
-	if errs := Cleanup(context.Background(), CleanupConfig{RootDir: root, Conn: d, Trace: csiclient.NewTrace()}); len(errs) > 0 {
+	if errs := Cleanup(context.Background(), CleanupConfig{RootDir: root, Conn: d, Trace: csiclient.NewTrace(), HoldersDir: filepath.Join(t.TempDir(), "volumes")}); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	var got []string
 	for _, call := range d.Calls() {
 		got = append(got, call.Method)
 	}
-	if strings.Join(got, ",") != "ControllerUnpublishVolume,DeleteVolume,CreateVolume,DeleteVolume" {
+	if strings.Join(got, ",") != "GetPluginInfo,ControllerUnpublishVolume,DeleteVolume,CreateVolume,DeleteVolume" {
 		t.Errorf("cleanup calls %v", got)
 	}
 	if rs, _ := Records(root); len(rs) > 0 {

@@ -154,11 +154,11 @@ func volumeFate(v *sidecars.Volume) string {
 // cleanupSidecars is `cleanup`'s part for the sidecars' records.
 func cleanupSidecars(ctx context.Context, ss *session, node csiclient.Endpoint, controllerEP string) []error {
 	o := &sidecarOptions{ControllerEndpoint: controllerEP}
-	conn, _, err := o.controllerConn(node)
+	conn, ep, err := o.controllerConn(node)
 	if err != nil {
 		return []error{err}
 	}
-	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout})
+	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout, Endpoint: ep})
 }
 
 // plannedSidecars are `plan`'s provisioner and attacher: those of `run`,
