@@ -19,19 +19,18 @@ func replayUnbound(t *testing.T, work string) (*replayCluster, *corev1.Persisten
 	yes, no := true, false
 	if _, err := rc.admin.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: refDriverName},
 		Spec: storagev1.CSIDriverSpec{PodInfoOnMount: &yes, AttachRequired: &no}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("CSIDriver: %v", err)
 	}
 	if _, err := rc.admin.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"},
 		Provisioner: refDriverName}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("StorageClass: %v", err)
 	}
-	mf := writeFile(t, work, "unbound.yaml", classManifests(refDriverName, "", "1Gi"))
 	// Only the claim and the pod: the class and CSIDriver are made above.
-	docs := strings.Split(mf, "---\n")
+	docs := strings.Split(classManifests(refDriverName, "", "1Gi"), "---\n")
 	rc.create(t, writeFile(t, work, "claim-pod.yaml", strings.Join(docs[1:], "---\n")))
 	pvc, err := rc.admin.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the claim created: %v", err)
 	}
 	return rc, pvc
 }
