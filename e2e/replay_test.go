@@ -192,6 +192,14 @@ func TestRunReplayPodFromCluster(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the replay's calls differ from the run's from files:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
 	}
+	// A bound claim's volume is the cluster's: used as it is, never
+	// created, deleted, or attached again by the replay.
+	for _, c := range calls(parseTrace(t, replay)) {
+		switch c.Method {
+		case "CreateVolume", "DeleteVolume", "ControllerPublishVolume", "ControllerUnpublishVolume":
+			t.Errorf("the replay of a bound claim called %s: %v", c.Method, c.Request)
+		}
+	}
 	if !strings.Contains(replay.Stdout, string(pod.UID)) {
 		t.Errorf("the pod's UID %s (the API server's) is not in the replay's trace", pod.UID)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,6 +49,19 @@ func TestRunReplayUnboundClaim(t *testing.T) {
 	drv := startRefDriver(t, work)
 	ep := "unix://" + drv.Sock
 	clusterName := "pvc-" + string(pvc.UID)
+	// The cluster's volume, as its provisioner would have named it, on
+	// the driver already (made by a run of the same claim, kept).
+	own := writeFile(t, work, "cluster-volume.yaml", strings.ReplaceAll(classManifests(refDriverName, "", "1Gi"), claimUID, string(pvc.UID)))
+	wantCode(t, runSim(t, "run", "-f", own, "--endpoint", ep, "--root-dir", filepath.Join(work, "root-cluster"), "--node-name", simNode, "--keep-volumes"), 0)
+	clusterVolume := filepath.Join(work, "refdata", clusterName)
+	if _, err := os.Stat(clusterVolume); err != nil {
+		t.Fatalf("the cluster's volume was not made: %v", err)
+	}
+	defer func() {
+		if _, err := os.Stat(clusterVolume); err != nil {
+			t.Errorf("the cluster's volume %s is gone after the replays: %v", clusterName, err)
+		}
+	}()
 
 	refused := runSim(t, "run", "--kubeconfig", rc.kubeconfig, "--pod", "default/db", "--endpoint", ep, "--node-name", simNode, "-o", "json")
 	wantCode(t, refused, 2)
