@@ -40,6 +40,16 @@ func TestReadRedirectNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Read(context.Background(), cfg, "shop", "web", "")
+	mu.Lock()
+	for _, req := range elsewhere {
+		if strings.Contains(req, "s3cr3t-token") {
+			t.Errorf("the redirect target got the kubeconfig's token: %s", req)
+		}
+	}
+	if len(elsewhere) != 0 {
+		t.Errorf("the redirect was followed: %q", elsewhere)
+	}
+	mu.Unlock()
 	var re *RedirectError
 	if !errors.As(err, &re) {
 		t.Fatalf("err = %v (%T), want a RedirectError", err, err)
@@ -51,16 +61,6 @@ func TestReadRedirectNotFollowed(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cr3t-token") {
 		t.Errorf("the token is in the error: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, req := range elsewhere {
-		if strings.Contains(req, "s3cr3t-token") {
-			t.Errorf("the redirect target got the kubeconfig's token: %s", req)
-		}
-	}
-	if len(elsewhere) != 0 {
-		t.Errorf("the redirect was followed: %q", elsewhere)
 	}
 }
 
