@@ -69,6 +69,11 @@ func TestAPIServerProvisionedObjects(t *testing.T) {
 	}
 	_ = sim.cmd.Process.Signal(syscall.SIGINT)
 	r := sim.wait(t, 2*time.Minute)
+	wantCode(t, r, 130)
+	assertNoControlPlane(t, root)
+	if ms := mountsUnder(root); len(ms) > 0 {
+		t.Errorf("still mounted: %v", ms)
+	}
 	for _, want := range []string{"deleted VolumeAttachment " + va.Name, "deleted PersistentVolume " + pv.Name + " after DeleteVolume"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("the trace lacks %q:\n%s", want, r.Stdout)
