@@ -220,6 +220,20 @@ func HeldElsewhere(base, driver, endpoint, name string) (other string, unlock fu
 	return othersIn(volumeDir(base, driver, endpoint, name), "", func() {})
 }
 
+// close drops this run's entry at its end (a volume kept, or deleted
+// already), and the volume's directory with it when no other run has an
+// entry there, under the directory's lock.
+func (h *hold) close() {
+	if h == nil || h.f == nil {
+		return
+	}
+	if _, unlock, err := h.others(); err == nil {
+		unlock()
+		return
+	}
+	h.release()
+}
+
 // release removes this run's entry and drops its flock.
 func (h *hold) release() {
 	if h == nil || h.f == nil {

@@ -136,3 +136,22 @@ func TestCleanupKeepsVolumeHeldElsewhere(t *testing.T) {
 		t.Errorf("the live run called DeleteVolume %d times at its end, want 1", n)
 	}
 }
+
+// A volume kept (--keep-volumes) leaves nothing in the register at the
+// run's end.
+func TestKeptVolumeLeavesNoEntry(t *testing.T) {
+	holders := filepath.Join(t.TempDir(), "volumes")
+	d := fakeDriver()
+	c := load(t, class(""), claimDoc, podDoc)
+	ctl, _ := newControllers(t, c, d, func(cfg *Config) { cfg.HoldersDir = holders; cfg.KeepVolumes = true })
+	pod, _ := c.Pod("ns1", "p")
+	if err := ctl.Prepare(context.Background(), testRegistration(), []*corev1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	if errs := ctl.Finish(context.Background(), nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if entries, _ := os.ReadDir(holders); len(entries) != 0 {
+		t.Errorf("the register keeps %d entries after a run that kept its volume", len(entries))
+	}
+}

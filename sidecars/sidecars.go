@@ -224,11 +224,12 @@ func (c *Controllers) Finish(ctx context.Context, inUse func(driver, handle stri
 		c.record.remove()
 	}
 	c.mu.Lock()
-	for name, h := range c.holds {
-		h.release()
-		delete(c.holds, name)
-	}
+	holds := c.holds
+	c.holds = map[string]*hold{}
 	c.mu.Unlock()
+	for _, h := range holds {
+		h.close()
+	}
 	return errs
 }
 
