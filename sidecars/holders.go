@@ -46,8 +46,20 @@ type hold struct {
 // controller socket it was reached on and the CreateVolume name, hashed
 // (one driver on one socket answers one name with one volume).
 func volumeDir(base, driver, endpoint, name string) string {
-	sum := sha256.Sum256([]byte(driver + "\x00" + endpoint + "\x00" + name))
+	sum := sha256.Sum256([]byte(driver + "\x00" + socketKey(endpoint) + "\x00" + name))
 	return filepath.Join(base, hex.EncodeToString(sum[:16]))
+}
+
+// socketKey is the controller socket's real path, so that two spellings
+// of one socket (a symlink, a doubled slash) name one driver.
+func socketKey(endpoint string) string {
+	if !strings.HasPrefix(endpoint, "/") {
+		return endpoint
+	}
+	if real, err := filepath.EvalSymlinks(endpoint); err == nil {
+		return real
+	}
+	return filepath.Clean(endpoint)
 }
 
 // plainDir makes dir (and its parents) 0700 and refuses it unless it is a

@@ -155,3 +155,26 @@ func TestKeptVolumeLeavesNoEntry(t *testing.T) {
 		t.Errorf("the register keeps %d entries after a run that kept its volume", len(entries))
 	}
 }
+
+// One socket spelled two ways (a symlink, a doubled slash) is one driver:
+// one register directory.
+func TestVolumeDirSocketSpellings(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "csi.sock")
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.sock")
+	if err := os.Symlink(sock, link); err != nil {
+		t.Fatal(err)
+	}
+	want := volumeDir("/r", "d", sock, "pvc-1")
+	for _, ep := range []string{link, dir + "//csi.sock"} {
+		if got := volumeDir("/r", "d", ep, "pvc-1"); got != want {
+			t.Errorf("%s: register dir %s, want %s (the socket's)", ep, got, want)
+		}
+	}
+	if volumeDir("/r", "d", sock, "pvc-2") == want || volumeDir("/r", "other", sock, "pvc-1") == want {
+		t.Error("another name or driver shares the directory")
+	}
+}
