@@ -144,6 +144,9 @@ func (f *fakeCluster) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.hang != nil {
 			<-f.hang
 		}
+		// A claim's answer takes a moment, as over a network: GETs sent
+		// at once overlap here however loaded the machine is.
+		time.Sleep(time.Millisecond)
 		obj = &corev1.PersistentVolumeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
 			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-" + name}}
 	case "persistentvolumes":
