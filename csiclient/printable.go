@@ -69,27 +69,6 @@ func cut(s string, max int) string {
 	return s[:i]
 }
 
-// cutLines cuts each line of s to MaxField and s to MaxText.
-func cutLines(s string) string {
-	if len(s) <= MaxField {
-		return s
-	}
-	var b strings.Builder
-	rest := s
-	for rest != "" && b.Len() <= MaxText {
-		line, after, found := strings.Cut(rest, "\n")
-		b.WriteString(Cut(line, MaxField))
-		if found {
-			b.WriteByte('\n')
-		}
-		rest = after
-	}
-	if rest != "" {
-		b.WriteString(cutMark(len(s)))
-	}
-	return b.String()
-}
-
 // Printable returns s with everything a terminal or a reader would act on
 // escaped as text: C0 controls (ESC, BEL, CR, LF, TAB, ...) and bytes that
 // are not UTF-8 as \xNN; DEL, the C1 controls and the Unicode bidi

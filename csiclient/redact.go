@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -82,10 +83,7 @@ func (r Redactor) Field(s string, f Form) string {
 	if f == OneLine {
 		return Printable(r.scrubCut(s, MaxField))
 	}
-	if len(s) > MaxText+scrubSlack {
-		s = s[:MaxText+scrubSlack] + cutMark(len(s))
-	}
-	s = cutLines(r.Scrub(s))
+	s = r.scrubLines(s)
 	if f == JSONString {
 		return s
 	}
@@ -105,6 +103,29 @@ func (r Redactor) scrubCut(s string, max int) string {
 		return r.Scrub(s)
 	}
 	return cut(r.Scrub(s[:min(n, max+scrubSlack)]), max) + cutMark(n)
+}
+
+// scrubLines scrubs s and cuts each line to MaxField, s to MaxText.
+// Each line is scrubbed on its own (with its length, before its cut),
+// then the text whole, for a secret a line break splits.
+func (r Redactor) scrubLines(s string) string {
+	if len(s) <= MaxField {
+		return r.Scrub(s)
+	}
+	var b strings.Builder
+	for rest := s; rest != ""; {
+		if b.Len() > MaxText {
+			b.WriteString(cutMark(len(s)))
+			break
+		}
+		line, after, found := strings.Cut(rest, "\n")
+		b.WriteString(r.scrubCut(line, MaxField))
+		if found {
+			b.WriteByte('\n')
+		}
+		rest = after
+	}
+	return r.Scrub(b.String())
 }
 
 // Text is a driver's one-line text as it may be printed: Field, OneLine.
