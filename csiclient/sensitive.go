@@ -236,6 +236,9 @@ func (c *counter) WriteString(s string) (int, error) { *c += counter(len(s)); re
 // JSON). Longest first: they are matched in this order.
 var lineBreaks = []string{`\\r\\n`, `\u000d\u000a`, `\x0d\x0a`, `\\n`, `\\r`, `\u000a`, `\u000d`, `\x0a`, `\x0d`, `\r\n`, `\n`, `\r`, "\r\n", "\n", "\r"}
 
+// breakStarts are the bytes a line break starts with.
+const breakStarts = "\n\r\\"
+
 // breakAt is the length of the line break at the start of s, or 0.
 func breakAt(s string) int {
 	if s == "" || (s[0] != '\n' && s[0] != '\r' && s[0] != '\\') {
@@ -253,6 +256,11 @@ func breakAt(s string) int {
 // break at the end, as every printed line has, splits nothing).
 func innerBreak(text string) bool {
 	for i := 0; i < len(text); i++ {
+		j := strings.IndexAny(text[i:], breakStarts)
+		if j < 0 {
+			return false
+		}
+		i += j
 		if n := breakAt(text[i:]); n > 0 {
 			for j := i + n; j < len(text); {
 				m := breakAt(text[j:])
@@ -281,11 +289,19 @@ func unbroken(text string, index bool) (string, []int32) {
 			i += n
 			continue
 		}
-		b.WriteByte(text[i])
-		if index {
-			idx = append(idx, int32(i))
+		// Up to the next byte a break can start with, in one piece.
+		j := strings.IndexAny(text[i+1:], breakStarts)
+		if j < 0 {
+			j = len(text) - i - 1
 		}
-		i++
+		end := i + 1 + j
+		b.WriteString(text[i:end])
+		if index {
+			for k := i; k < end; k++ {
+				idx = append(idx, int32(k))
+			}
+		}
+		i = end
 	}
 	return b.String(), idx
 }
