@@ -194,3 +194,37 @@ func TestDriverBigError(t *testing.T) {
 		})
 	}
 }
+
+// TestBigVolumeID: a volume handle of 1 MiB (the staged sample's, which
+// the reference driver refuses quoting it) is in every call and step of
+// the run; each output stays under 256 KiB.
+func TestBigVolumeID(t *testing.T) {
+	staged, err := os.ReadFile(filepath.Join(sample(t, "staged"), "staged.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for mode, oargs := range map[string][]string{"text": nil, "json": {"-o", "json"}, "yaml": {"-o", "yaml"}} {
+		t.Run(mode, func(t *testing.T) {
+			work := workDir(t)
+			in := writeFile(t, work, "big.yaml", strings.Replace(string(staged), "vol-data-1", strings.Repeat("v", 1<<20), 1))
+			drv := startRefDriver(t, work)
+			root := filepath.Join(work, "root")
+			junit := filepath.Join(work, "run.xml")
+			report := filepath.Join(work, "run.html")
+			r := runSim(t, append([]string{"run", "-f", in, "--endpoint", "unix://" + drv.Sock, "--root-dir", root,
+				"--node-name", simNode, "--junit", junit, "--report", report, "-v"}, oargs...)...)
+			if r.Code == 0 {
+				t.Fatalf("the driver took a volume ID of 1 MiB\n%.2000s", r.Stderr)
+			}
+			assertNothingLeft(t, root, work)
+			for where, text := range map[string]string{"stdout": r.Stdout, "stderr": r.Stderr, "junit": readFile(junit), "report": readFile(report)} {
+				if len(text) > 256<<10 {
+					t.Errorf("%s is %d bytes", where, len(text))
+				}
+			}
+			if !strings.Contains(r.Stderr, "(1048") {
+				t.Errorf("stderr does not say how long the cut text was\n%.500s", r.Stderr)
+			}
+		})
+	}
+}
