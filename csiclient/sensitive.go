@@ -34,6 +34,7 @@ const MinSensitiveLen = 4
 type Sensitive struct {
 	mu    sync.RWMutex
 	forms map[string]struct{} // every form of every value
+	size  int                 // the forms' bytes
 	built *scrubber           // nil: to be built from forms
 }
 
@@ -97,13 +98,29 @@ func (s *Sensitive) add(val string, plain bool) {
 	forms := secretForms(val, plain)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.size > maxFormBytes {
+		if !plain {
+			return // a token: the JWT pattern finds it as is
+		}
+		forms = forms[:min(len(forms), plainForms)]
+	}
 	for _, f := range forms {
 		if _, ok := s.forms[f]; !ok {
 			s.forms[f] = struct{}{}
+			s.size += len(f)
 			s.built = nil
 		}
 	}
 }
+
+// maxFormBytes bounds the encoded forms a set searches for: a run that
+// holds for days gets new tokens as they expire, and each brings its
+// forms. Past it, a new value is searched for as is only (the first
+// plainForms forms: as is, Printable, Go- and JSON-quoted).
+const (
+	maxFormBytes = 16 << 20
+	plainForms   = 4
+)
 
 // secretForms are the texts that show val: with plain, as is, quoted
 // and recased; hex and base64 encoded. Forms shorter than MinSensitiveLen are left out.

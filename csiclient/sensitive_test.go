@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -133,5 +134,23 @@ func TestScrubTokensEncoded(t *testing.T) {
 	in := "token " + base64.StdEncoding.EncodeToString([]byte(jwtB))
 	if got := s.Scrub(in); got != "token "+Stripped {
 		t.Errorf("Scrub(%q) = %q", in, got)
+	}
+}
+
+// TestSensitiveBounded: past maxFormBytes of forms, a new value is still
+// searched for as is, no longer in disguise.
+func TestSensitiveBounded(t *testing.T) {
+	s := NewSensitive()
+	big := strings.Repeat("k", 1<<20)
+	for i := 0; s.size <= maxFormBytes; i++ {
+		s.Add(fmt.Sprintf("%d%s", i, big))
+	}
+	before := s.size
+	s.Add("late-secret-value")
+	if got := s.Scrub("a late-secret-value b"); got != "a "+Stripped+" b" {
+		t.Errorf("Scrub = %q", got)
+	}
+	if s.size-before > 4*len("late-secret-value") {
+		t.Errorf("past the bound %d bytes of forms were added", s.size-before)
 	}
 }
