@@ -228,3 +228,29 @@ func TestBigVolumeID(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceEscapesInTemplates: conformance against a driver whose
+// vendor_version and publish error are full of controls, printed through
+// -o go-template and jsonpath, with JUnit and the HTML report: no raw
+// control anywhere.
+func TestConformanceEscapesInTemplates(t *testing.T) {
+	const evil = "1.0\x1b]0;pwned\x07\r\u009b2J\u202e"
+	for _, o := range []string{"go-template={{.}}", "jsonpath={@}"} {
+		t.Run(strings.Split(o, "=")[0], func(t *testing.T) {
+			work := workDir(t)
+			drv := startRefDriver(t, work, "--fault", "NodePublishVolume=escape", "--vendor-version", evil)
+			junit := filepath.Join(work, "junit.xml")
+			report := filepath.Join(work, "conformance.html")
+			r := runSim(t, "conformance", "--endpoint", "unix://"+drv.Sock, "--root-dir", filepath.Join(work, "root"), "--node-name", simNode,
+				"-o", o, "--junit", junit, "--report", report, "--focus", "^lifecycle/persistent$")
+			wantCode(t, r, 1)
+			html := readFile(report)
+			for where, text := range map[string]string{"stdout": r.Stdout, "stderr": r.Stderr, "junit": readFile(junit), "report": html} {
+				assertNoRawControls(t, where, text)
+			}
+			if !strings.Contains(html, `\x1b]0;pwned\x07title`) {
+				t.Errorf("the report does not show the driver's message escaped")
+			}
+		})
+	}
+}
