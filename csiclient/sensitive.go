@@ -45,8 +45,10 @@ type scrubber struct {
 	// it tells without allocating whether a text holds any form.
 	find *strings.Replacer
 	// joined are the forms with their own line breaks removed, longest
-	// first, searched for in a text whose line breaks are removed.
-	joined []string
+	// first, searched for in a text whose line breaks are removed;
+	// findJoined is find for them.
+	joined     []string
+	findJoined *strings.Replacer
 }
 
 // NewSensitive returns an empty set.
@@ -230,14 +232,23 @@ func (s *Sensitive) scrubber() *scrubber {
 		}
 	}
 	slices.SortFunc(joined, longestFirst)
-	s.built = &scrubber{r: strings.NewReplacer(pairs...), find: strings.NewReplacer(empty...), joined: joined}
+	emptyJoined := make([]string, 0, 2*len(joined))
+	for _, j := range joined {
+		emptyJoined = append(emptyJoined, j, "")
+	}
+	s.built = &scrubber{r: strings.NewReplacer(pairs...), find: strings.NewReplacer(empty...),
+		joined: joined, findJoined: strings.NewReplacer(emptyJoined...)}
 	return s.built
 }
 
 // holds tells whether text holds a form of a secret.
-func (sc *scrubber) holds(text string) bool {
+func (sc *scrubber) holds(text string) bool { return holds(sc.find, text) }
+
+// holds tells whether find, which replaces what it finds by nothing,
+// finds something in text.
+func holds(find *strings.Replacer, text string) bool {
 	var c counter
-	_, _ = sc.find.WriteString(&c, text)
+	_, _ = find.WriteString(&c, text)
 	return int(c) != len(text)
 }
 
@@ -328,7 +339,7 @@ func unbroken(text string, index bool) (string, []int32) {
 // breaks, and strips the whole stretch of the text (breaks included)
 // each one covers.
 func (sc *scrubber) scrubSplit(text string) string {
-	if joined, _ := unbroken(text, false); !sc.holds(joined) {
+	if joined, _ := unbroken(text, false); !holds(sc.findJoined, joined) {
 		return text // the common case: no secret, however split
 	}
 	joined, idx := unbroken(text, true)

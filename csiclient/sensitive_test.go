@@ -154,3 +154,19 @@ func TestSensitiveBounded(t *testing.T) {
 		t.Errorf("past the bound %d bytes of forms were added", s.size-before)
 	}
 }
+
+// TestScrubSecretWithLineBreak: a secret that holds a line break itself
+// (a PEM key) is found in a text of several lines, with its break as is
+// or escaped.
+func TestScrubSecretWithLineBreak(t *testing.T) {
+	s := NewSensitive()
+	s.Add("-----BEGIN KEY-----\nMIIBVwIBADANBg\n-----END KEY-----")
+	for _, in := range []string{
+		"line one\nkey -----BEGIN KEY-----\nMIIBVwIBADANBg\n-----END KEY----- end\nline three",
+		`{"error":"key -----BEGIN KEY-----\nMIIBVwIBADANBg\n-----END KEY----- end"}` + "\n",
+	} {
+		if got := s.Scrub(in); strings.Contains(got, "MIIBVwIBADANBg") || !strings.Contains(got, Stripped) {
+			t.Errorf("Scrub(%q) = %q", in, got)
+		}
+	}
+}
