@@ -125,7 +125,8 @@ const (
 )
 
 // secretForms are the texts that show val: with plain, as is, quoted
-// and recased; hex and base64 encoded. Forms shorter than MinSensitiveLen are left out.
+// and recased (the first plainForms are val as is and quoted); hex and
+// base64 encoded. Forms shorter than MinSensitiveLen are left out.
 func secretForms(val string, plain bool) []string {
 	var forms []string
 	add := func(f string) {
@@ -133,15 +134,14 @@ func secretForms(val string, plain bool) []string {
 			forms = append(forms, f)
 		}
 	}
-	for _, v := range []string{val, strings.ToUpper(val), strings.ToLower(val)} {
-		if !plain {
-			break
-		}
-		add(v)
-		add(Printable(v))
-		add(strings.Trim(strconv.Quote(v), `"`))
-		if b, err := json.Marshal(v); err == nil {
-			add(strings.Trim(string(b), `"`))
+	if plain {
+		for _, v := range []string{val, strings.ToUpper(val), strings.ToLower(val)} {
+			add(v)
+			add(Printable(v))
+			add(strings.Trim(strconv.Quote(v), `"`))
+			if b, err := json.Marshal(v); err == nil {
+				add(strings.Trim(string(b), `"`))
+			}
 		}
 	}
 	h := hex.EncodeToString([]byte(val))
