@@ -13,6 +13,62 @@ import (
 // lines, a CR overwrite a line, and a bidi control reorder what is read.
 // Printable is the one escaping function every output uses.
 
+// MaxField is the most bytes of one string a driver controls (an error,
+// a field of its answer, a volume handle) that any output prints: the
+// rest is cut, and a marker says how long it was ("... (12582912 bytes,
+// cut)"). The full text is printed nowhere.
+const MaxField = 4 << 10
+
+// MaxText bounds a text of several lines (a JUnit failure's text or
+// system-out, a conformance message), each line cut to MaxField.
+const MaxText = 64 << 10
+
+// MaxLine bounds a line a text printer writes (Redactor.Writer): its own
+// words and a few fields, each of at most MaxField.
+const MaxLine = 4 * MaxField
+
+// scrubSlack is how far beyond a cut a string is still scrubbed, so that
+// a secret the cut runs through is stripped whole first.
+const scrubSlack = 64 << 10
+
+// cutMark is the marker after a cut text of n bytes.
+func cutMark(n int) string { return fmt.Sprintf("... (%d bytes, cut)", n) }
+
+// Cut returns s cut to at most max bytes at a character boundary,
+// followed by cutMark, when it is longer.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return cut(s, max) + cutMark(len(s))
+}
+
+// CutKeepEnd is Cut keeping the last end bytes of s after the marker:
+// for a message whose end (a hint) matters.
+func CutKeepEnd(s string, max, end int) string {
+	if len(s) <= max {
+		return s
+	}
+	end = min(end, max)
+	i := len(s) - end
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return cut(s, max-end) + cutMark(len(s)) + " ..." + s[i:]
+}
+
+// cut is s's first max bytes, ending on a character boundary.
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && i > max-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
 // Printable returns s with everything a terminal or a reader would act on
 // escaped as text: C0 controls (ESC, BEL, CR, LF, TAB, ...) and bytes that
 // are not UTF-8 as \xNN; DEL, the C1 controls and the Unicode bidi
@@ -76,6 +132,24 @@ func unsafeRune(r rune) bool {
 		(r >= 0x2028 && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
+// cutEachLine cuts each line of s to max bytes.
+func cutEachLine(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if len(l) > max {
+			nl := strings.HasSuffix(l, "\n")
+			lines[i] = Cut(strings.TrimSuffix(l, "\n"), max)
+			if nl {
+				lines[i] += "\n"
+			}
+		}
+	}
+	return strings.Join(lines, "")
+}
+
 // safeWriter escapes what goes through it (keeping line breaks) and
 // replaces the run's sensitive values, so that whatever a printer writes,
 // its own lines or a driver's text inside them, reaches the terminal as
@@ -90,7 +164,7 @@ func (s safeWriter) Write(p []byte) (int, error) {
 	if s.scrub != nil {
 		out = s.scrub(out)
 	}
-	out = PrintableLines(out)
+	out = PrintableLines(cutEachLine(out, MaxLine))
 	if _, err := io.WriteString(s.w, out); err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -48,15 +49,94 @@ func (r Redactor) Scrub(text string) string {
 	return r.Sensitive.Scrub(text)
 }
 
-// Text is a driver's one-line text as it may be printed: scrubbed, and
-// escaped by Printable.
-func (r Redactor) Text(text string) string { return Printable(r.Scrub(text)) }
+// EscapeOnly is the Redactor for text that was scrubbed already (the
+// records of -o json, rendered by a template): Field only cuts and
+// escapes.
+func EscapeOnly() Redactor { return Redactor{ShowSecrets: true} }
 
-// TextLines is Text for text of several lines (line breaks kept).
-func (r Redactor) TextLines(text string) string { return PrintableLines(r.Scrub(text)) }
+// Form is how Field prints a string.
+type Form int
+
+const (
+	// OneLine: a field of a line (a driver's error, name, version, a
+	// volume handle): cut to MaxField, every control escaped, line
+	// breaks included.
+	OneLine Form = iota
+	// Lines: a text of several lines on purpose (a JUnit failure's
+	// text, system-out): each line cut to MaxField, the whole to
+	// MaxText; line breaks and tabs kept, other controls escaped.
+	Lines
+	// JSONString: a string of a JSON record, cut as Lines; not escaped,
+	// as encoding/json escapes the C0 controls and JSONLine the others.
+	JSONString
+)
+
+// Field is the one function every printed string a driver (or a cluster,
+// or an input file) controls goes through, in every output: the run's
+// secrets and tokens replaced in each of their forms (Scrub), then cut
+// (Cut) so that a driver's 12 MB error prints as a few KiB saying its
+// length, then escaped (Printable) so that no control reaches a terminal.
+// It scrubs before it cuts, so that a secret the cut runs through is
+// stripped whole; what lies further than scrubSlack beyond the cut is not
+// looked at.
+func (r Redactor) Field(s string, f Form) string {
+	if f == OneLine {
+		return Printable(r.scrubCut(s, MaxField))
+	}
+	s = r.scrubLines(s)
+	if f == JSONString {
+		return s
+	}
+	return PrintableLines(s)
+}
+
+// Short is Field for one line cut to max bytes (at most MaxField): a
+// tooltip's error.
+func (r Redactor) Short(s string, max int) string {
+	return Printable(r.scrubCut(s, min(max, MaxField)))
+}
+
+// scrubCut scrubs s and cuts it to max bytes.
+func (r Redactor) scrubCut(s string, max int) string {
+	n := len(s)
+	if n <= max {
+		return r.Scrub(s)
+	}
+	return cut(r.Scrub(s[:min(n, max+scrubSlack)]), max) + cutMark(n)
+}
+
+// scrubLines scrubs s and cuts each line to MaxField, s to MaxText.
+// Each line is scrubbed on its own (with its length, before its cut),
+// then the text whole, for a secret a line break splits.
+func (r Redactor) scrubLines(s string) string {
+	if len(s) <= MaxField {
+		return r.Scrub(s)
+	}
+	var b strings.Builder
+	for rest := s; rest != ""; {
+		if b.Len() > MaxText {
+			b.WriteString(cutMark(len(s)))
+			break
+		}
+		line, after, found := strings.Cut(rest, "\n")
+		b.WriteString(r.scrubCut(line, MaxField))
+		if found {
+			b.WriteByte('\n')
+		}
+		rest = after
+	}
+	return r.Scrub(b.String())
+}
+
+// Text is a driver's one-line text as it may be printed: Field, OneLine.
+func (r Redactor) Text(text string) string { return r.Field(text, OneLine) }
+
+// TextLines is Field for text of several lines (line breaks kept).
+func (r Redactor) TextLines(text string) string { return r.Field(text, Lines) }
 
 // Writer wraps w so that everything written through it is scrubbed and
-// escaped (line breaks kept): for printers of text.
+// escaped (line breaks kept), each line cut to MaxLine: for printers of
+// text, whose own lines hold fields that went through Field.
 func (r Redactor) Writer(w io.Writer) io.Writer {
 	if sw, ok := w.(safeWriter); ok {
 		w = sw.w
@@ -65,35 +145,41 @@ func (r Redactor) Writer(w io.Writer) io.Writer {
 }
 
 // JSONLine encodes v as one line of JSON without HTML escaping; each
-// string in it is scrubbed. encoding/json escapes the C0 controls and
-// replaces bytes that are not UTF-8; the C1 and bidi controls it leaves
-// are escaped as \u sequences, which JSON reads back as the same text.
+// string in it, and each key, went through Field (JSONString): scrubbed
+// and cut. encoding/json escapes the C0 controls and replaces bytes that
+// are not UTF-8; the C1 and bidi controls it leaves are escaped as \u
+// sequences, which JSON reads back as the same text.
 func (r Redactor) JSONLine(v any) []byte {
 	b := marshalNoEscape(v)
-	if s := string(b); r.Scrub(s) != s {
+	if s := string(b); len(s) > MaxField || r.Scrub(s) != s {
 		var tree any
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber()
 		if dec.Decode(&tree) == nil {
-			b = marshalNoEscape(r.scrubTree(tree))
+			b = marshalNoEscape(r.fieldTree(tree, JSONString))
 		}
 	}
 	return []byte(PrintableLines(string(b)))
 }
 
-// scrubTree scrubs every string of a decoded JSON value; keys stay.
-func (r Redactor) scrubTree(v any) any {
+// FieldTree applies Field to every string and key of a decoded JSON
+// value (the record a template renders).
+func (r Redactor) FieldTree(v any, f Form) any { return r.fieldTree(v, f) }
+
+func (r Redactor) fieldTree(v any, f Form) any {
 	switch x := v.(type) {
 	case string:
-		return r.Scrub(x)
+		return r.Field(x, f)
 	case []any:
 		for i := range x {
-			x[i] = r.scrubTree(x[i])
+			x[i] = r.fieldTree(x[i], f)
 		}
 	case map[string]any:
-		for k := range x {
-			x[k] = r.scrubTree(x[k])
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[r.Field(k, f)] = r.fieldTree(val, f)
 		}
+		return out
 	}
 	return v
 }

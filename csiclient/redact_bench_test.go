@@ -1,6 +1,9 @@
 package csiclient
 
 import (
+	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +69,80 @@ func BenchmarkRedactJSON(b *testing.B) {
 	for b.Loop() {
 		_ = Redactor{}.JSON(req)
 	}
+}
+
+// scrubSecrets are the values the Scrub benchmark collects: a publish
+// request's (with its tokens) and the secrets sample's two.
+func scrubSecrets() *Sensitive {
+	s := NewSensitive()
+	s.Call(Call{Request: publishRequest()})
+	s.Add("s3cr3t-stage")
+	s.Add("publish-secret")
+	return s
+}
+
+// scrubInputs are texts a run scrubs: a driver's one-line error, a
+// trace's JSON line of a publish call, and a multi-line error of 64 KB.
+func scrubInputs() []string {
+	line := string(Redactor{ShowSecrets: true}.JSON(publishRequest()))
+	long := strings.Repeat("rpc error: code = Internal desc = mount failed: exit status 32\n", 1024)
+	return []string{
+		"rpc error: code = Internal desc = mount of vol-1 at /var/lib/kubelet/pods/x/volumes/kubernetes.io~csi/pv/mount failed",
+		line,
+		long,
+	}
+}
+
+// plainScrub is Scrub as it was before the encoded forms: the values as
+// is and quoted (JSON, Go, Printable), then the JWT pattern; kept so
+// that the benchmark compares both in the same run.
+func plainScrub(values []string) func(string) string {
+	var pairs []string
+	for _, v := range values {
+		b, _ := json.Marshal(v)
+		for _, f := range []string{v, Printable(v), strings.Trim(strconv.Quote(v), `"`), strings.Trim(string(b), `"`)} {
+			pairs = append(pairs, f, Stripped)
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	return func(text string) string {
+		text = r.Replace(text)
+		if strings.Contains(text, "eyJ") {
+			text = jwtPattern.ReplaceAllStringFunc(text, TokenFingerprint)
+		}
+		return text
+	}
+}
+
+// BenchmarkScrub: the texts of scrubInputs scrubbed of the run's secrets
+// in every form (Sensitive.Scrub), against plainScrub with the same
+// values, interleaved in rounds as BenchmarkRedactWalk is; ratio is the
+// time of Scrub over plainScrub's.
+func BenchmarkScrub(b *testing.B) {
+	s := scrubSecrets()
+	old := plainScrub([]string{"admin", "hunter2", tokensJSON, "s3cr3t-stage", "publish-secret"})
+	texts := scrubInputs()
+	const round = 16
+	var before, after time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		for range round {
+			for _, t := range texts {
+				_ = old(t)
+			}
+		}
+		t1 := time.Now()
+		for range round {
+			for _, t := range texts {
+				_ = s.Scrub(t)
+			}
+		}
+		before += t1.Sub(t0)
+		after += time.Since(t1)
+	}
+	n := float64(b.N * round)
+	b.ReportMetric(float64(before.Nanoseconds())/n, "plain-ns/op")
+	b.ReportMetric(float64(after.Nanoseconds())/n, "forms-ns/op")
+	b.ReportMetric(float64(after)/float64(before), "ratio")
 }

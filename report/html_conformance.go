@@ -122,8 +122,8 @@ ul.failures { margin: .2em 0 .2em 1.2em; padding: 0; color: #9b1c1c; }
 `
 
 // ScenarioCallOf is a call as the conformance page shows it, its error
-// without the request's secrets.
-func ScenarioCallOf(c csiclient.Call) ScenarioCall {
+// through red (errorText).
+func ScenarioCallOf(c csiclient.Call, red csiclient.Redactor) ScenarioCall {
 	r := result(Record{Code: c.Code, TimedOut: c.TimedOut})
-	return ScenarioCall{Method: c.Method, Operation: c.Labels.Operation, Result: r, Err: errorText(c), Duration: c.Duration, Failed: r != "OK"}
+	return ScenarioCall{Method: c.Method, Operation: c.Labels.Operation, Result: r, Err: errorText(c, red), Duration: c.Duration, Failed: r != "OK"}
 }

@@ -28,12 +28,28 @@ type Header struct {
 	APIRequests []string
 }
 
+// Cleaned returns the header with every text in it through red's Field
+// (csiclient.Redactor.Text): the verdict quotes a driver's error, the
+// version and name are the driver's, the requests the cluster's.
+func (h Header) Cleaned(red csiclient.Redactor) Header {
+	for _, f := range []*string{&h.Command, &h.Driver, &h.DriverVersion, &h.Endpoint, &h.Node, &h.Kubelet, &h.Gates, &h.Verdict, &h.LeftBehind, &h.APIIdentity} {
+		*f = red.Text(*f)
+	}
+	reqs := make([]string, len(h.APIRequests))
+	for i, r := range h.APIRequests {
+		reqs[i] = red.Text(r)
+	}
+	h.APIRequests = reqs
+	return h
+}
+
 // maxErrText bounds an error's text in a tooltip.
 const maxErrText = 300
 
 // errorText is a call's error for the page: the driver's message with the
-// request's secret values and any token replaced, shortened.
-func errorText(c csiclient.Call) string {
+// request's secret values, the run's (red) and any token replaced, cut
+// and escaped (red.Short).
+func errorText(c csiclient.Call, red csiclient.Redactor) string {
 	if c.Err == nil {
 		return ""
 	}
@@ -45,10 +61,7 @@ func errorText(c csiclient.Call) string {
 			}
 		}
 	}
-	if len(msg) > maxErrText {
-		msg = msg[:maxErrText] + "…"
-	}
-	return msg
+	return red.Short(msg, maxErrText)
 }
 
 // methodColors colour the bars by method, so that a NodePublishVolume and

@@ -195,3 +195,35 @@ func TestHTMLDeviceLanes(t *testing.T) {
 		t.Errorf("lanes = %s\nwant    %s", strings.Join(got, " "), want)
 	}
 }
+
+// The page through the run's redactor: a header whose verdict quotes a
+// driver's error (escapes, a secret in base64) and a driver version with
+// a bidi override, and a call whose error is 1 MB: no raw control, no
+// secret, the error cut saying its length.
+func TestHTMLCleaned(t *testing.T) {
+	s := csiclient.NewSensitive()
+	s.Add("s3cr3t-stage")
+	red := csiclient.Redactor{Sensitive: s}
+	stats, rec := newTestStats(), NewRecorder(0).WithRedactor(red)
+	c := csiclient.Call{
+		Start: t0, Duration: time.Millisecond, Method: "NodePublishVolume",
+		Labels: csiclient.Labels{Component: "kubelet", Operation: "SetUp", Volume: "pv-1", Pod: "default/p"},
+		Code:   codes.Internal, Err: status.Error(codes.Internal, "\x1b]0;t\x07 czNjcjN0LXN0YWdl "+strings.Repeat("x", 1<<20)),
+	}
+	stats.Call(c)
+	rec.Call(c)
+	hdr := Header{Command: "run", Driver: "d", DriverVersion: "1.0\u202eevil", Verdict: "failed: \x1b[2J\r S3CR3T-STAGE", Failed: true}
+	var buf bytes.Buffer
+	if err := WriteHTMLWithHeader(&buf, "t", hdr.Cleaned(red), rec.Recorded(), stats.Summary()); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, raw := range []string{"\x1b", "\x07", "\r", "\u202e", "czNjcjN0LXN0YWdl", "S3CR3T-STAGE"} {
+		if strings.Contains(page, raw) {
+			t.Errorf("the page holds %q", raw)
+		}
+	}
+	if len(page) > 64<<10 || !strings.Contains(page, "bytes, cut)") || !strings.Contains(page, `1.0\u202eevil`) {
+		t.Errorf("page of %d bytes, without the cut error or the escaped version", len(page))
+	}
+}

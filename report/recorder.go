@@ -40,6 +40,7 @@ type Recorded struct {
 // long the run. Safe for concurrent use.
 type Recorder struct {
 	mu   sync.Mutex
+	red  csiclient.Redactor
 	max  int
 	recs []Record
 	seen int64
@@ -55,6 +56,14 @@ func NewRecorder(max int) *Recorder {
 	return &Recorder{max: max}
 }
 
+// WithRedactor makes the Recorder keep each error as red.Short gives it:
+// scrubbed of the run's secrets, cut and escaped. Call it before the
+// first call.
+func (r *Recorder) WithRedactor(red csiclient.Redactor) *Recorder {
+	r.red = red
+	return r
+}
+
 // Call keeps the call if there is room.
 func (r *Recorder) Call(c csiclient.Call) {
 	r.mu.Lock()
@@ -65,7 +74,7 @@ func (r *Recorder) Call(c csiclient.Call) {
 	}
 	r.recs = append(r.recs, Record{
 		Seq: c.Seq, Start: c.Start, Duration: c.Duration, Method: c.Method,
-		Labels: c.Labels, Code: c.Code, TimedOut: c.TimedOut, Err: errorText(c),
+		Labels: c.Labels, Code: c.Code, TimedOut: c.TimedOut, Err: errorText(c, r.red),
 	})
 }
 

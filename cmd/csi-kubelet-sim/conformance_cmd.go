@@ -236,7 +236,7 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	}
 	// The secrets the run hands the driver, collected from every trace, are
 	// kept out of whatever quotes the driver.
-	sensitive := csiclient.NewSensitive()
+	sensitive := inputSecrets(o.cluster)
 	red := csiclient.Redactor{Sensitive: sensitive}
 	probeTrace := csiclient.NewTrace(sensitive)
 	dialer := &csiclient.Dialer{Endpoint: o.endpoint}

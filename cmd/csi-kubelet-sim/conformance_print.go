@@ -43,7 +43,7 @@ func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.Dri
 		return
 	}
 	w := p.s.Out
-	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", info.Name, info.VendorVersion, o.endpoint, o.release.Version, o.NodeName)
+	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", p.red.Text(info.Name), p.red.Text(info.VendorVersion), o.endpoint, o.release.Version, o.NodeName)
 	if strings.TrimSpace(o.FeatureGates) != "" {
 		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(o.FeatureGates), o.release.Version)
 	}
@@ -106,12 +106,12 @@ func (p *conformancePrinter) result(r conformance.Result) {
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
 	line := fmt.Sprintf("%s  %-44s %9.1fms", paletteFor(w).outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
-		line += "  " + docs.WithLinks(r.Message, docsRef())
+		line += "  " + docs.WithLinks(p.red.Text(r.Message), docsRef())
 	}
 	fmt.Fprintln(w, line)
 	if r.Status == conformance.Fail {
 		for _, f := range r.Failures {
-			fmt.Fprintf(w, "      %s\n", docs.WithLinks(f.String(), docsRef()))
+			fmt.Fprintf(w, "      %s\n", docs.WithLinks(p.red.Text(f.String()), docsRef()))
 		}
 		if p.rerun != nil {
 			fmt.Fprintf(w, "      rerun just this one: %s\n", p.rerun(r.Name))
@@ -119,7 +119,7 @@ func (p *conformancePrinter) result(r conformance.Result) {
 	}
 	if p.verbose > 0 {
 		for _, n := range r.Notes {
-			fmt.Fprintf(w, "      · %s\n", n)
+			fmt.Fprintf(w, "      · %s\n", p.red.Text(n))
 		}
 	}
 }
@@ -187,9 +187,9 @@ func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
 	w := p.s.Out
 	fmt.Fprintf(w, "\nsummary\n")
 	if v := rep.Volume; v != nil {
-		fmt.Fprintf(w, "  volume      %s\n", v.Describe())
+		fmt.Fprintf(w, "  volume      %s\n", p.red.Text(v.Describe()))
 		if v.Err != nil {
-			fmt.Fprintf(w, "  volume      FAILED: %v\n", v.Err)
+			fmt.Fprintf(w, "  volume      FAILED: %s\n", p.red.Text(v.Err.Error()))
 		}
 	}
 	sel := ""

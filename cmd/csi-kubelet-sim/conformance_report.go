@@ -33,13 +33,13 @@ func (o *conformanceOptions) writeConformanceReport(rep *conformance.Report) err
 			Duration: r.Duration,
 		}
 		if r.Status == conformance.Skip {
-			row.Message = r.Message
+			row.Message = rep.Redactor.Text(r.Message)
 		}
 		for _, f := range r.Failures {
-			row.Failures = append(row.Failures, f.String())
+			row.Failures = append(row.Failures, rep.Redactor.Text(f.String()))
 		}
 		for _, c := range rep.ScenarioCalls[r.Name] {
-			row.Calls = append(row.Calls, loadreport.ScenarioCallOf(c))
+			row.Calls = append(row.Calls, loadreport.ScenarioCallOf(c, rep.Redactor))
 		}
 		rows = append(rows, row)
 	}
@@ -47,6 +47,7 @@ func (o *conformanceOptions) writeConformanceReport(rep *conformance.Report) err
 	if err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
+	hdr = hdr.Cleaned(rep.Redactor)
 	title := fmt.Sprintf("csi-kubelet-sim conformance: %s", hdr.Driver)
 	if err := loadreport.WriteConformanceHTML(f, title, hdr, rows); err != nil {
 		f.Close()

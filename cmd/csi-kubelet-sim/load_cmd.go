@@ -272,16 +272,17 @@ func (ss *session) loadSummary(out *node.Outcome, sum loadreport.Summary, exit e
 // reportPage is the --report HTML page of a run: the stats and a bounded
 // record of the calls, fed by the trace as they happen.
 type reportPage struct {
+	red   csiclient.Redactor
 	file  string
 	stats *loadreport.Stats
 	rec   *loadreport.Recorder
 }
 
 func newReportPage(ss *session, file string) *reportPage {
-	p := &reportPage{file: file, stats: loadreport.NewStats()}
+	p := &reportPage{red: ss.red, file: file, stats: loadreport.NewStats()}
 	ss.trace.AddSink(p.stats)
 	if file != "" {
-		p.rec = loadreport.NewRecorder(loadreport.DefaultMaxRecords)
+		p.rec = loadreport.NewRecorder(loadreport.DefaultMaxRecords).WithRedactor(ss.red)
 		ss.trace.AddSink(p.rec)
 	}
 	return p
@@ -296,7 +297,7 @@ func (p *reportPage) write(title string, hdr loadreport.Header) error {
 	if err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
-	if err := loadreport.WriteHTMLWithHeader(f, title, hdr, p.rec.Recorded(), p.stats.Summary()); err != nil {
+	if err := loadreport.WriteHTMLWithHeader(f, p.red.Text(title), hdr.Cleaned(p.red), p.rec.Recorded(), p.stats.Summary()); err != nil {
 		f.Close()
 		return fmt.Errorf("--report: %w", err)
 	}

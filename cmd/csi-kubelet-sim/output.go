@@ -12,6 +12,8 @@ import (
 	"text/template"
 
 	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 )
@@ -95,7 +97,7 @@ func newRenderer(f outputFormat) (renderer, error) {
 var templateFuncs = template.FuncMap{
 	"base64decode": func(s string) (string, error) {
 		b, err := base64.StdEncoding.DecodeString(s)
-		return string(b), err
+		return csiclient.PrintableLines(string(b)), err
 	},
 }
 
@@ -160,9 +162,13 @@ func (r *recordWriter) line(line []byte) {
 	d := json.NewDecoder(bytes.NewReader(line))
 	d.UseNumber()
 	if d.Decode(&rec) != nil {
-		_, _ = r.out.Write(line)
+		_, _ = r.out.Write([]byte(csiclient.PrintableLines(string(line))))
 		return
 	}
+	// The record was scrubbed and cut when it was printed as JSON, where
+	// JSON's escapes kept its controls harmless; a template prints its
+	// strings raw, so they are escaped here, as every other output does.
+	rec, _ = csiclient.EscapeOnly().FieldTree(rec, csiclient.Lines).(map[string]any)
 	if err := r.render(r.out, rec, r.n == 0); err != nil && r.err == nil {
 		r.err = err
 	}

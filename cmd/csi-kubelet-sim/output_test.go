@@ -80,3 +80,34 @@ func TestOutputErrors(t *testing.T) {
 		}
 	}
 }
+
+// A record whose strings (a driver's error, its vendor_version) hold
+// controls of every class is rendered by yaml, jsonpath and go-template
+// with them escaped, as text output does; LF and TAB stay.
+func TestOutputTemplatesEscape(t *testing.T) {
+	const line = `{"kind":"call","error":"t\u001b]0;pwned\u0007 \u001b[2J\r\u009b31m \u202eevil \u2066x\u007f","response":{"vendor_version":"1.0\u202e"},"notes":"a\nb\tc"}` + "\n"
+	for _, arg := range []string{"yaml", "jsonpath={.error} {.response.vendor_version} {.notes}", "jsonpath={@}", "go-template={{.error}} {{.response.vendor_version}} {{.notes}}", "go-template={{.}}"} {
+		f, err := parseOutput(arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		render, err := newRenderer(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		rw := &recordWriter{out: &b, render: render}
+		if _, err := rw.Write([]byte(line)); err != nil || rw.flush() != nil {
+			t.Fatalf("-o %s: %v", arg, err)
+		}
+		out := b.String()
+		for _, raw := range []string{"\x1b", "\x07", "\r", "\u009b", "\u202e", "\u2066", "\x7f"} {
+			if strings.Contains(out, raw) {
+				t.Errorf("-o %s: raw %q in %q", arg, raw, out)
+			}
+		}
+		if !strings.Contains(strings.ReplaceAll(out, `\\`, `\`), `\x1b]0;pwned\x07`) {
+			t.Errorf("-o %s: the error is not shown escaped: %q", arg, out)
+		}
+	}
+}

@@ -171,10 +171,13 @@ func report(err error, w io.Writer) int {
 	// bytes): control characters are escaped; then the docs citations
 	// gain their addresses. The input's problems are the one exception: a
 	// pre-flight lists them one a line (each made one line when read).
-	text := csiclient.Printable(err.Error())
+	// A driver's message in it is cut to a few KiB (csiclient.MaxLine in
+	// all), its end kept: the hint the simulator adds comes last.
+	msg := csiclient.CutKeepEnd(err.Error(), csiclient.MaxLine, 1<<10)
+	text := csiclient.Printable(msg)
 	var problems manifests.Problems
 	if errors.As(err, &problems) {
-		text = csiclient.PrintableLines(err.Error())
+		text = csiclient.PrintableLines(msg)
 	}
 	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(text, docsRef()))
 	return code

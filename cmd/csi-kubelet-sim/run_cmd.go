@@ -177,5 +177,7 @@ func (o *runOptions) runningSchedule() node.RunningSchedule {
 }
 
 func warnTo(s streams) func(string) {
-	return func(msg string) { fmt.Fprintf(s.Err, "warning: %s\n", msg) }
+	// A warning can quote the input or a cluster's answer: through the
+	// one escaping function, as every printed field.
+	return func(msg string) { fmt.Fprintf(s.Err, "warning: %s\n", csiclient.Redactor{}.Text(msg)) }
 }

@@ -54,7 +54,7 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now(), quiet: !printCalls}
 	// The secrets the run hands the driver are collected first, so that
 	// every printer can keep them out of the driver's own text.
-	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets, Sensitive: csiclient.NewSensitive()}
+	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets, Sensitive: inputSecrets(o.cluster)}
 	ss.red = red
 	// Nothing keeps the calls: the printers and counters see each as it
 	// happens, so a long hold or a load takes constant memory.
@@ -318,3 +318,25 @@ func (ss *session) printRunning(r *node.RunningReport) {
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 func round(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+
+// inputSecrets is the set of sensitive values with the input's Secrets
+// already in it: the driver answers GetPluginInfo and NodeGetInfo before
+// any request carries a secret, and its vendor_version or node_id must not
+// print one either. The requests' own secrets join as they are made.
+func inputSecrets(c *manifests.Cluster) *csiclient.Sensitive {
+	s := csiclient.NewSensitive()
+	if c == nil {
+		return s
+	}
+	for _, obj := range c.Objects() {
+		if sec, ok := obj.(*corev1.Secret); ok {
+			for _, v := range sec.Data {
+				s.Add(string(v))
+			}
+			for _, v := range sec.StringData {
+				s.Add(v)
+			}
+		}
+	}
+	return s
+}
