@@ -303,14 +303,7 @@ func (r *reader) podObjects(ctx context.Context, pod *corev1.Pod, nodeName strin
 func (r *reader) prefetchVolumes(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	var claims []objRef
 	for _, v := range pod.Spec.Volumes {
-		name := ""
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			name = v.PersistentVolumeClaim.ClaimName
-		case v.Ephemeral != nil:
-			name = pod.Name + "-" + v.Name
-		}
-		if name != "" {
+		if name := ClaimName(pod, v); name != "" {
 			claims = append(claims, objRef{"PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", pod.Namespace, name})
 		}
 	}
@@ -493,4 +486,17 @@ func apiMessage(err error) string {
 		return se.Error()
 	}
 	return err.Error()
+}
+
+// ClaimName is the claim a pod volume uses: its claim's name, or for a
+// generic ephemeral volume the claim the ephemeral controller makes
+// (<pod>-<volume>); "" for a volume without a claim.
+func ClaimName(pod *corev1.Pod, v corev1.Volume) string {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return v.PersistentVolumeClaim.ClaimName
+	case v.Ephemeral != nil:
+		return pod.Name + "-" + v.Name
+	}
+	return ""
 }

@@ -104,13 +104,7 @@ func (o *commonOptions) loadLive(ctx context.Context, warn func(string)) (*manif
 // idempotent by name), and delete it at the end.
 func refuseUnbound(c *manifests.Cluster, pod *corev1.Pod, host string) error {
 	for _, v := range pod.Spec.Volumes {
-		name := ""
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			name = v.PersistentVolumeClaim.ClaimName
-		case v.Ephemeral != nil:
-			name = pod.Name + "-" + v.Name
-		}
+		name := livecluster.ClaimName(pod, v)
 		claim, ok := c.PersistentVolumeClaim(pod.Namespace, name)
 		if name == "" || !ok || claim.Spec.VolumeName != "" || claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName == "" {
 			continue
