@@ -271,7 +271,7 @@ func hasReadWriteOnce(modes []corev1.PersistentVolumeAccessMode) bool {
 // left it unmounted and empty, vol_data.json and their parent.
 func (m *csiMountMgr) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
 	target := m.paths.TargetPath(string(pod.UID), v.SpecName)
-	if _, err := loadVolumeData(filepath.Dir(target)); err != nil {
+	if _, err := m.fs.loadVolumeData(filepath.Dir(target)); err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = errors.New(pluginLog("failed to open volume data file [%s]: %v", pe.Path, err))
