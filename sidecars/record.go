@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/protobuf/encoding/protojson"
 	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -119,8 +119,8 @@ func (r *record) remove() {
 	if r == nil {
 		return
 	}
-	r.f.Close()
 	_ = r.removeFile()
+	r.f.Close()
 }
 
 // removeFile removes the record and the simulator's dir when empty, from
