@@ -478,7 +478,7 @@ func (f *fileSystem) openOwnFile(pfd int, name, p string, flags int) (int, error
 		unix.Close(fd)
 		return -1, &os.PathError{Op: "stat", Path: p, Err: err}
 	}
-	if why := f.notOwnFile(p, &st); why != "" {
+	if why := f.notOwnFile(p, fd, &st); why != "" {
 		unix.Close(fd)
 		return -1, f.seen(&ForeignFileError{Path: p, Why: why})
 	}
@@ -487,7 +487,7 @@ func (f *fileSystem) openOwnFile(pfd int, name, p string, flags int) (int, error
 
 // notOwnFile says why st is not the file the simulator made at p ("" when
 // it is).
-func (f *fileSystem) notOwnFile(p string, st *unix.Stat_t) string {
+func (f *fileSystem) notOwnFile(p string, fd int, st *unix.Stat_t) string {
 	f.mu.Lock()
 	id, made := f.inodes[p]
 	pending := f.pendingFiles[p]
@@ -502,12 +502,26 @@ func (f *fileSystem) notOwnFile(p string, st *unix.Stat_t) string {
 		return fmt.Sprintf("%d names (hard links) for it", st.Nlink)
 	case typ == unix.S_IFREG && made && (id.dev != uint64(st.Dev) || id.ino != st.Ino):
 		return fmt.Sprintf("inode %d, not the %d it made", st.Ino, id.ino)
+	case typ == unix.S_IFREG && made && id.born != 0 && id.born != bornOf(fd):
+		// A file system that reuses a freed inode number gives another
+		// file the same one: its birth time tells them apart.
+		return fmt.Sprintf("inode %d made at another time than the one it made", st.Ino)
 	}
 	return ""
 }
 
-// fileID is a file's device and inode number.
-type fileID struct{ dev, ino uint64 }
+// fileID is a file's device, inode number and birth time (0: unknown).
+type fileID struct{ dev, ino, born uint64 }
+
+// bornOf is fd's birth time in nanoseconds, 0 when the file system does
+// not keep it.
+func bornOf(fd int) uint64 {
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec)
+}
 
 // madeFile records the file the simulator made at p (fd open on it).
 func (f *fileSystem) madeFile(p string, fd int) {
@@ -515,9 +529,10 @@ func (f *fileSystem) madeFile(p string, fd int) {
 	if unix.Fstat(fd, &st) != nil {
 		return
 	}
+	born := bornOf(fd)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.inodes[p] = fileID{dev: uint64(st.Dev), ino: st.Ino}
+	f.inodes[p] = fileID{dev: uint64(st.Dev), ino: st.Ino, born: born}
 	delete(f.pendingFiles, p)
 }
 
