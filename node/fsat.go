@@ -596,8 +596,9 @@ func (f *fileSystem) rewriteAt(p string) (*os.File, error) {
 // vol_data.json is a few hundred bytes).
 const maxOwnFile = 1 << 20
 
-// readAt reads the regular file p inside the root dir, refusing a
-// symlink or a mount on the way and anything at p but a regular file (a
+// readAt reads the simulator's own file p inside the root dir, refusing
+// a symlink or a mount on the way and anything at p but the file it made
+// (ownFileAt: a hard link there would hand it another file's content; a
 // FIFO would block the read).
 func (f *fileSystem) readAt(p string) ([]byte, error) {
 	pfd, name, err := f.parentDir(p)
@@ -605,19 +606,12 @@ func (f *fileSystem) readAt(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(pfd)
-	fd, err := openIn(pfd, name, p, unix.O_RDONLY|unix.O_NONBLOCK)
-	if err != nil {
-		return nil, f.seen(err)
-	}
-	file := os.NewFile(uintptr(fd), p)
-	defer file.Close()
-	fi, err := file.Stat()
+	fd, err := f.openOwnFile(pfd, name, p, unix.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, f.seen(&ForeignFileError{Path: p, Why: "not a regular file: " + fi.Mode().Type().String()})
-	}
+	file := os.NewFile(uintptr(fd), p)
+	defer file.Close()
 	b, err := io.ReadAll(io.LimitReader(file, maxOwnFile+1))
 	if err != nil {
 		return nil, err

@@ -34,6 +34,13 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	if err != nil {
 		return err
 	}
+	if stagingPath != "" {
+		// The staging path handed to the driver again: not through a
+		// symlink or a mount swapped in since it was staged.
+		if err := m.fs.checkPath(filepath.Dir(stagingPath)); err != nil {
+			return err
+		}
+	}
 	parentDir := filepath.Dir(target)
 	if err := m.makeTargetParent(ctx, parentDir, target); err != nil {
 		return err
