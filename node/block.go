@@ -273,6 +273,14 @@ func (b *csiBlockMapper) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v 
 		return nil
 	}
 	linkPath := filepath.Join(globalMapPath, string(pod.UID))
+	// The device is bound from the path the driver published it at, when
+	// that is the simulator's (a symlink or a mount swapped in over its
+	// dir since would bind another file).
+	if pub := b.paths.BlockPublishPath(v.SpecName, string(pod.UID)); devicePath == pub {
+		if err := b.fs.checkPath(filepath.Dir(pub)); err != nil {
+			return err
+		}
+	}
 	if err := b.fs.mkdirAll(globalMapPath, 0o750); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: %v", devicePath, globalMapPath, pod.UID, true, err)
 	}

@@ -51,6 +51,15 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 		}
 		k.fs.adopt(jc, k.refuseRecord(ctx, j))
 	}
+	// A symlink or a mount where the journals' dirs were hides part of
+	// what the run left (a volume's publish behind a mount over its
+	// dir): tearing down the rest would unstage a device still
+	// published. Nothing is done until it is gone.
+	if refused := k.fs.refusals(); len(refused) > 0 {
+		out.MountErr = fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0])
+		out.Leftovers = &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused}
+		return out
+	}
 	reg, err := k.register(ctx)
 	out.Registration, out.RegErr = reg, err
 	if err != nil {
