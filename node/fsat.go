@@ -592,9 +592,10 @@ func (f *fileSystem) rewriteAt(p string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), p), nil
 }
 
-// maxOwnFile bounds what is read back of a file of the simulator's (a
-// vol_data.json is a few hundred bytes).
-const maxOwnFile = 1 << 20
+// maxOwnFile bounds what is read back of a file of the simulator's: a
+// vol_data.json is a few hundred bytes, but it holds the volume handle,
+// which a driver may make megabytes long.
+const maxOwnFile = 64 << 20
 
 // readAt reads the simulator's own file p inside the root dir, refusing
 // a symlink or a mount on the way and anything at p but the file it made
