@@ -37,6 +37,11 @@ type fileSystem struct {
 	refused        []error   // the refusals of symlinks, each as its error
 	inodes         map[string]fileID
 	pendingFiles   map[string]bool // files remembered and not (yet) made by this run
+	// journaledDirs are the directories the journals adopt lists, known
+	// before adopt checks them; foundMounts the mount IDs of mount points
+	// met at directories not the simulator's (fsat.go's openStep).
+	journaledDirs map[string]bool
+	foundMounts   map[string]uint64
 }
 
 func newFileSystem(root string) *fileSystem {
@@ -46,7 +51,7 @@ func newFileSystem(root string) *fileSystem {
 	// detectSafeNotMountedBehavior), a cost every run paid for nothing.
 	return &fileSystem{root: root, owned: map[string]bool{}, ownedDirs: map[string]bool{}, inFlight: map[string]string{}, mountPaths: map[string]bool{},
 		journalVolData: map[string]map[string]string{}, mounter: &mount.Mounter{},
-		inodes: map[string]fileID{}, pendingFiles: map[string]bool{}}
+		inodes: map[string]fileID{}, pendingFiles: map[string]bool{}, journaledDirs: map[string]bool{}, foundMounts: map[string]uint64{}}
 }
 
 // InTheWayError is a path the simulator needs to create that already
@@ -175,6 +180,13 @@ func (f *fileSystem) isMountPath(p string) bool {
 func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err error)) {
 	// Where a journaled path crosses a symlink or a mount now, nothing of
 	// it is taken, and the refusal is noted (exit code 2).
+	f.mu.Lock()
+	for p, kind := range jc.owned {
+		if kind == recordDir {
+			f.journaledDirs[p] = true
+		}
+	}
+	f.mu.Unlock()
 	inside := f.insideParentsCheck(jc, refuse)
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -277,7 +277,7 @@ func (f *fileSystem) walkFrom(rfd int, p string) (int, error) {
 	at := filepath.Clean(f.root)
 	for _, name := range names {
 		at = filepath.Join(at, name)
-		next, err := openIn(cur, name, at, unix.O_PATH|unix.O_DIRECTORY)
+		next, err := f.openStep(cur, name, at)
 		unix.Close(cur)
 		if err != nil {
 			return -1, err
@@ -323,7 +323,7 @@ func (f *fileSystem) checkFrom(rfd int, p string) error {
 	at := filepath.Clean(f.root)
 	for _, name := range names {
 		at = filepath.Join(at, name)
-		next, err := openIn(cur, name, at, unix.O_PATH|unix.O_DIRECTORY)
+		next, err := f.openStep(cur, name, at)
 		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
@@ -374,7 +374,7 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 		} else if err != nil {
 			return &os.PathError{Op: "stat", Path: at, Err: err}
 		}
-		next, err := openIn(cur, name, at, unix.O_PATH|unix.O_DIRECTORY)
+		next, err := f.openStep(cur, name, at)
 		if err != nil {
 			return f.seen(err)
 		}
@@ -691,4 +691,40 @@ func RemoveSimDir(root string) {
 	}
 	defer unix.Close(rootfd)
 	_ = unix.Unlinkat(rootfd, journalDir, unix.AT_REMOVEDIR)
+}
+
+// openStep opens the directory name in cur on a walk from the root dir
+// (openIn). A directory the simulator did not make (nor a journal it
+// took over lists) may be a mount point of the node's own, there before
+// the command started (pods/ on a disk of its own): it is taken as it is
+// the first time the walk meets it, its mount noted, and refused if
+// another mount has come over it since. A directory of the simulator's
+// own never has a mount on it.
+func (f *fileSystem) openStep(cur int, name, at string) (int, error) {
+	fd, err := openIn(cur, name, at, unix.O_PATH|unix.O_DIRECTORY)
+	if err == nil || !IsMountRefused(err) {
+		return fd, err
+	}
+	f.mu.Lock()
+	own := f.owned[at] || f.journaledDirs[at]
+	f.mu.Unlock()
+	if own {
+		return -1, err
+	}
+	fd, oerr := unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if oerr != nil {
+		return -1, err
+	}
+	id, ierr := mountID(fd)
+	f.mu.Lock()
+	prev, seen := f.foundMounts[at]
+	if !seen && ierr == nil {
+		f.foundMounts[at] = id
+	}
+	f.mu.Unlock()
+	if ierr != nil || (seen && prev != id) {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }

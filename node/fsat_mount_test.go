@@ -279,3 +279,42 @@ func TestVolDataHardLink(t *testing.T) {
 		t.Errorf("the foreign file has %d links, want 1 (the planted one removed by the test)", st.Nlink)
 	}
 }
+
+// TestWalkTakesNodeMount: a directory the simulator did not make that is
+// a mount point before the command (pods/ on a disk of its own) is walked
+// through; another mount over it later is refused.
+func TestWalkTakesNodeMount(t *testing.T) {
+	root := t.TempDir()
+	pods := filepath.Join(root, "pods")
+	must(t, os.Mkdir(pods, 0o750))
+	disk, foreign := t.TempDir(), foreignTree(t)
+	before := treeOf(foreign)
+	inPrivateMounts(t, func() {
+		if err := unix.Mount(disk, pods, "", unix.MS_BIND, ""); err != nil {
+			t.Errorf("bind mount: %v", err)
+			return
+		}
+		f := newFileSystem(root)
+		vol := filepath.Join(pods, "u1/volumes/kubernetes.io~csi/pv-1")
+		if err := f.mkdirAll(vol, 0o750); err != nil {
+			t.Errorf("mkdir through the node's own mount at pods/: %v", err)
+			return
+		}
+		if err := f.checkPath(vol); err != nil {
+			t.Errorf("check through the node's own mount: %v", err)
+		}
+		if err := unix.Mount(foreign, pods, "", unix.MS_BIND, ""); err != nil {
+			t.Errorf("bind mount: %v", err)
+			return
+		}
+		if err := f.checkPath(vol); !IsMountRefused(err) {
+			t.Errorf("a mount over pods/ during the run: %v, want refused", err)
+		}
+		if err := f.removeAt(vol, true); !IsMountRefused(err) {
+			t.Errorf("remove through a mount over pods/: %v, want refused", err)
+		}
+	})
+	if after := treeOf(foreign); !slices.Equal(before, after) {
+		t.Errorf("the foreign dir changed:\n before %q\n after  %q", before, after)
+	}
+}
