@@ -130,11 +130,13 @@ func TestPlantedMountRefused(t *testing.T) {
 	}
 	cases = append(cases,
 		plantCase{"staged", "NodeUnpublishVolume", 1, plantTarget},
+		plantCase{"staged", "NodeUnpublishVolume", 2, plantTarget},
 		plantCase{"staged", "NodeUnpublishVolume", 3, plantTarget},
 		plantCase{"staged", "NodeUnstageVolume", 1, plantStaging},
 		plantCase{"staged", "NodeUnstageVolume", 2, plantStaging},
+		plantCase{"staged", "NodeUnstageVolume", 3, plantStaging},
 	)
-	for up := 1; up <= 3; up++ {
+	for up := 1; up <= 4; up++ {
 		cases = append(cases, plantCase{"block", "NodePublishVolume", up, plantBlockPublish})
 	}
 	cases = append(cases, plantCase{"block", "NodeStageVolume", 1, plantBlockStaging}, plantCase{"block", "NodeStageVolume", 2, plantBlockStaging})
