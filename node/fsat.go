@@ -103,14 +103,25 @@ var noOpenat2 atomic.Bool
 func openIn(dirfd int, name, at string, flags int) (int, error) {
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
 	if !noOpenat2.Load() {
-		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: resolveInRoot})
-		if !errors.Is(err, unix.ENOSYS) {
-			if err != nil {
-				return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
-			}
+		fd, err := openat2(dirfd, name, flags)
+		switch {
+		case err == nil:
 			return fd, nil
+		case errors.Is(err, unix.ENOSYS):
+			noOpenat2.Store(true)
+		case errors.Is(err, unix.EPERM):
+			// A seccomp filter that does not know openat2 (older
+			// container runtimes) answers EPERM: when openat works,
+			// openat2 is what is refused.
+			if fd, oerr := unix.Openat(dirfd, name, flags, 0); oerr == nil {
+				unix.Close(fd)
+				noOpenat2.Store(true)
+				break
+			}
+			return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
+		default:
+			return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
 		}
-		noOpenat2.Store(true)
 	}
 	fd, err := unix.Openat(dirfd, name, flags, 0)
 	if err != nil {
@@ -125,6 +136,20 @@ func openIn(dirfd int, name, at string, flags int) (int, error) {
 		return -1, &MountError{Path: at}
 	}
 	return fd, nil
+}
+
+// openat2 is unix.Openat2 with resolveInRoot, again on EAGAIN (the
+// kernel's answer when a rename or a mount raced the lookup).
+func openat2(dirfd int, name string, flags int) (int, error) {
+	var err error
+	for range 8 {
+		var fd int
+		fd, err = unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: resolveInRoot})
+		if !errors.Is(err, unix.EAGAIN) {
+			return fd, err
+		}
+	}
+	return -1, err
 }
 
 // sameMount tells whether two descriptors are on the same mount.
