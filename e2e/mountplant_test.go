@@ -296,3 +296,44 @@ func TestMountOverVolumeDirByHand(t *testing.T) {
 		})
 	}
 }
+
+// TestPlantedHardLinkRepublish: a driver whose CSIDriver asks for
+// republishing puts a hard link to a foreign file at the pod volume's
+// vol_data.json after the first NodePublishVolume; the republish that
+// follows writes vol_data.json again (SetUp). The foreign file is not
+// overwritten: exit 2 naming the link.
+func TestPlantedHardLinkRepublish(t *testing.T) {
+	staged, err := os.ReadFile(filepath.Join(sample(t, "staged"), "staged.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := strings.Replace(string(staged), "  podInfoOnMount: false\n", "  podInfoOnMount: false\n  requiresRepublish: true\n", 1)
+	if manifests == string(staged) {
+		t.Fatal("the staged sample's CSIDriver changed: no podInfoOnMount line to add requiresRepublish after")
+	}
+	work := fltWork(t)
+	root := filepath.Join(work, "root")
+	const content = `{"foreign":"data, longer than the vol_data.json that would overwrite it, so that a rewrite shows in its length and content alike ........................................................................................................................................................................................................................................................."}` + "\n"
+	precious := writeFile(t, work, "precious.json", content)
+	drv := fltStartRef(t, work, "--fault", "NodePublishVolume=plantlink:1:"+precious+":1")
+	mf := writeFile(t, work, "m.yaml", manifests)
+	r := runSim(t, "run", "-f", mf, "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
+		"--node-name", simNode, "--hold", "2s", "--volume-stats-agg-period", "0")
+	link := filepath.Join(filepath.Dir(plantTarget(root)), "vol_data.json")
+	if r.Code != 2 || !strings.Contains(r.Stderr, link) || !strings.Contains(r.Stderr, "hard link") {
+		t.Errorf("run: want exit 2 naming the hard link %s:\n%s", link, r)
+	}
+	if got := readFile(precious); got != content {
+		t.Errorf("the foreign file was overwritten: it reads %q", got)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv.Sock, "--node-name", simNode)
+	if c.Code != 0 {
+		t.Errorf("cleanup once the link is gone: want exit 0:\n%s", c)
+	}
+	if ms := mountsUnder(root); len(ms) > 0 {
+		t.Errorf("still mounted after cleanup: %v", ms)
+	}
+}

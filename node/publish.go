@@ -64,7 +64,12 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	}
 	if err := m.saveTargetVolumeData(ctx, v, parentDir, seLinuxMount, args.SELinuxLabel); err != nil {
 		m.removeMountDir(ctx, target)
-		m.fs.forgetVolumeData(parentDir)
+		// A remount's target stays mounted (removeMountDir leaves a
+		// mount point): the journal keeps its copy of vol_data.json, so
+		// that `cleanup` can still unpublish it.
+		if !args.IsRemount {
+			m.fs.forgetVolumeData(parentDir)
+		}
 		return err
 	}
 	err = m.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
