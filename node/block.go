@@ -273,6 +273,14 @@ func (b *csiBlockMapper) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v 
 		return nil
 	}
 	linkPath := filepath.Join(globalMapPath, string(pod.UID))
+	// The device is bound from the path the driver published it at, when
+	// that is the simulator's (a symlink or a mount swapped in over its
+	// dir since would bind another file).
+	if pub := b.paths.BlockPublishPath(v.SpecName, string(pod.UID)); devicePath == pub {
+		if err := b.fs.checkPath(filepath.Dir(pub)); err != nil {
+			return err
+		}
+	}
 	if err := b.fs.mkdirAll(globalMapPath, 0o750); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: %v", devicePath, globalMapPath, pod.UID, true, err)
 	}
@@ -325,6 +333,14 @@ func (b *csiBlockMapper) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v 
 func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
 	globalMapPath := b.paths.GlobalMapPath(v.SpecName)
 	linkPath := filepath.Join(globalMapPath, string(pod.UID))
+	publishPath := b.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	// Nothing is unmounted, removed or handed to the driver through a
+	// symlink or a mount swapped in on the way since the map.
+	for _, d := range []string{globalMapPath, b.paths.PodDeviceMapPath(string(pod.UID)), filepath.Dir(publishPath)} {
+		if err := b.fs.checkPath(d); err != nil {
+			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", err}
+		}
+	}
 	if !b.cfg.DryRun {
 		if err := detachFileDevice(linkPath); err != nil {
 			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)}
@@ -340,7 +356,6 @@ func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *vo
 	if err := b.driverRegistered(v.Driver); err != nil {
 		return transient("%s", pluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
 	}
-	publishPath := b.paths.BlockPublishPath(v.SpecName, string(pod.UID))
 	if _, err := b.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
 		return errors.New(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err))
 	}
@@ -355,6 +370,11 @@ func (b *csiBlockMapper) unmapDevice(ctx context.Context, v *volumeSpec) error {
 		return transient("%s", pluginLog("blockMapper.TearDownDevice failed to get CSI client: %v", err))
 	}
 	stagingPath := b.paths.BlockStagingPath(v.SpecName)
+	for _, d := range []string{filepath.Dir(stagingPath), b.paths.GlobalMapPath(v.SpecName)} {
+		if err := b.fs.checkPath(d); err != nil {
+			return err
+		}
+	}
 	if _, err := os.Stat(stagingPath); err == nil {
 		stage, err := b.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 		if err != nil {

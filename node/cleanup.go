@@ -56,10 +56,14 @@ type Leftovers struct {
 	Errors       []error
 	// Journal is the run's journal when it was kept for `cleanup`.
 	Journal string
-	// Symlinks are symlinks found in the root dir's own dirs (planted, or
-	// swapped in by a driver) where the run had to make or remove
-	// something: nothing was done through them.
+	// Symlinks are the paths refused in the root dir's own dirs where the
+	// run had to make, write or remove something: symlinks and mounts
+	// (planted, or swapped in by a driver), files that are not the ones
+	// the simulator made (a hard link): nothing was done through them.
 	Symlinks []string
+	// Refused are the same refusals, each as its error (SymlinkError,
+	// MountError, ForeignFileError).
+	Refused []error
 }
 
 // Clean tells whether the run left nothing behind.
@@ -107,20 +111,24 @@ func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 		k.removeCreated(ctx, created[i], l)
 	}
 	slices.Sort(l.KubeletPaths)
-	l.Symlinks = k.fs.refusedSymlinks()
 	k.fs.finish(l.NothingOnDisk())
 	if !l.NothingOnDisk() {
 		l.Journal = k.fs.journalPathOrKept()
+	} else if j := k.fs.journalPathOrKept(); j != "" {
+		// Its removal was refused (a mount over the journal dir).
+		l.Journal = j
 	} else {
 		k.removeEmptyCreated()
 	}
-	if removeRoot && l.NothingOnDisk() {
+	if removeRoot && l.NothingOnDisk() && l.Journal == "" {
 		k.fs.releaseLock()
-		_ = os.Remove(filepath.Join(k.paths.Root, journalDir))
+		RemoveSimDir(k.paths.Root)
 		if err := os.Remove(k.paths.Root); err != nil && !os.IsNotExist(err) {
 			l.Errors = append(l.Errors, fmt.Errorf("remove root dir %s: %w", k.paths.Root, err))
 		}
 	}
+	l.Symlinks = k.fs.refusedSymlinks()
+	l.Refused = k.fs.refusals()
 	return l
 }
 
@@ -144,6 +152,17 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 		return
 	}
 	if fi.IsDir() {
+		// A directory of the run's with another mount on it, or on the
+		// way to it, is not the run's any more: neither what is in it is
+		// reported as the driver's, nor is anything removed (refused,
+		// exit 2). A path handed to the driver is its mount point.
+		at := p
+		if k.fs.isMountPath(p) {
+			at = filepath.Dir(p)
+		}
+		if err := k.fs.checkPath(at); IsSymlinkRefused(err) {
+			return
+		}
 		k.reportForeign(ctx, p, l)
 	}
 	if isKubeletKept(k.paths, p) {
@@ -237,7 +256,7 @@ func (f *fileSystem) removeEmptyMountPath(p string) {
 // real path), after checking that no directory on the way has become a
 // symlink since: umount(2) resolves the path again.
 func (f *fileSystem) unmountAll(p string, l *Leftovers) {
-	if err := f.noSymlinkBelowRoot(filepath.Dir(p)); err != nil {
+	if err := f.checkPath(filepath.Dir(p)); err != nil {
 		l.Errors = append(l.Errors, fmt.Errorf("unmount %s: %w", p, err))
 		return
 	}

@@ -33,7 +33,15 @@ type fileSystem struct {
 	mounter        mount.Interface
 	rootfd         int       // the root dir, opened once (fsat.go)
 	lock           *RootLock // the root dir's lock, released when the run leaves nothing
-	symlinks       []string  // symlinks refused in the root's own dirs (fsat.go)
+	symlinks       []string  // paths refused in the root's own dirs: symlinks, mounts, foreign files (fsat.go)
+	refused        []error   // the refusals of symlinks, each as its error
+	inodes         map[string]fileID
+	pendingFiles   map[string]bool // files remembered and not (yet) made by this run
+	// journaledDirs are the directories the journals adopt lists, known
+	// before adopt checks them; foundMounts the mount IDs of mount points
+	// met at directories not the simulator's (fsat.go's openStep).
+	journaledDirs map[string]bool
+	foundMounts   map[string]uint64
 }
 
 func newFileSystem(root string) *fileSystem {
@@ -42,7 +50,8 @@ func newFileSystem(root string) *fileSystem {
 	// `umount` at once to probe a behaviour of Unmount (mount-utils'
 	// detectSafeNotMountedBehavior), a cost every run paid for nothing.
 	return &fileSystem{root: root, owned: map[string]bool{}, ownedDirs: map[string]bool{}, inFlight: map[string]string{}, mountPaths: map[string]bool{},
-		journalVolData: map[string]map[string]string{}, mounter: &mount.Mounter{}}
+		journalVolData: map[string]map[string]string{}, mounter: &mount.Mounter{},
+		inodes: map[string]fileID{}, pendingFiles: map[string]bool{}, journaledDirs: map[string]bool{}, foundMounts: map[string]uint64{}}
 }
 
 // InTheWayError is a path the simulator needs to create that already
@@ -95,6 +104,8 @@ func (f *fileSystem) rememberLocked(p, kind string) {
 	f.owned[p] = true
 	if kind == recordDir {
 		f.ownedDirs[p] = true
+	} else {
+		f.pendingFiles[p] = true
 	}
 	f.record(journalRecord{Kind: kind, Path: p})
 }
@@ -167,13 +178,23 @@ func (f *fileSystem) isMountPath(p string) bool {
 // Each record is checked against what the simulator would have made
 // (journalcheck.go); refuse is told of every one that is not.
 func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err error)) {
+	// Where a journaled path crosses a symlink or a mount now, nothing of
+	// it is taken, and the refusal is noted (exit code 2).
+	f.mu.Lock()
+	for p, kind := range jc.owned {
+		if kind == recordDir {
+			f.journaledDirs[p] = true
+		}
+	}
+	f.mu.Unlock()
+	inside := f.insideParentsCheck(jc, refuse)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.names(jc, refuse)
 	for _, p := range jc.order {
 		kind := jc.owned[p]
 		madeRoot := p == filepath.Clean(f.root) && kind == recordDir
-		if !(madeRoot || f.insideParents(p)) || f.owned[p] {
+		if !(madeRoot || inside(p)) || f.owned[p] {
 			continue
 		}
 		if !madeRoot {
@@ -191,7 +212,7 @@ func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err 
 		f.created = append(f.created, p)
 	}
 	for p := range jc.mountPaths {
-		if !f.insideParents(p) {
+		if !inside(p) {
 			continue
 		}
 		if err := f.derivedMount(p, n); err != nil {
@@ -204,7 +225,7 @@ func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err 
 		}
 	}
 	for dir, data := range jc.volData {
-		if data != nil && f.insideParents(dir) {
+		if data != nil && inside(dir) {
 			f.journalVolData[dir] = data
 		}
 	}
@@ -231,12 +252,45 @@ func (f *fileSystem) journaledVolumeData() ([]string, map[string]map[string]stri
 	return dirs, out
 }
 
-// insideParents tells whether p is strictly below the root dir through
-// plain directories only: since the journal was written, a directory on the
-// way may have been replaced by a symlink to somewhere else, and nothing
-// is removed or unmounted through one.
-func (f *fileSystem) insideParents(p string) bool {
-	return f.insideRoot(p) && f.noSymlinkBelowRoot(filepath.Dir(p)) == nil
+// insideParentsCheck tells, for every path a journal lists, whether it is
+// strictly below the root dir through plain directories of the root's own
+// mount only (since the journal was written, a directory on the way may
+// have been replaced by a symlink, or had another directory mounted over
+// it, and nothing is removed or unmounted through one),
+// each parent checked once, before adopt takes f.mu; a parent refused for
+// a symlink or a mount is told to refuse once, and noted.
+func (f *fileSystem) insideParentsCheck(jc *journalContents, refuse func(kind, p string, err error)) func(string) bool {
+	checked := map[string]error{}
+	check := func(p string) {
+		if !f.insideRoot(p) {
+			return
+		}
+		d := filepath.Dir(p)
+		if _, ok := checked[d]; ok {
+			return
+		}
+		err := f.checkPath(d)
+		checked[d] = err
+		if IsSymlinkRefused(err) {
+			refuse("path", d, err)
+		}
+	}
+	for _, p := range jc.order {
+		check(p)
+	}
+	for p := range jc.mountPaths {
+		check(p)
+	}
+	for d := range jc.volData {
+		check(d)
+	}
+	return func(p string) bool {
+		if !f.insideRoot(p) {
+			return false
+		}
+		err, ok := checked[filepath.Dir(p)]
+		return ok && err == nil
+	}
 }
 
 // insideRoot tells whether p is a clean path strictly below the root dir.
@@ -331,7 +385,12 @@ func (f *fileSystem) finish(clean bool) {
 	if clean {
 		f.lock.Release()
 		f.lock = nil
-		f.journal.remove()
+		if err := f.journal.remove(); err != nil {
+			// Kept: a refusal (a mount over the journal dir) is told,
+			// with the journal, and `cleanup` finishes once it is gone.
+			f.seenLocked(err)
+			f.keptJournal = f.journal.path
+		}
 	} else {
 		f.journal.close()
 		f.keptJournal = f.journal.path

@@ -23,7 +23,7 @@ func TestSaveAndLoadVolumeData(t *testing.T) {
 	if got := readFile(dir + "/vol_data.json"); got != want {
 		t.Errorf("vol_data.json = %q, want %q", got, want)
 	}
-	got, err := loadVolumeData(dir)
+	got, err := f.loadVolumeData(dir)
 	if err != nil || !maps.Equal(got, data) {
 		t.Errorf("loadVolumeData = %v, %v", got, err)
 	}
@@ -37,14 +37,17 @@ func TestSaveAndLoadVolumeData(t *testing.T) {
 }
 
 func TestLoadVolumeDataErrors(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := loadVolumeData(dir); !os.IsNotExist(err) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "v")
+	must(t, os.Mkdir(dir, 0o750))
+	f := newFileSystem(root)
+	if _, err := f.loadVolumeData(dir); !os.IsNotExist(err) {
 		t.Errorf("missing file: %v, want not-exist", err)
 	}
 	if err := os.WriteFile(dir+"/vol_data.json", []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadVolumeData(dir)
+	_, err := f.loadVolumeData(dir)
 	if err == nil || !strings.HasPrefix(err.Error(), "kubernetes.io/csi: failed to parse volume data file "+dir+"/vol_data.json: ") {
 		t.Errorf("bad file: %v", err)
 	}

@@ -3,20 +3,30 @@ package node
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
 // Every directory and file the simulator makes or removes inside the root
 // dir is reached from the root dir's descriptor, opened once, one
-// component at a time with O_NOFOLLOW: a symlink planted in the root's
-// dirs before or during a run (by hand, or by a driver swapping a dir it
-// was given) is refused, and nothing outside the root dir is ever
-// created, written or removed through one.
+// component at a time, following no symlink and crossing into no other
+// mount (openat2's RESOLVE_NO_SYMLINKS and RESOLVE_NO_XDEV, or, on a
+// kernel without openat2, a comparison of each component's mount ID with
+// its parent's): a symlink or a mount planted in the root's dirs before or
+// during a run (by hand, or by a driver that bind-mounts a directory of
+// its own over one it was given) is refused, and nothing outside the root
+// dir is ever created, written or removed through one.
+//
+// A path handed to the driver (a publish target, a staging path) is
+// mounted on by design: it is only ever the last name of a walk, removed
+// (rmdir) once the driver has unmounted it, never walked into.
 
 // SymlinkError is a symlink (or other non-directory) found where the
 // simulator expects one of the root dir's own directories.
@@ -26,15 +36,49 @@ func (e *SymlinkError) Error() string {
 	return fmt.Sprintf("%s is a symlink: the simulator makes, writes and removes nothing through a symlink in the root dir (it could lead outside it); refused, nothing done there", e.Path)
 }
 
-// IsSymlinkRefused tells whether err is a path refused for a symlink in it.
+// MountError is a mount found where the simulator expects one of the
+// root dir's own directories (or its own file): whatever is mounted there
+// is another directory, perhaps outside the root dir.
+type MountError struct{ Path string }
+
+func (e *MountError) Error() string {
+	return fmt.Sprintf("%s is a mount point: a mount was found where the simulator's own dir was expected; the simulator makes, writes and removes nothing inside another mount (it could lead outside the root dir); refused, nothing done there", e.Path)
+}
+
+// ForeignFileError is a file at a path the simulator wrote that is not
+// the file it made: another inode, a hard link (more than one name), or
+// not a regular file.
+type ForeignFileError struct {
+	Path string
+	Why  string
+}
+
+func (e *ForeignFileError) Error() string {
+	return fmt.Sprintf("%s is not the file the simulator made (%s): it could be another file's name (a hard link); the simulator writes and removes only its own files; refused, nothing done there", e.Path, e.Why)
+}
+
+// IsSymlinkRefused tells whether err is a path refused for a symlink, a
+// mount or a foreign file (a hard link) in the root dir's own dirs: all
+// are refused the same way, exit code 2.
 func IsSymlinkRefused(err error) bool {
 	var e *SymlinkError
-	return errors.As(err, &e)
+	var m *MountError
+	var ff *ForeignFileError
+	return errors.As(err, &e) || errors.As(err, &m) || errors.As(err, &ff)
+}
+
+// IsMountRefused tells whether err is a path refused for a mount in it.
+func IsMountRefused(err error) bool {
+	var m *MountError
+	return errors.As(err, &m)
 }
 
 // symlinkOr turns an error of an O_NOFOLLOW open of p into a
 // SymlinkError when p is a symlink.
 func symlinkOr(p string, err error) error {
+	if errors.Is(err, unix.EXDEV) {
+		return &MountError{Path: p}
+	}
 	if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) {
 		return err
 	}
@@ -44,19 +88,146 @@ func symlinkOr(p string, err error) error {
 	return err
 }
 
-// seen notes a symlink refused, wherever the error goes next: the
-// kubelet's messages keep only its text, and the command's exit code
-// says a symlink was refused (Leftovers.Symlinks).
-func (f *fileSystem) seen(err error) error {
-	var se *SymlinkError
-	if errors.As(err, &se) {
-		f.mu.Lock()
-		if !slices.Contains(f.symlinks, se.Path) {
-			f.symlinks = append(f.symlinks, se.Path)
+// resolveInRoot: no symlink, no other mount, nothing above the directory.
+const resolveInRoot = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS
+
+// noOpenat2 is set once openat2 is found missing (ENOSYS: a kernel older
+// than 5.6); the walk then compares mount IDs. Tests set it to run the
+// fallback.
+var noOpenat2 atomic.Bool
+
+// openIn opens the single name in directory dirfd with flags, following
+// no symlink (the last name included, unless flags has O_PATH, which then
+// opens a symlink itself) and crossing into no other mount: a name that
+// is a mount point is a MountError. at is the path, for errors.
+func openIn(dirfd int, name, at string, flags int) (int, error) {
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if !noOpenat2.Load() {
+		fd, err := openat2(dirfd, name, flags)
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.ENOSYS):
+			noOpenat2.Store(true)
+		case errors.Is(err, unix.EPERM):
+			// A seccomp filter that does not know openat2 (older
+			// container runtimes) answers EPERM: when openat works,
+			// openat2 is what is refused.
+			if fd, oerr := unix.Openat(dirfd, name, flags, 0); oerr == nil {
+				unix.Close(fd)
+				noOpenat2.Store(true)
+				break
+			}
+			return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
+		default:
+			return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
 		}
-		f.mu.Unlock()
 	}
+	fd, err := unix.Openat(dirfd, name, flags, 0)
+	if err != nil {
+		return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
+	}
+	same, err := sameMount(dirfd, fd)
+	if err != nil || !same {
+		unix.Close(fd)
+		if err != nil {
+			return -1, fmt.Errorf("%s: mount of: %w", at, err)
+		}
+		return -1, &MountError{Path: at}
+	}
+	return fd, nil
+}
+
+// openat2 is unix.Openat2 with resolveInRoot, again on EAGAIN (the
+// kernel's answer when a rename or a mount raced the lookup).
+func openat2(dirfd int, name string, flags int) (int, error) {
+	var err error
+	for range 8 {
+		var fd int
+		fd, err = unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: resolveInRoot})
+		if !errors.Is(err, unix.EAGAIN) {
+			return fd, err
+		}
+	}
+	return -1, err
+}
+
+// sameMount tells whether two descriptors are on the same mount.
+func sameMount(a, b int) (bool, error) {
+	ma, err := mountID(a)
+	if err != nil {
+		return false, err
+	}
+	mb, err := mountID(b)
+	if err != nil {
+		return false, err
+	}
+	return ma == mb, nil
+}
+
+// mountID is the mount ID of fd: statx's STATX_MNT_ID (Linux 5.8), else
+// the mnt_id line of /proc/self/fdinfo (Linux 3.15).
+func mountID(fd int) (uint64, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
+		return stx.Mnt_id, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", fd))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("no mnt_id in fdinfo")
+}
+
+// seen notes a path refused (a symlink, a mount, a foreign file),
+// wherever the error goes next: the kubelet's messages keep only its
+// text, and the command's exit code says a path was refused
+// (Leftovers.Symlinks, Leftovers.Refused).
+func (f *fileSystem) seen(err error) error {
+	f.mu.Lock()
+	f.seenLocked(err)
+	f.mu.Unlock()
 	return err
+}
+
+// seenLocked is seen with f.mu held.
+func (f *fileSystem) seenLocked(err error) {
+	if !IsSymlinkRefused(err) {
+		return
+	}
+	p := refusedPath(err)
+	if !slices.Contains(f.symlinks, p) {
+		f.symlinks = append(f.symlinks, p)
+		f.refused = append(f.refused, err)
+	}
+}
+
+// refusedPath is the path a refusal names.
+func refusedPath(err error) string {
+	var e *SymlinkError
+	var m *MountError
+	var ff *ForeignFileError
+	switch {
+	case errors.As(err, &e):
+		return e.Path
+	case errors.As(err, &m):
+		return m.Path
+	case errors.As(err, &ff):
+		return ff.Path
+	}
+	return ""
+}
+
+// refusals are the paths refused so far, each as its error.
+func (f *fileSystem) refusals() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.refused)
 }
 
 // refusedSymlinks are the symlinks refused so far.
@@ -106,13 +277,21 @@ func (f *fileSystem) components(p string) ([]string, error) {
 }
 
 // openDir opens directory p (the root dir or inside it) walking from the
-// root dir's descriptor, following no symlink. The caller closes it.
+// root dir's descriptor, following no symlink and crossing into no other
+// mount. The caller closes it.
 func (f *fileSystem) openDir(p string) (int, error) {
-	names, err := f.components(p)
+	rfd, err := f.rootFD()
 	if err != nil {
 		return -1, err
 	}
-	rfd, err := f.rootFD()
+	fd, err := f.walkFrom(rfd, p)
+	return fd, f.seen(err)
+}
+
+// walkFrom is openDir from the root dir's descriptor rfd, taking no lock:
+// a refusal is the caller's to note.
+func (f *fileSystem) walkFrom(rfd int, p string) (int, error) {
+	names, err := f.components(p)
 	if err != nil {
 		return -1, err
 	}
@@ -123,10 +302,10 @@ func (f *fileSystem) openDir(p string) (int, error) {
 	at := filepath.Clean(f.root)
 	for _, name := range names {
 		at = filepath.Join(at, name)
-		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := f.openStep(cur, name, at)
 		unix.Close(cur)
 		if err != nil {
-			return -1, f.seen(symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err}))
+			return -1, err
 		}
 		cur = next
 	}
@@ -140,6 +319,49 @@ func (f *fileSystem) parentDir(p string) (int, string, error) {
 	}
 	fd, err := f.openDir(filepath.Dir(p))
 	return fd, filepath.Base(p), err
+}
+
+// checkPath tells whether p's existing directories below the root dir are
+// plain directories of the root's own mount: no symlink, no mount on the
+// way (the first missing one ends the check). A path rebuilt from a
+// journal, or one about to be handed to the driver, must not lead out of
+// the root dir.
+func (f *fileSystem) checkPath(p string) error {
+	rfd, err := f.rootFD()
+	if err != nil {
+		return err
+	}
+	return f.seen(f.checkFrom(rfd, p))
+}
+
+// checkFrom is checkPath from rfd, taking no lock.
+func (f *fileSystem) checkFrom(rfd int, p string) error {
+	names, err := f.components(p)
+	if err != nil {
+		return err
+	}
+	cur, err := unix.Openat(rfd, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Close(cur) }()
+	at := filepath.Clean(f.root)
+	for _, name := range names {
+		at = filepath.Join(at, name)
+		next, err := f.openStep(cur, name, at)
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if err != nil {
+			if !IsSymlinkRefused(err) && errors.Is(err, unix.ENOTDIR) {
+				return fmt.Errorf("%s is not a directory", at)
+			}
+			return err
+		}
+		unix.Close(cur)
+		cur = next
+	}
+	return nil
 }
 
 // mkdirAll is os.MkdirAll inside the root dir, component by component
@@ -177,9 +399,9 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 		} else if err != nil {
 			return &os.PathError{Op: "stat", Path: at, Err: err}
 		}
-		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := f.openStep(cur, name, at)
 		if err != nil {
-			return f.seen(symlinkOr(at, &os.PathError{Op: "mkdir", Path: at, Err: err}))
+			return f.seen(err)
 		}
 		unix.Close(cur)
 		cur = next
@@ -187,10 +409,13 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 	return nil
 }
 
-// removeAt removes p inside the root dir without following a symlink on
-// the way: a directory (rmdir: only when empty) when dir, else a file or a
-// symlink the simulator made. A directory that has become a symlink is
-// refused and left.
+// removeAt removes p inside the root dir without following a symlink or
+// crossing a mount on the way: a directory (rmdir: only when empty) when
+// dir, else a file or a symlink the simulator made. A directory that has
+// become a symlink, a directory with another mount on it (unless it is a
+// path handed to the driver, whose mount makes the rmdir fail), and a
+// file that is not the one the simulator made (another inode, a hard
+// link) are refused and left.
 func (f *fileSystem) removeAt(p string, dir bool) error {
 	pfd, name, err := f.parentDir(p)
 	if err != nil {
@@ -204,18 +429,136 @@ func (f *fileSystem) removeAt(p string, dir bool) error {
 	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &os.PathError{Op: "remove", Path: p, Err: err}
 	}
-	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	if dir && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	typ := st.Mode & unix.S_IFMT
+	if dir && typ == unix.S_IFLNK {
 		return f.seen(&SymlinkError{Path: p})
 	}
 	flags := 0
-	if isDir {
+	switch typ {
+	case unix.S_IFDIR:
 		flags = unix.AT_REMOVEDIR
+		if err := f.notMountedHere(pfd, name, p); err != nil {
+			return err
+		}
+	case unix.S_IFLNK:
+	default:
+		if err := f.ownFileAt(pfd, name, p, unix.O_PATH); err != nil {
+			return err
+		}
 	}
 	if err := unix.Unlinkat(pfd, name, flags); err != nil {
 		return &os.PathError{Op: "remove", Path: p, Err: err}
 	}
 	return nil
+}
+
+// notMountedHere refuses a directory name in pfd with another mount on
+// it, unless it is a path handed to the driver: that one is the driver's
+// mount point, and the rmdir that follows fails while it is mounted.
+func (f *fileSystem) notMountedHere(pfd int, name, p string) error {
+	fd, err := openIn(pfd, name, p, unix.O_PATH|unix.O_DIRECTORY)
+	if err == nil {
+		unix.Close(fd)
+		return nil
+	}
+	if IsMountRefused(err) && f.isMountPath(p) {
+		return &os.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
+	}
+	if IsSymlinkRefused(err) {
+		return f.seen(err)
+	}
+	return &os.PathError{Op: "remove", Path: p, Err: err}
+}
+
+// ownFileAt checks, on an open descriptor, that name in pfd is the file
+// the simulator made at p: a regular file (or, for the device the kubelet
+// binds at a block volume's map path, what the bind put there), with one
+// name, and the inode recorded when it was made (a file adopted from a
+// journal has none recorded). The file is opened with flags, so that the
+// check and what follows act on the same file; the caller closes it when
+// keep, else it is closed here. A file remembered but never made by this
+// run (its creation found something there) is not its own.
+func (f *fileSystem) ownFileAt(pfd int, name, p string, flags int) error {
+	fd, err := f.openOwnFile(pfd, name, p, flags)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// openOwnFile is ownFileAt, returning the open descriptor.
+func (f *fileSystem) openOwnFile(pfd int, name, p string, flags int) (int, error) {
+	if flags&unix.O_PATH == 0 {
+		flags |= unix.O_NONBLOCK // a FIFO there must not block the open
+	}
+	fd, err := openIn(pfd, name, p, flags)
+	if err != nil {
+		if IsMountRefused(err) && f.isMountPath(p) {
+			return -1, &os.PathError{Op: "open", Path: p, Err: unix.EBUSY}
+		}
+		return -1, f.seen(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if why := f.notOwnFile(p, fd, &st); why != "" {
+		unix.Close(fd)
+		return -1, f.seen(&ForeignFileError{Path: p, Why: why})
+	}
+	return fd, nil
+}
+
+// notOwnFile says why st is not the file the simulator made at p ("" when
+// it is).
+func (f *fileSystem) notOwnFile(p string, fd int, st *unix.Stat_t) string {
+	f.mu.Lock()
+	id, made := f.inodes[p]
+	pending := f.pendingFiles[p]
+	f.mu.Unlock()
+	typ := st.Mode & unix.S_IFMT
+	switch {
+	case pending:
+		return "its creation found something else there"
+	case typ != unix.S_IFREG && !(typ == unix.S_IFBLK && f.isMountPath(p)):
+		return fmt.Sprintf("not a regular file: mode %#o", typ)
+	case typ == unix.S_IFREG && st.Nlink != 1:
+		return fmt.Sprintf("%d names (hard links) for it", st.Nlink)
+	case typ == unix.S_IFREG && made && (id.dev != uint64(st.Dev) || id.ino != st.Ino):
+		return fmt.Sprintf("inode %d, not the %d it made", st.Ino, id.ino)
+	case typ == unix.S_IFREG && made && id.born != 0 && id.born != bornOf(fd):
+		// A file system that reuses a freed inode number gives another
+		// file the same one: its birth time tells them apart.
+		return fmt.Sprintf("inode %d made at another time than the one it made", st.Ino)
+	}
+	return ""
+}
+
+// fileID is a file's device, inode number and birth time (0: unknown).
+type fileID struct{ dev, ino, born uint64 }
+
+// bornOf is fd's birth time in nanoseconds, 0 when the file system does
+// not keep it.
+func bornOf(fd int) uint64 {
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return uint64(stx.Btime.Sec)*1e9 + uint64(stx.Btime.Nsec)
+}
+
+// madeFile records the file the simulator made at p (fd open on it).
+func (f *fileSystem) madeFile(p string, fd int) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return
+	}
+	born := bornOf(fd)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inodes[p] = fileID{dev: uint64(st.Dev), ino: st.Ino, born: born}
+	delete(f.pendingFiles, p)
 }
 
 // removePath removes p as removeAt does, a directory or a file by what is
@@ -233,19 +576,76 @@ func (f *fileSystem) removePath(p string) error {
 	return f.removeAt(p, fi.IsDir() || f.isOwnedDir(p))
 }
 
-// createAt creates (or truncates) the regular file p inside the root dir,
-// refusing a symlink at p or on the way.
+// createAt creates the regular file p inside the root dir, refusing a
+// symlink or a mount on the way and anything already at p (O_EXCL: a
+// file, or a hard link to one, raced in there is never written through).
 func (f *fileSystem) createAt(p string, perm os.FileMode) (*os.File, error) {
 	pfd, name, err := f.parentDir(p)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(pfd)
-	fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		return nil, f.seen(symlinkOr(p, &os.PathError{Op: "create", Path: p, Err: err}))
 	}
+	f.madeFile(p, fd)
 	return os.NewFile(uintptr(fd), p), nil
+}
+
+// rewriteAt opens the simulator's own file p for a new content: without
+// O_TRUNC, checked on the open descriptor (a regular file, one name, the
+// inode it made), then truncated. Anything else at p is refused.
+func (f *fileSystem) rewriteAt(p string) (*os.File, error) {
+	pfd, name, err := f.parentDir(p)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	fd, err := f.openOwnFile(pfd, name, p, unix.O_WRONLY)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Ftruncate(fd, 0); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "truncate", Path: p, Err: err}
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+// maxOwnFile bounds what is read back of a file of the simulator's: a
+// vol_data.json is a few hundred bytes, but it holds the volume handle,
+// which a driver may make megabytes long.
+const maxOwnFile = 64 << 20
+
+// readAt reads the simulator's own file p inside the root dir, refusing
+// a symlink or a mount on the way and anything at p but the file it made
+// (ownFileAt: a hard link there would hand it another file's content; a
+// FIFO would block the read).
+func (f *fileSystem) readAt(p string) ([]byte, error) {
+	pfd, name, err := f.parentDir(p)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	fd, err := f.openOwnFile(pfd, name, p, unix.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	file := os.NewFile(uintptr(fd), p)
+	defer file.Close()
+	b, err := io.ReadAll(io.LimitReader(file, maxOwnFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxOwnFile {
+		return nil, fmt.Errorf("%s: longer than %d bytes: not a file the simulator wrote", p, maxOwnFile)
+	}
+	return b, nil
 }
 
 // symlinkInRoot makes the symlink p -> target inside the root dir.
@@ -258,5 +658,98 @@ func (f *fileSystem) symlinkInRoot(target, p string) error {
 	if err := unix.Symlinkat(target, pfd, name); err != nil {
 		return &os.LinkError{Op: "symlink", Old: target, New: p, Err: err}
 	}
+	f.mu.Lock()
+	delete(f.pendingFiles, p)
+	f.mu.Unlock()
 	return nil
+}
+
+// OpenSimDir opens the simulator's own dir under root (<root>/.csi-kubelet-sim,
+// which holds the journals, the lock and the sidecars' records) from the
+// root dir's descriptor, refusing a symlink or a mount there; with create,
+// it makes it first. The caller closes it.
+func OpenSimDir(root string, create bool) (int, error) {
+	return openJournalDir(root, create)
+}
+
+// RemoveInSimDir removes the file name from the simulator's own dir under
+// root, reached from the root dir's descriptor: a symlink or a mount at
+// the dir is refused, and so is a file that is not a regular file with one
+// name, or (want not nil) not the inode want describes.
+func RemoveInSimDir(root, name string, want *unix.Stat_t) error {
+	dirfd, err := openJournalDir(root, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	p := filepath.Join(root, journalDir, name)
+	fd, err := openIn(dirfd, name, p, unix.O_PATH)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	switch {
+	case err != nil:
+		return &os.PathError{Op: "stat", Path: p, Err: err}
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return &ForeignFileError{Path: p, Why: fmt.Sprintf("not a regular file: mode %#o", st.Mode&unix.S_IFMT)}
+	case st.Nlink != 1:
+		return &ForeignFileError{Path: p, Why: fmt.Sprintf("%d names (hard links) for it", st.Nlink)}
+	case want != nil && (want.Dev != st.Dev || want.Ino != st.Ino):
+		return &ForeignFileError{Path: p, Why: fmt.Sprintf("inode %d, not the %d it made", st.Ino, want.Ino)}
+	}
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+		return &os.PathError{Op: "remove", Path: p, Err: err}
+	}
+	return nil
+}
+
+// RemoveSimDir removes the simulator's own dir under root when it is
+// empty, by its name in the root dir's descriptor (rmdir: a mount there
+// makes it fail, and nothing inside is touched).
+func RemoveSimDir(root string) {
+	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(rootfd)
+	_ = unix.Unlinkat(rootfd, journalDir, unix.AT_REMOVEDIR)
+}
+
+// openStep opens the directory name in cur on a walk from the root dir
+// (openIn). A directory the simulator did not make (nor a journal it
+// took over lists) may be a mount point of the node's own, there before
+// the command started (pods/ on a disk of its own): it is taken as it is
+// the first time the walk meets it, its mount noted, and refused if
+// another mount has come over it since. A directory of the simulator's
+// own never has a mount on it.
+func (f *fileSystem) openStep(cur int, name, at string) (int, error) {
+	fd, err := openIn(cur, name, at, unix.O_PATH|unix.O_DIRECTORY)
+	if err == nil || !IsMountRefused(err) {
+		return fd, err
+	}
+	f.mu.Lock()
+	own := f.owned[at] || f.journaledDirs[at]
+	f.mu.Unlock()
+	if own {
+		return -1, err
+	}
+	fd, oerr := unix.Openat(cur, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if oerr != nil {
+		return -1, err
+	}
+	id, ierr := mountID(fd)
+	f.mu.Lock()
+	prev, seen := f.foundMounts[at]
+	if !seen && ierr == nil {
+		f.foundMounts[at] = id
+	}
+	f.mu.Unlock()
+	if ierr != nil || (seen && prev != id) {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // claim checks, before the kubelet builds a volume's or a pod's own
@@ -24,6 +25,9 @@ func (f *fileSystem) claim(p string) error {
 // mkdirAllWithPathCheck is filesystem.MkdirAllWithPathCheck: an existing
 // non-directory at the path is an error.
 func (f *fileSystem) mkdirAllWithPathCheck(p string, perm os.FileMode) error {
+	if err := f.checkPath(filepath.Dir(p)); err != nil {
+		return err
+	}
 	if fi, err := os.Stat(p); err == nil {
 		if !fi.IsDir() {
 			return fmt.Errorf("path %v exists but is not a directory", p)
@@ -35,37 +39,12 @@ func (f *fileSystem) mkdirAllWithPathCheck(p string, perm os.FileMode) error {
 	return f.mkdirAll(p, perm)
 }
 
-// noSymlinkBelowRoot tells whether every existing component of p below
-// the root dir is a plain directory: a path rebuilt from a journal (which
-// anyone with access to the root dir could have prepared) must not lead
-// the simulator to write through a symlink to somewhere else.
-func (f *fileSystem) noSymlinkBelowRoot(p string) error {
-	if p == filepath.Clean(f.root) {
-		return nil
-	}
-	if !f.insideRoot(p) {
-		return fmt.Errorf("%s is not inside the root dir %s", p, f.root)
-	}
-	rel, _ := filepath.Rel(filepath.Clean(f.root), p)
-	cur := filepath.Clean(f.root)
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory (%s)", cur, fi.Mode().Type())
-		}
-	}
-	return nil
-}
-
 // saveVolumeData is saveVolumeData in csi_util.go: os.Create and a JSON
 // encoder over a map, so keys come out sorted with a trailing newline.
+// A new file is made with O_EXCL; the simulator's own file (a mapper made
+// again, a republish) is rewritten only once its descriptor shows it is
+// still the file it made (rewriteAt): a hard link raced in at the path
+// gets no foreign file overwritten.
 func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 	p := filepath.Join(dir, volDataFileName)
 	_, statErr := os.Lstat(p)
@@ -74,9 +53,20 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 	}
 	f.remember(p)
 	f.note(journalRecord{Kind: recordVolData, Path: dir, Data: data})
-	file, err := f.createAt(p, 0o644)
+	var file *os.File
+	var err error
+	if statErr == nil {
+		file, err = f.rewriteAt(p)
+	} else {
+		file, err = f.createAt(p, 0o644)
+	}
 	if IsSymlinkRefused(err) {
 		return err
+	}
+	if errors.Is(err, os.ErrExist) {
+		// Put there between the check and the create (a hard link to
+		// another file, say): not the simulator's, never written.
+		return f.seen(&ForeignFileError{Path: p, Why: "it appeared there while the simulator was making it"})
 	}
 	if err != nil {
 		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
@@ -88,15 +78,21 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 	return nil
 }
 
-// loadVolumeData is loadVolumeData in csi_util.go.
-func loadVolumeData(dir string) (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, volDataFileName))
+// loadVolumeData is loadVolumeData in csi_util.go, read from the root
+// dir's descriptor: no symlink, no mount on the way (a directory mounted
+// over the volume's would hand the teardown another volume's data).
+func (f *fileSystem) loadVolumeData(dir string) (map[string]string, error) {
+	p := filepath.Join(dir, volDataFileName)
+	b, err := f.readAt(p)
 	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, &os.PathError{Op: "open", Path: p, Err: unix.ENOENT}
+		}
 		return nil, err
 	}
 	var data map[string]string
 	if err := json.Unmarshal(b, &data); err != nil {
-		return nil, errors.New(pluginLog("failed to parse volume data file %s: %v", filepath.Join(dir, volDataFileName), err))
+		return nil, errors.New(pluginLog("failed to parse volume data file %s: %v", p, err))
 	}
 	return data, nil
 }

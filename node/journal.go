@@ -139,21 +139,38 @@ func (j *journal) sync() {
 
 // remove deletes the journal once everything it lists is gone, and the
 // journal dir when no other run's journal is in it.
-func (j *journal) remove() {
-	j.f.Close()
-	_ = os.Remove(j.path)
-	_ = os.Remove(filepath.Dir(j.path))
+// Both are reached from the root dir's descriptor, and the journal is
+// removed only while its name is still the file this run writes: a
+// directory mounted over the journal dir since is refused, its files
+// untouched.
+func (j *journal) remove() error {
+	defer j.f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(j.f.Fd()), &st); err != nil {
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	root := filepath.Dir(filepath.Dir(j.path))
+	if err := RemoveInSimDir(root, filepath.Base(j.path), &st); err != nil {
+		return err
+	}
+	RemoveSimDir(root)
+	return nil
 }
 
 func (j *journal) close() { j.f.Close() }
 
 // Journals lists the journals of earlier runs under root: runs that did not
-// finish their teardown. A journal dir that is a symlink is refused: the
-// journal would be read from, and removed in, somewhere else.
+// finish their teardown. A journal dir that is a symlink or a mount point
+// is refused: the journal would be read from, and removed in, somewhere
+// else.
 func Journals(root string) ([]string, error) {
 	dir := filepath.Join(root, journalDir)
-	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return nil, &SymlinkError{Path: dir}
+	fd, err := openJournalDir(root, false)
+	if IsSymlinkRefused(err) {
+		return nil, err
+	}
+	if err == nil {
+		unix.Close(fd)
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.journal"))
 	if err != nil {

@@ -127,7 +127,7 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 		}
 	} else if v.persistent() {
 		dmp := k.paths.DeviceMountPath(v.Driver, v.Handle)
-		if _, err := loadVolumeData(filepath.Dir(dmp)); err == nil {
+		if _, err := k.fs.loadVolumeData(filepath.Dir(dmp)); err == nil {
 			vr.StagingPath = dmp
 		}
 	}

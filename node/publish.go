@@ -34,6 +34,13 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	if err != nil {
 		return err
 	}
+	if stagingPath != "" {
+		// The staging path handed to the driver again: not through a
+		// symlink or a mount swapped in since it was staged.
+		if err := m.fs.checkPath(filepath.Dir(stagingPath)); err != nil {
+			return err
+		}
+	}
 	parentDir := filepath.Dir(target)
 	if err := m.makeTargetParent(ctx, parentDir, target); err != nil {
 		return err
@@ -57,7 +64,12 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	}
 	if err := m.saveTargetVolumeData(ctx, v, parentDir, seLinuxMount, args.SELinuxLabel); err != nil {
 		m.removeMountDir(ctx, target)
-		m.fs.forgetVolumeData(parentDir)
+		// A remount's target stays mounted (removeMountDir leaves a
+		// mount point): the journal keeps its copy of vol_data.json, so
+		// that `cleanup` can still unpublish it.
+		if !args.IsRemount {
+			m.fs.forgetVolumeData(parentDir)
+		}
 		return err
 	}
 	err = m.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
@@ -271,7 +283,7 @@ func hasReadWriteOnce(modes []corev1.PersistentVolumeAccessMode) bool {
 // left it unmounted and empty, vol_data.json and their parent.
 func (m *csiMountMgr) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
 	target := m.paths.TargetPath(string(pod.UID), v.SpecName)
-	if _, err := loadVolumeData(filepath.Dir(target)); err != nil {
+	if _, err := m.fs.loadVolumeData(filepath.Dir(target)); err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = errors.New(pluginLog("failed to open volume data file [%s]: %v", pe.Path, err))

@@ -51,6 +51,15 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 		}
 		k.fs.adopt(jc, k.refuseRecord(ctx, j))
 	}
+	// A symlink or a mount where the journals' dirs were hides part of
+	// what the run left (a volume's publish behind a mount over its
+	// dir): tearing down the rest would unstage a device still
+	// published. Nothing is done until it is gone.
+	if refused := k.fs.refusals(); len(refused) > 0 {
+		out.MountErr = fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0])
+		out.Leftovers = &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused}
+		return out
+	}
 	reg, err := k.register(ctx)
 	out.Registration, out.RegErr = reg, err
 	if err != nil {
@@ -60,11 +69,20 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 	out.Pods = len(pods)
 	k.teardownAll(ctx, teardown{pods: pods, allDevices: true, after: after}, out)
 	if out.Leftovers.NothingOnDisk() && len(out.TeardownErrs) == 0 {
+		// From the root dir's descriptor: a directory mounted over the
+		// journal dir since is refused, its files untouched.
+		removed := true
 		for _, j := range journals {
-			_ = os.Remove(j)
+			if err := RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
+				k.fs.seen(err)
+				removed = false
+			}
 		}
-		_ = os.Remove(filepath.Join(k.paths.Root, journalDir))
-		k.removeEmptyCreated()
+		out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.refusedSymlinks(), k.fs.refusals()
+		if removed {
+			RemoveSimDir(k.paths.Root)
+			k.removeEmptyCreated()
+		}
 	}
 	return out
 }
@@ -122,7 +140,7 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 		}
 	}
 	for _, f := range k.ownedMatches(filepath.Join(k.paths.PluginDir(), "*", "*", volDataFileName)) {
-		if data, err := loadVolumeData(filepath.Dir(f)); err == nil {
+		if data, err := k.fs.loadVolumeData(filepath.Dir(f)); err == nil {
 			v := &volumeSpec{SpecName: data["volumeHandle"], Driver: data["driverName"], Handle: data["volumeHandle"],
 				Mode: storagev1.VolumeLifecyclePersistent, PV: &corev1.PersistentVolume{}}
 			if err := manifests.ValidateDriverName(v.Driver, field.NewPath("driverName")); err != nil {
@@ -158,7 +176,7 @@ func (k *Kubelet) ownedMatches(pattern string) []string {
 }
 
 func (k *Kubelet) fsVolumeFromData(dir string) *volumeSpec {
-	data, err := loadVolumeData(dir)
+	data, err := k.fs.loadVolumeData(dir)
 	if err != nil {
 		return nil
 	}
@@ -185,7 +203,7 @@ func (k *Kubelet) restoreJournaledVolumeData(ctx context.Context) {
 		if err := validReconstructed(uid, v); err != nil || v.SpecName != filepath.Base(dir) {
 			continue
 		}
-		if err := k.fs.noSymlinkBelowRoot(dir); err != nil {
+		if err := k.fs.checkPath(dir); err != nil {
 			k.trace.Warn(ctx, "not restoring "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
@@ -213,7 +231,7 @@ func volumeFromData(data map[string]string) *volumeSpec {
 }
 
 func (k *Kubelet) blockVolumeFromData(specName string) *volumeSpec {
-	data, err := loadVolumeData(k.paths.BlockDataDir(specName))
+	data, err := k.fs.loadVolumeData(k.paths.BlockDataDir(specName))
 	if err != nil {
 		return nil
 	}
@@ -237,7 +255,7 @@ func (k *Kubelet) recordReconstructedDevice(v *volumeSpec) {
 		if _, err := os.Stat(k.paths.BlockDataDir(v.SpecName)); err != nil {
 			return
 		}
-	} else if _, err := loadVolumeData(filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle))); err != nil {
+	} else if _, err := k.fs.loadVolumeData(filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle))); err != nil {
 		return
 	}
 	k.state.recordDevice(unique, v, uncertain(errors.New("reconstructed")))

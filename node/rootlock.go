@@ -95,7 +95,8 @@ func LockRoot(root, command string) (*RootLock, error) {
 	return nil, fmt.Errorf("lock %s: the lock file keeps being replaced", filepath.Join(root, journalDir, lockFileName))
 }
 
-// openJournalDir opens <root>/.csi-kubelet-sim, refusing a symlink there;
+// openJournalDir opens <root>/.csi-kubelet-sim, refusing a symlink or a
+// mount there;
 // with create, it makes it first.
 func openJournalDir(root string, create bool) (int, error) {
 	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -109,9 +110,14 @@ func openJournalDir(root string, create bool) (int, error) {
 		}
 	}
 	p := filepath.Join(root, journalDir)
-	fd, err := unix.Openat(rootfd, journalDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// No symlink and no mount there (openIn): the journals and the lock
+	// are the simulator's own, never another directory's files.
+	fd, err := openIn(rootfd, journalDir, p, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return -1, symlinkOr(p, fmt.Errorf("journal dir %s: %w", p, err))
+		if IsSymlinkRefused(err) {
+			return -1, err
+		}
+		return -1, fmt.Errorf("journal dir %s: %w", p, err)
 	}
 	return fd, nil
 }

@@ -157,7 +157,7 @@ func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) 
 		return &opError{kind: Transient, err: fmt.Errorf("GetDeviceMountRefs check failed: %w", err)}
 	}
 	dataDir := filepath.Dir(deviceMountPath)
-	data, err := loadVolumeData(dataDir)
+	data, err := a.fs.loadVolumeData(dataDir)
 	if errors.Is(err, os.ErrNotExist) {
 		a.trace.Note(ctx, false, "no vol_data.json beside globalmount: nothing to unstage; the kubelet removes nothing")
 		return nil

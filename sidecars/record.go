@@ -3,19 +3,20 @@ package sidecars
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
 // recordDir is the simulator's directory under the root dir (the node's
@@ -72,25 +73,22 @@ func (c *Controllers) openRecord() (*record, error) {
 // openRecordIn makes a new record under root's simulator dir, its file
 // named after its writer.
 func openRecordIn(root, writer string) (*record, error) {
-	dir := filepath.Join(root, recordDir)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("controller record: %w", err)
-	}
-	// The node's lock made this dir without following symlinks; one put
-	// in its place since would carry the record outside the root.
-	if fi, err := os.Lstat(dir); err != nil || fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
-		return nil, fmt.Errorf("controller record: %s is not a plain directory", dir)
-	}
-	p := filepath.Join(dir, fmt.Sprintf("%s-%d-%d%s", writer, os.Getpid(), time.Now().UnixNano(), recordSuffix))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	// From the root dir's descriptor, made if missing: a symlink or a
+	// mount at the simulator's dir would carry the record outside the
+	// root dir.
+	dirfd, err := node.OpenSimDir(root, true)
 	if err != nil {
 		return nil, fmt.Errorf("controller record: %w", err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+	defer unix.Close(dirfd)
+	name := fmt.Sprintf("%s-%d-%d%s", writer, os.Getpid(), time.Now().UnixNano(), recordSuffix)
+	p := filepath.Join(root, recordDir, name)
+	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("controller record %s: %w", p, err)
 	}
-	return &record{path: p, f: f}, nil
+	_ = unix.Fsync(dirfd)
+	return &record{path: p, f: os.NewFile(uintptr(fd), p)}, nil
 }
 
 // write appends one entry and syncs it to disk. A nil record (nothing
@@ -121,9 +119,25 @@ func (r *record) remove() {
 	if r == nil {
 		return
 	}
+	_ = r.removeFile()
 	r.f.Close()
-	_ = os.Remove(r.path)
-	_ = os.Remove(filepath.Dir(r.path))
+}
+
+// removeFile removes the record and the simulator's dir when empty, from
+// the root dir's descriptor, and only while the record's name is still
+// the file this process has open: a directory mounted over the
+// simulator's dir since is refused, its files untouched.
+func (r *record) removeFile() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(r.f.Fd()), &st); err != nil {
+		return fmt.Errorf("controller record %s: %w", r.path, err)
+	}
+	root := filepath.Dir(filepath.Dir(r.path))
+	if err := node.RemoveInSimDir(root, filepath.Base(r.path), &st); err != nil {
+		return err
+	}
+	node.RemoveSimDir(root)
+	return nil
 }
 
 // requestJSON is the CreateVolume request as the record keeps it: without
@@ -140,7 +154,16 @@ func requestJSON(req *csi.CreateVolumeRequest) json.RawMessage {
 
 // Records lists the sidecars' records under root: runs that left volumes
 // or attachments behind.
+// A symlink or a mount at the simulator's dir is refused: its records
+// are another directory's.
 func Records(root string) ([]string, error) {
+	fd, err := node.OpenSimDir(root, false)
+	if node.IsSymlinkRefused(err) {
+		return nil, err
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
 	return filepath.Glob(filepath.Join(root, recordDir, "*"+recordSuffix))
 }
 

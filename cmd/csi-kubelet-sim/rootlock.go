@@ -56,8 +56,8 @@ func lockRootDir(root, command string, warn io.Writer) (*node.RootLock, error) {
 	return l, nil
 }
 
-// rootErr gives a root dir's refusal its exit code: a symlink where the
-// root's own dirs should be is bad input (2); a root dir in use or holding
+// rootErr gives a root dir's refusal its exit code: a symlink or a mount
+// where the root's own dirs should be is bad input (2); a root dir in use or holding
 // an unfinished run is the environment (3).
 func rootErr(err error) error {
 	if node.IsSymlinkRefused(err) {
@@ -80,8 +80,8 @@ func heldRootsErr(dir string) error {
 	return withCode(exitEnvironment, fmt.Errorf("cleanup --root-dir %s: %s", dir, msg))
 }
 
-// symlinkRefused is the first path of the run refused for a symlink in
-// the root dir's own dirs, wherever it was met (mount, teardown,
+// symlinkRefused is the first path of the run refused for a symlink, a
+// mount or a foreign file (a hard link) in the root dir's own dirs, wherever it was met (mount, teardown,
 // clean-up), with what the run left.
 func (ss *session) symlinkRefused(out *node.Outcome) error {
 	errs := []error{out.MountErr, out.FirstVolumeError()}
@@ -94,6 +94,9 @@ func (ss *session) symlinkRefused(out *node.Outcome) error {
 		return nil
 	}
 	err := error(&node.SymlinkError{Path: out.Leftovers.Symlinks[0]})
+	if len(out.Leftovers.Refused) > 0 {
+		err = out.Leftovers.Refused[0] // a mount or a foreign file, not a symlink
+	}
 	if !out.Leftovers.Clean() {
 		err = fmt.Errorf("%w; left: %s%s", err, leftoverList(out.Leftovers), ss.cleanupHint(out))
 	}
