@@ -67,6 +67,9 @@ func (f *fileSystem) noSymlinkBelowRoot(p string) error {
 // saveVolumeData is saveVolumeData in csi_util.go: os.Create and a JSON
 // encoder over a map, so keys come out sorted with a trailing newline.
 func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
+	if err := journalRecordFits(dir, data); err != nil {
+		return errors.New(pluginLog("failed to save volume data file %s: %v", filepath.Join(dir, volDataFileName), err))
+	}
 	p := filepath.Join(dir, volDataFileName)
 	_, statErr := os.Lstat(p)
 	if statErr == nil && !f.isOwned(p) {

@@ -49,7 +49,7 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 			out.MountErr = err
 			return out
 		}
-		k.fs.adopt(jc, k.refuseRecord(ctx, j))
+		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
 	}
 	reg, err := k.register(ctx)
 	out.Registration, out.RegErr = reg, err
@@ -70,10 +70,15 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 }
 
 // refuseRecord reports a journal record that names a path the simulator
-// would not have made: it is not acted on.
-func (k *Kubelet) refuseRecord(ctx context.Context, journal string) func(kind, p string, err error) {
+// would not have made: it is not acted on. An intent of a run killed
+// before its vol_data.json record is not taken either, but it is no
+// forgery: not reported.
+func (k *Kubelet) refuseRecord(ctx context.Context, journal string, jc *journalContents) func(kind, p string, err error) {
 	n := 0
 	return func(kind, p string, err error) {
+		if k.fs.unfinishedIntent(kind, p, jc) {
+			return
+		}
 		if n++; n <= 20 {
 			k.trace.Warn(ctx, fmt.Sprintf("journal %s: %s record %s refused, not touched: %v", journal, kind, p, err))
 		}
