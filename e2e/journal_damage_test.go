@@ -159,8 +159,9 @@ func TestJournalFIFONoHang(t *testing.T) {
 	}
 	c := jdBounded(t, 60*time.Second, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode)
 	wantCode(t, c, 2)
-	if !strings.Contains(c.Stderr, fifo) || !strings.Contains(c.Stderr, "FIFO") {
-		t.Errorf("cleanup does not name the FIFO:\n%s", c)
+	oneLineError(t, c, fifo, "is a FIFO")
+	if _, err := os.Lstat(filepath.Join(root, ".csi-kubelet-sim", "lock")); err == nil {
+		t.Error("the refused cleanup left its lock file")
 	}
 	r := jdBounded(t, 60*time.Second, "run", "-f", sample(t, "staged"), "--endpoint", ep, "--root-dir", root, "--node-name", simNode)
 	wantCode(t, r, 3)
@@ -215,5 +216,53 @@ func TestLockFileForeign(t *testing.T) {
 				t.Errorf("the FIFO at the lock path is gone or changed: %v %v", fi, err)
 			}
 		})
+	}
+}
+
+// TestJournalLineOverBound: a journal with a 2 MiB line is damaged:
+// `cleanup` refuses it with one line naming the file and the line, exit 2,
+// and leaves it.
+func TestJournalLineOverBound(t *testing.T) {
+	work := fltWork(t)
+	drv := fltStartRef(t, work)
+	root := filepath.Join(work, "root")
+	j := filepath.Join(root, ".csi-kubelet-sim", "run-1-1.journal")
+	if err := os.MkdirAll(filepath.Dir(j), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"k":"run","pid":1,"cmd":"run"}` + "\n" + `{"k":"dir","p":"` + strings.Repeat("a", 2<<20) + `"}` + "\n"
+	if err := os.WriteFile(j, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := jdBounded(t, 60*time.Second, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv.Sock, "--node-name", simNode)
+	wantCode(t, c, 2)
+	oneLineError(t, c, j, "line 2 is longer than 1 MiB")
+	if readFile(j) != body {
+		t.Error("the damaged journal was changed")
+	}
+	if _, err := os.Lstat(filepath.Join(root, ".csi-kubelet-sim", "lock")); err == nil {
+		t.Error("the refused cleanup left its lock file")
+	}
+}
+
+// TestJournalHeaderLivePIDNoTicks: a journal whose header names a live
+// process (PID 1) without its start time, and no process holds its flock:
+// its writer is gone, so `cleanup` finishes it (it used to refuse it as a
+// live run, for good).
+func TestJournalHeaderLivePIDNoTicks(t *testing.T) {
+	work := fltWork(t)
+	drv := fltStartRef(t, work)
+	root := filepath.Join(work, "root")
+	j := filepath.Join(root, ".csi-kubelet-sim", "run-1-1.journal")
+	if err := os.MkdirAll(filepath.Dir(j), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(j, []byte(`{"k":"run","pid":1,"cmd":"run"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := jdBounded(t, 60*time.Second, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv.Sock, "--node-name", simNode)
+	wantCode(t, c, 0)
+	if _, err := os.Lstat(j); err == nil {
+		t.Errorf("the journal is still there:\n%s", c)
 	}
 }

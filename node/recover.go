@@ -46,6 +46,9 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 	for _, j := range journals {
 		jc, err := readJournal(j)
 		if err != nil {
+			// Refused before anything is touched: the lock file too
+			// goes back to what it was.
+			k.fs.restoreLock()
 			out.MountErr = err
 			return out
 		}
@@ -67,6 +70,14 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 		k.removeEmptyCreated()
 	}
 	return out
+}
+
+// restoreLock gives the root dir's lock up as it was before it was taken.
+func (f *fileSystem) restoreLock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lock.Restore()
+	f.lock = nil
 }
 
 // refuseRecord reports a journal record that names a path the simulator
