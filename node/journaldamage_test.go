@@ -244,7 +244,10 @@ func TestJournalWriterLiveness(t *testing.T) {
 		}
 	}
 	held := write("run-3-3.journal", journalRecord{Kind: recordRun, PID: 4242, Command: "load"})
-	holder := exec.Command("flock", held, "sleep", "60")
+	// Another process holds its flock: this test binary again, as
+	// TestFlockHolderProcess.
+	holder := exec.Command(os.Args[0], "-test.run=^TestFlockHolderProcess$")
+	holder.Env = append(os.Environ(), flockHolderEnv+"="+held)
 	must(t, holder.Start())
 	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -259,4 +262,20 @@ func TestJournalWriterLiveness(t *testing.T) {
 			t.Fatal("a journal flocked by another process has no live writer")
 		}
 	}
+}
+
+const flockHolderEnv = "CSI_KUBELET_SIM_TEST_FLOCK_HOLDER"
+
+// TestFlockHolderProcess is a process that holds an flock on the file
+// $CSI_KUBELET_SIM_TEST_FLOCK_HOLDER for a minute (TestJournalWriterLiveness
+// starts it); without it, it does nothing.
+func TestFlockHolderProcess(t *testing.T) {
+	p := os.Getenv(flockHolderEnv)
+	if p == "" {
+		t.Skip("a helper process of TestJournalWriterLiveness")
+	}
+	f, err := os.Open(p)
+	must(t, err)
+	must(t, unix.Flock(int(f.Fd()), unix.LOCK_EX))
+	time.Sleep(time.Minute)
 }
