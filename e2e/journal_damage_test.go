@@ -266,3 +266,25 @@ func TestJournalHeaderLivePIDNoTicks(t *testing.T) {
 		t.Errorf("the journal is still there:\n%s", c)
 	}
 }
+
+// TestSidecarsRecordFIFONoHang: a FIFO named like the simulated sidecars'
+// record makes `cleanup` stop with an error naming it, not hang; it stays.
+func TestSidecarsRecordFIFONoHang(t *testing.T) {
+	work := fltWork(t)
+	drv := fltStartRef(t, work)
+	root := filepath.Join(work, "root")
+	fifo := filepath.Join(root, ".csi-kubelet-sim", "sidecars-1.controller")
+	if err := os.MkdirAll(filepath.Dir(fifo), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := jdBounded(t, 60*time.Second, "cleanup", "--root-dir", root, "--endpoint", "unix://"+drv.Sock, "--node-name", simNode)
+	if c.Code == 0 || !strings.Contains(c.Stderr, fifo) || !strings.Contains(c.Stderr, "not a regular file") {
+		t.Errorf("cleanup does not refuse the FIFO by name:\n%s", c)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO is gone or changed: %v %v", fi, err)
+	}
+}
