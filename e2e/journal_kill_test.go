@@ -161,19 +161,31 @@ func jkJournal(t *testing.T, root string) string {
 	return readFile(js[0])
 }
 
-// TestJournalHugeHandle: a PV whose volumeHandle is 1.2 MB (valid: the
-// API server sets no limit) puts a 1.2 MB line in the journal. Killed
-// once that line is written, the run's journal is read back by `cleanup`
-// whole: it reconstructs the volume and asks the driver to unstage it
-// with the full handle. (The reference driver then refuses a handle over
-// 1024 bytes, its own limit, so the volume stays for the driver.)
+// TestJournalHugeHandle: a PV whose volumeHandle is 1000 KiB puts a line
+// of about that size in the journal (a record may have up to 1 MiB).
+// Killed once that line is written, the run's journal is read back by
+// `cleanup` whole: it reconstructs the volume and asks the driver to
+// unstage it with the full handle. (The reference driver then refuses a
+// handle over 1024 bytes, its own limit, so the volume stays for the
+// driver.) A 1.2 MB handle, whose record would not fit, is refused before
+// anything of its volume is made: exit 2, nothing left.
 func TestJournalHugeHandle(t *testing.T) {
 	work := fltWork(t)
 	drv := fltStartRef(t, work)
 	ep := "unix://" + drv.Sock
-	handle := strings.Repeat("h", 1200*1024)
-	manifest := strings.Replace(readFile(filepath.Join(sample(t, "staged"), "staged.yaml")), "volumeHandle: vol-data-1", "volumeHandle: "+handle, 1)
-	in := writeFile(t, work, "huge.yaml", manifest)
+	staged := readFile(filepath.Join(sample(t, "staged"), "staged.yaml"))
+	over := writeFile(t, work, "over.yaml", strings.Replace(staged, "volumeHandle: vol-data-1", "volumeHandle: "+strings.Repeat("h", 1200*1024), 1))
+	overRoot := filepath.Join(work, "root-over")
+	r := runSim(t, "run", "-f", over, "--endpoint", ep, "--root-dir", overRoot, "--node-name", simNode, "--volume-stats-agg-period", "0")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.Stderr, "does not fit a journal record of at most 1 MiB") {
+		t.Errorf("a 1.2 MB handle: the refusal does not say why:\n%.3000s", r.String())
+	}
+	if left := jkLeft(overRoot, work); len(left) > 0 {
+		t.Errorf("a 1.2 MB handle: left %v", left)
+	}
+	handle := strings.Repeat("h", 1000*1024)
+	in := writeFile(t, work, "huge.yaml", strings.Replace(staged, "volumeHandle: vol-data-1", "volumeHandle: "+handle, 1))
 	for step := 1; step < 60; step++ {
 		root := filepath.Join(work, fmt.Sprintf("root-%03d", step))
 		if killed, r := jkRun(t, step, "run", "-f", in, "--endpoint", ep, "--root-dir", root, "--node-name", simNode, "--volume-stats-agg-period", "0"); !killed {
@@ -186,7 +198,7 @@ func TestJournalHugeHandle(t *testing.T) {
 			continue
 		}
 		c := runSim(t, "cleanup", "--root-dir", root, "--endpoint", ep, "--node-name", simNode, "-o", "json")
-		if strings.Contains(c.Stderr, "too long") {
+		if strings.Contains(c.Stderr, "longer than 1 MiB") {
 			t.Fatalf("cleanup could not read the journal:\n%.2000s", c.Stderr)
 		}
 		unstaged := false
@@ -196,7 +208,7 @@ func TestJournalHugeHandle(t *testing.T) {
 			}
 		}
 		if !unstaged {
-			t.Errorf("kill before record %d: cleanup did not ask the driver to unstage the volume with its 1.2 MB handle:\n%.3000s", step, c.String())
+			t.Errorf("kill before record %d: cleanup did not ask the driver to unstage the volume with its 1000 KiB handle:\n%.3000s", step, c.String())
 		}
 		return
 	}

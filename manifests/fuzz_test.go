@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,9 @@ func addSamples(f *testing.F) {
 }
 
 // FuzzLoad: the loader on any bytes never panics, stays within its limits,
-// and its error is one line that names the input.
+// and every problem it reports is one line that names the input. An input
+// with several problems is refused with all of them at once (Problems: a
+// count, then one line per problem), as the pre-flight documents.
 func FuzzLoad(f *testing.F) {
 	addSamples(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -31,12 +34,21 @@ func FuzzLoad(f *testing.F) {
 			if err == nil {
 				continue
 			}
-			msg := err.Error()
-			if strings.ContainsAny(msg, "\n\r") {
-				t.Fatalf("error is more than one line: %q", msg)
+			problems := []error{err}
+			if ps, ok := err.(Problems); ok {
+				if want := fmt.Sprintf("%d problems in the input:\n", len(ps)); len(ps) < 2 || !strings.HasPrefix(err.Error(), want) {
+					t.Fatalf("%d problems, reported as %q", len(ps), err)
+				}
+				problems = ps
 			}
-			if !strings.HasPrefix(msg, "-: ") {
-				t.Fatalf("error does not name the input: %q", msg)
+			for _, p := range problems {
+				msg := p.Error()
+				if strings.ContainsAny(msg, "\n\r") {
+					t.Fatalf("a problem is more than one line: %q", msg)
+				}
+				if !strings.HasPrefix(msg, "-: ") {
+					t.Fatalf("a problem does not name the input: %q", msg)
+				}
 			}
 		}
 	})

@@ -45,18 +45,6 @@ func (e *MountError) Error() string {
 	return fmt.Sprintf("%s is a mount point: a mount was found where the simulator's own dir was expected; the simulator makes, writes and removes nothing inside another mount (it could lead outside the root dir); refused, nothing done there", e.Path)
 }
 
-// ForeignFileError is a file at a path the simulator wrote that is not
-// the file it made: another inode, a hard link (more than one name), or
-// not a regular file.
-type ForeignFileError struct {
-	Path string
-	Why  string
-}
-
-func (e *ForeignFileError) Error() string {
-	return fmt.Sprintf("%s is not the file the simulator made (%s): it could be another file's name (a hard link); the simulator writes and removes only its own files; refused, nothing done there", e.Path, e.Why)
-}
-
 // IsSymlinkRefused tells whether err is a path refused for a symlink, a
 // mount or a foreign file (a hard link) in the root dir's own dirs: all
 // are refused the same way, exit code 2.

@@ -46,6 +46,9 @@ func (f *fileSystem) mkdirAllWithPathCheck(p string, perm os.FileMode) error {
 // still the file it made (rewriteAt): a hard link raced in at the path
 // gets no foreign file overwritten.
 func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
+	if err := journalRecordFits(dir, data); err != nil {
+		return errors.New(pluginLog("failed to save volume data file %s: %v", filepath.Join(dir, volDataFileName), err))
+	}
 	p := filepath.Join(dir, volDataFileName)
 	_, statErr := os.Lstat(p)
 	if statErr == nil && !f.isOwned(p) {

@@ -61,14 +61,23 @@ type journalRecord struct {
 	Data       map[string]string `json:"data,omitempty"`
 }
 
-// owner is the header's process, to tell whether it still runs.
+// owner is the header's process, to name it: whether it still runs is
+// the journal's flock's to tell (journalWriter).
 func (r journalRecord) owner() LockOwner {
 	return LockOwner{PID: r.PID, StartTicks: r.StartTicks, Started: r.Started, Command: r.Command}
 }
 
+// maxJournalRecord bounds one journal line, newline excluded: a longer
+// line is no record the simulator writes (it refuses to, see
+// journalRecordFits), so a journal that has one is damaged, and reading
+// it stops there instead of holding the line in memory.
+const maxJournalRecord = 1 << 20
+
 // journal appends records to one file. Each line is written and synced
 // before the action it announces: a killed process loses nothing, and a
-// machine that loses power nothing that was acted on.
+// machine that loses power nothing that was acted on. The writer holds an
+// flock on it for its whole life: that, not the header's PID, is how a
+// later command tells a live writer (journalWriter).
 type journal struct {
 	path    string
 	f       *os.File
@@ -92,6 +101,10 @@ func openJournal(root, command string) (*journal, error) {
 		return nil, fmt.Errorf("journal %s: %w", p, err)
 	}
 	j := &journal{path: p, f: os.NewFile(uintptr(fd), p)}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		j.f.Close()
+		return nil, fmt.Errorf("journal %s: lock: %w", p, err)
+	}
 	j.killAt, _ = strconv.Atoi(os.Getenv(testKillAtEnv))
 	self := selfOwner(command)
 	if err := j.write(journalRecord{Kind: recordRun, PID: self.PID, StartTicks: self.StartTicks, Started: time.Now().UTC(), Command: command}); err != nil {
@@ -106,6 +119,9 @@ func (j *journal) write(r journalRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
+	}
+	if len(b) > maxJournalRecord {
+		return fmt.Errorf("journal %s: a %s record of %d bytes, over the %d a record may have", j.path, r.Kind, len(b), maxJournalRecord)
 	}
 	if j.steps++; j.steps == j.killAt {
 		_ = unix.Kill(os.Getpid(), unix.SIGKILL)
@@ -191,33 +207,119 @@ type journalContents struct {
 	inFlight map[string]string // path -> method
 }
 
-// readJournal reads a journal; a torn last line (the process was killed
-// mid-write) is ignored.
+// journalRecordFits tells whether the vol_data.json record of data fits
+// a journal line: a volume whose record would not is refused before
+// anything of it is made, as `cleanup` could not read it back.
+func journalRecordFits(dir string, data map[string]string) error {
+	b, err := json.Marshal(journalRecord{Kind: recordVolData, Path: dir, Data: data})
+	if err != nil {
+		return err
+	}
+	if len(b) > maxJournalRecord {
+		return fmt.Errorf("its vol_data.json (volume handle of %d bytes) does not fit a journal record of at most 1 MiB, which `cleanup` needs to finish it after a crash; refused, nothing made", len(data["volumeHandle"]))
+	}
+	return nil
+}
+
+// openJournalFile opens a journal for reading without blocking on a FIFO
+// named like one (nobody writes to it: the open would wait forever, deaf
+// to signals, with the root dir's lock held) and refuses anything but a
+// regular file.
+func openJournalFile(p string) (*os.File, error) {
+	fd, err := openOwnFile(unix.AT_FDCWD, p, p, unix.O_RDONLY, false)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+// readJournal reads a journal. A torn last line (the process was killed
+// mid-write) is an intent whose action never happened; a line over
+// maxJournalRecord makes the journal damaged: refused.
 func readJournal(p string) (*journalContents, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := openJournalFile(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return parseJournal(f)
+	jc, err := parseJournal(f)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", p, err)
+	}
+	return jc, nil
 }
 
-// parseJournal reads journal lines of any length (a volume handle may be
-// megabytes long): there is no line limit a valid run can hit.
+// errRecordTooLong is a journal line over maxJournalRecord.
+var errRecordTooLong = errors.New("too long")
+
+// parseJournal reads journal lines of up to maxJournalRecord bytes; a
+// longer one is refused, read no further than the bound. The last line,
+// when it has no newline, was torn by a kill during its write: its
+// action was never taken (each is taken only once its record is written
+// and synced whole), so it is dropped. A line that is not a record
+// elsewhere is skipped: after a power loss the unsynced tail may hold any
+// bytes, and every record taken is checked again (journalcheck.go).
 func parseJournal(r io.Reader) (*journalContents, error) {
 	jc := &journalContents{owned: map[string]string{}, mountPaths: map[string]bool{},
 		volData: map[string]map[string]string{}, inFlight: map[string]string{}}
-	br := bufio.NewReader(r)
-	for {
-		line, err := br.ReadBytes('\n')
-		jc.add(bytes.TrimSpace(line))
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := 1; ; n++ {
+		line, err := readRecordLine(br)
+		if errors.Is(err, errRecordTooLong) {
+			return nil, fmt.Errorf("line %d is longer than 1 MiB, which no record the simulator writes is: the journal is damaged; refused, nothing done (move it away to start over, after checking by hand what it lists)", n)
+		}
 		if errors.Is(err, io.EOF) {
-			return jc, nil
+			return jc, nil // a torn last line, or none
 		}
 		if err != nil {
-			return jc, err
+			return nil, err
+		}
+		jc.add(bytes.TrimSpace(line))
+	}
+}
+
+// readRecordLine reads one line, newline included, holding at most
+// maxJournalRecord+1 bytes of it. io.EOF: the line had no newline (it is
+// returned too).
+func readRecordLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > maxJournalRecord+1 {
+			return nil, errRecordTooLong
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
 		}
 	}
+}
+
+// journalWriter tells whether the journal's writer still runs: another
+// process holds its flock (the kernel drops it when the writer dies, kill
+// -9 included, before the process is even reaped); the header names it.
+func journalWriter(p string) (LockOwner, bool) {
+	f, err := openJournalFile(p)
+	if err != nil {
+		return LockOwner{}, false
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return LockOwner{}, false
+	}
+	live := false
+	for _, pid := range flockHolders(st) {
+		live = live || pid != os.Getpid()
+	}
+	if !live {
+		return LockOwner{}, false
+	}
+	var header journalRecord
+	if line, err := readRecordLine(bufio.NewReader(f)); err == nil {
+		_ = json.Unmarshal(line, &header)
+	}
+	return header.owner(), true
 }
 
 // add takes one journal line; one that is not a record is skipped.

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -176,4 +178,31 @@ func (f *fileSystem) derivedDir(p string) error {
 		return nil
 	}
 	return bad
+}
+
+// unfinishedIntent tells whether a mount record of a publish target or a
+// globalmount, or the file record of a vol_data.json, that no vol_data.json
+// record of the journal covers is what a genuine run leaves when it is
+// killed before that record: both come first (SetUpAt and MountDevice
+// mark the path, make the dir, then journal and write vol_data.json, then
+// call the driver). Then nothing is mounted at the path and no
+// vol_data.json was made: there is nothing to act on, and no forgery to
+// report. Such a record is still not taken.
+func (f *fileSystem) unfinishedIntent(kind, p string, jc *journalContents) bool {
+	if _, ok := jc.volData[filepath.Dir(p)]; ok {
+		return false
+	}
+	c := f.rel(p)
+	switch {
+	case kind == recordMount && len(c) == 6 && ((c[0] == "pods" && c[5] == "mount") || (c[0] == "plugins" && c[5] == globalMountDir)):
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		mnt, err := isMountPoint(p)
+		return err == nil && !mnt
+	case kind == recordFile && filepath.Base(p) == volDataFileName:
+		_, err := os.Lstat(p)
+		return errors.Is(err, os.ErrNotExist)
+	}
+	return false
 }

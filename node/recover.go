@@ -46,10 +46,13 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 	for _, j := range journals {
 		jc, err := readJournal(j)
 		if err != nil {
+			// Refused before anything is touched: the lock file too
+			// goes back to what it was.
+			k.fs.restoreLock()
 			out.MountErr = err
 			return out
 		}
-		k.fs.adopt(jc, k.refuseRecord(ctx, j))
+		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
 	}
 	// A symlink or a mount where the journals' dirs were hides part of
 	// what the run left (a volume's publish behind a mount over its
@@ -87,11 +90,24 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 	return out
 }
 
+// restoreLock gives the root dir's lock up as it was before it was taken.
+func (f *fileSystem) restoreLock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lock.Restore()
+	f.lock = nil
+}
+
 // refuseRecord reports a journal record that names a path the simulator
-// would not have made: it is not acted on.
-func (k *Kubelet) refuseRecord(ctx context.Context, journal string) func(kind, p string, err error) {
+// would not have made: it is not acted on. An intent of a run killed
+// before its vol_data.json record is not taken either, but it is no
+// forgery: not reported.
+func (k *Kubelet) refuseRecord(ctx context.Context, journal string, jc *journalContents) func(kind, p string, err error) {
 	n := 0
 	return func(kind, p string, err error) {
+		if k.fs.unfinishedIntent(kind, p, jc) {
+			return
+		}
 		if n++; n <= 20 {
 			k.trace.Warn(ctx, fmt.Sprintf("journal %s: %s record %s refused, not touched: %v", journal, kind, p, err))
 		}

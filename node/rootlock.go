@@ -18,9 +18,10 @@ import (
 // dies, kill -9 included, so a lock left by a dead run is free to take.
 const lockFileName = "lock"
 
-// LockOwner is who holds (or last held) a root dir's lock. StartTicks is
-// the process's start time from /proc/<pid>/stat: a PID the kernel has
-// reused for another process has another start time.
+// LockOwner is who holds (or last held) a root dir's lock, as its lock
+// file or journal header says: for messages only. Whether it still runs
+// is the flock's to tell (a header's PID may be reused, or a zombie's):
+// the kernel drops an flock when its holder dies.
 type LockOwner struct {
 	PID        int       `json:"pid"`
 	StartTicks uint64    `json:"start_ticks"`
@@ -33,16 +34,6 @@ func (o LockOwner) String() string {
 		return "another process (it has not written its name yet)"
 	}
 	return fmt.Sprintf("PID %d (`csi-kubelet-sim %s`, started %s)", o.PID, o.Command, o.Started.Format(time.RFC3339))
-}
-
-// Alive tells whether the owner process is still running: its PID exists
-// and has the same start time.
-func (o LockOwner) Alive() bool {
-	if o.PID <= 0 {
-		return false
-	}
-	t, err := processStartTicks(o.PID)
-	return err == nil && (o.StartTicks == 0 || t == o.StartTicks)
 }
 
 // RootLock is a held lock on a root dir: one simulator process at a time
@@ -123,13 +114,20 @@ func openJournalDir(root string, create bool) (int, error) {
 }
 
 // tryLock opens the lock file and takes its flock. retry: the file was
-// removed or replaced between the open and the flock (its last owner
-// released it), so the lock held is on a file nobody else will open.
+// removed, made or replaced between the open and the flock (its last owner
+// released it, another command made it), so the lock held is on a file
+// nobody else will open. The lock file is opened without O_TRUNC, and
+// refused unless fstat on the descriptor says it is a regular file with
+// one name: a hard link to a foreign file would get the owner written
+// into it, a FIFO would block or be removed.
 func tryLock(root string, dirfd int, command string) (*RootLock, bool, error) {
 	p := filepath.Join(root, journalDir, lockFileName)
-	fd, err := unix.Openat(dirfd, lockFileName, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, made, err := openLockFile(dirfd, p)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EEXIST) {
+		return nil, true, nil
+	}
 	if err != nil {
-		return nil, false, symlinkOr(p, fmt.Errorf("lock %s: %w", p, err))
+		return nil, false, err
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		unix.Close(fd)
@@ -143,8 +141,14 @@ func tryLock(root string, dirfd int, command string) (*RootLock, bool, error) {
 		unix.Close(fd)
 		return nil, true, nil
 	}
+	// Linked since the open? Checked again, holding the lock, before
+	// anything is written.
+	if err := checkOwnFile(fd, p, true); err != nil {
+		unix.Close(fd)
+		return nil, false, fmt.Errorf("lock: %w", err)
+	}
 	l := &RootLock{Root: root, dirfd: dirfd, fd: fd}
-	if held.Size > 0 {
+	if !made && held.Size > 0 {
 		l.prev = make([]byte, min(held.Size, 4096))
 		n, _ := unix.Pread(fd, l.prev, 0)
 		l.prev = l.prev[:max(n, 0)]
@@ -159,11 +163,28 @@ func tryLock(root string, dirfd int, command string) (*RootLock, bool, error) {
 	return l, false, nil
 }
 
+// openLockFile opens the lock file, or makes it (O_EXCL) when there is
+// none; made tells which. ENOENT or EEXIST: it went or came meanwhile.
+func openLockFile(dirfd int, p string) (fd int, made bool, err error) {
+	fd, err = openOwnFile(dirfd, lockFileName, p, unix.O_RDWR, true)
+	if !errors.Is(err, unix.ENOENT) {
+		if err != nil {
+			return -1, false, fmt.Errorf("lock: %w", err)
+		}
+		return fd, false, nil
+	}
+	fd, err = unix.Openat(dirfd, lockFileName, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return -1, false, symlinkOr(p, fmt.Errorf("lock %s: %w", p, err))
+	}
+	return fd, true, nil
+}
+
 // waitOwner reads the lock file's owner; a process that has just taken
 // the lock may not have written it yet, so it is read again for a while.
 func waitOwner(dirfd int) LockOwner {
 	for range 100 {
-		fd, err := unix.Openat(dirfd, lockFileName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := openOwnFile(dirfd, lockFileName, lockFileName, unix.O_RDONLY, false)
 		if err == nil {
 			o, err := readOwner(fd)
 			unix.Close(fd)
@@ -264,13 +285,13 @@ func RootHolder(dir string) (LockOwner, bool) {
 		return LockOwner{}, false
 	}
 	defer unix.Close(dirfd)
-	fd, err := unix.Openat(dirfd, lockFileName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openOwnFile(dirfd, lockFileName, lockFileName, unix.O_RDONLY, false)
 	if err != nil {
 		return LockOwner{}, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || !flockHeld(st) {
+	if unix.Fstat(fd, &st) != nil || len(flockHolders(st)) == 0 {
 		return LockOwner{}, false
 	}
 	return waitOwner(dirfd), true
@@ -321,22 +342,24 @@ func HeldRoots(dir string) []*RootHeldError {
 	return held
 }
 
-// flockHeld tells whether the file is flocked by some process, from
+// flockHolders are the PIDs that hold an flock on the file, from
 // /proc/locks: probing with flock itself would, for an instant, make a run
 // starting on that root dir see it held.
-func flockHeld(st unix.Stat_t) bool {
+func flockHolders(st unix.Stat_t) []int {
 	b, err := os.ReadFile("/proc/locks")
 	if err != nil {
-		return false
+		return nil
 	}
 	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	var pids []int
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		// "1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF"; a blocked
 		// waiter's line starts "1: ->" and shifts the fields by one.
 		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
-			return true
+			pid, _ := strconv.Atoi(f[4])
+			pids = append(pids, pid)
 		}
 	}
-	return false
+	return pids
 }

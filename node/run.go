@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -118,8 +117,9 @@ func (o *Outcome) FirstVolumeError() error {
 type EarlierRunError struct {
 	Root     string
 	Journals []string
-	// Live is the journals' owner when it still runs (a run that holds
-	// no lock: an older release's): it is not to be cleaned up under it.
+	// Live is the journals' writer when it still runs (it holds its
+	// journal's flock, though the root dir's lock file was removed under
+	// it): it is not to be cleaned up under it.
 	Live *LockOwner
 }
 
@@ -150,14 +150,11 @@ func CheckRoot(root string) error {
 }
 
 // LiveJournalOwner is the writer of one of the journals when it is still
-// running (same PID and start time, and not this process).
+// running: it holds the journal's flock (not this process). The PID in a
+// journal's header alone says nothing: it may be reused, or a zombie's.
 func LiveJournalOwner(journals []string) (LockOwner, bool) {
 	for _, j := range journals {
-		jc, err := readJournal(j)
-		if err != nil {
-			continue
-		}
-		if o := jc.header.owner(); o.PID != os.Getpid() && o.Alive() {
+		if o, ok := journalWriter(j); ok {
 			return o, true
 		}
 	}

@@ -73,7 +73,7 @@ func cleanupRecord(ctx context.Context, cfg *CleanupConfig, p string) []error {
 	if err != nil {
 		return []error{fmt.Errorf("controller record %s: %w", p, err)}
 	}
-	rec, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0o600)
+	rec, err := openRecord(p, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return []error{fmt.Errorf("controller record %s: %w", p, err)}
 	}

@@ -196,7 +196,7 @@ type pendingVolume struct {
 // readRecord reads a record; a torn last line (killed mid-write) is
 // ignored.
 func readRecord(p string) (*pending, error) {
-	f, err := os.Open(p)
+	f, err := openRecord(p, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -263,4 +263,44 @@ func readRecord(p string) (*pending, error) {
 		}
 	}
 	return out, readErr
+}
+
+// openRecord opens an existing record without following a symlink and
+// without blocking: a FIFO named like one would block the open forever,
+// deaf to signals, with the root dir's lock held. Anything but a regular
+// file is refused.
+func openRecord(p string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(p, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		what := "not a regular file"
+		if fi.Mode()&os.ModeNamedPipe != 0 {
+			what = "a FIFO, not a regular file"
+		}
+		err = fmt.Errorf("%s: not a record the simulator made; refused, nothing written to it or removed", what)
+	}
+	if err == nil {
+		err = setBlocking(f)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// setBlocking clears O_NONBLOCK on f's descriptor.
+func setBlocking(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetNonblock(int(fd), false) }); err != nil {
+		return err
+	}
+	return serr
 }

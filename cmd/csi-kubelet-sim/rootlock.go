@@ -57,10 +57,11 @@ func lockRootDir(root, command string, warn io.Writer) (*node.RootLock, error) {
 }
 
 // rootErr gives a root dir's refusal its exit code: a symlink or a mount
-// where the root's own dirs should be is bad input (2); a root dir in use or holding
-// an unfinished run is the environment (3).
+// where the root's own dirs should be, or a lock file or journal that is
+// not the simulator's (a FIFO, a hard link), is bad input (2); a root dir
+// in use or holding an unfinished run is the environment (3).
 func rootErr(err error) error {
-	if node.IsSymlinkRefused(err) {
+	if node.IsSymlinkRefused(err) || node.IsForeignFile(err) {
 		return withCode(exitUsage, err)
 	}
 	return withCode(exitEnvironment, err)
