@@ -140,6 +140,14 @@ type recordWriter struct {
 	buf    []byte
 	n      int
 	err    error
+	// summary: a record of kind summary was rendered.
+	summary bool
+}
+
+func (r *recordWriter) sawSummary() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.summary
 }
 
 func (r *recordWriter) Write(p []byte) (int, error) {
@@ -169,6 +177,9 @@ func (r *recordWriter) line(line []byte) {
 	// JSON's escapes kept its controls harmless; a template prints its
 	// strings raw, so they are escaped here, as every other output does.
 	rec, _ = csiclient.EscapeOnly().FieldTree(rec, csiclient.Lines).(map[string]any)
+	if rec["kind"] == "summary" {
+		r.summary = true
+	}
 	if err := r.render(r.out, rec, r.n == 0); err != nil && r.err == nil {
 		r.err = err
 	}
@@ -228,8 +239,18 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			if !f.structured() {
+			if f.name == "text" {
 				return run(cmd, args)
+			}
+			if f.name == "json" {
+				jw := &summaryWatch{out: out.base}
+				out.set(jw)
+				defer out.set(out.base)
+				runErr := run(cmd, args)
+				if runErr != nil && !jw.seen {
+					_, _ = jw.Write(failureRecord(runErr))
+				}
+				return runErr
 			}
 			render, err := newRenderer(f)
 			if err != nil {
@@ -242,6 +263,9 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 			out.set(rw)
 			defer out.set(out.base)
 			runErr := run(cmd, args)
+			if runErr != nil && !rw.sawSummary() {
+				_, _ = rw.Write(failureRecord(runErr))
+			}
 			if err := rw.flush(); err != nil && runErr == nil {
 				return withCode(exitUsage, fmt.Errorf("--output %s: %w", f.name, err))
 			}
@@ -249,4 +273,39 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 		}
 	}
 	walk(root)
+}
+
+// summaryKind is how every command's closing record is marked, so that a
+// CI parser finds the same record whatever the command and its exit code.
+var summaryKind = []byte(`"kind":"summary"`)
+
+// failureRecord is the closing record of a command that failed before it
+// printed one of its own (bad input, no socket: exit 2 and 3), so that -o
+// json always ends with a summary saying how the command ended and why.
+func failureRecord(err error) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"schemaVersion": csiclient.SchemaVersion, "kind": "summary",
+		"result": csiclient.ResultFailed, "exit_code": exitCode(err),
+		"error": csiclient.CutKeepEnd(err.Error(), csiclient.MaxLine, 1<<10),
+	})
+	return append(b, '\n')
+}
+
+// summaryWatch passes -o json through and notes whether the command
+// printed its summary record. The printers write a record in one Write,
+// and json.Marshal puts no space after the colon (a string holding the
+// same bytes has its quotes escaped, so it cannot match).
+type summaryWatch struct {
+	mu   sync.Mutex
+	out  io.Writer
+	seen bool
+}
+
+func (s *summaryWatch) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if bytes.Contains(p, summaryKind) {
+		s.seen = true
+	}
+	return s.out.Write(p)
 }

@@ -28,6 +28,7 @@ type session struct {
 	ownedRoot bool
 	rootDirs  []string // the root dir and the parents this run made for it
 	endpoint  string   // for the `cleanup` hint
+	conn      grpc.ClientConnInterface
 	trace     *csiclient.Trace
 	tally     *tally
 	quiet     bool // calls are counted, not printed
@@ -51,7 +52,7 @@ func newQuietSession(command string, o *commonOptions, s streams, conn grpc.Clie
 }
 
 func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string, printCalls bool) *session {
-	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now(), quiet: !printCalls}
+	ss := &session{opts: o, s: s, command: command, planned: planned, ownedRoot: len(rootDirs) > 0, rootDirs: rootDirs, started: time.Now(), quiet: !printCalls, conn: conn}
 	// The secrets the run hands the driver are collected first, so that
 	// every printer can keep them out of the driver's own text.
 	red := csiclient.Redactor{ShowSecrets: o.ShowSecrets, Sensitive: inputSecrets(o.cluster)}
@@ -195,6 +196,7 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		}
 		msg += notFoundHint(out)
 		if driverFailed {
+			msg += ss.attachHint(out)
 			return withCode(exitFailed, errors.New(msg+ss.cleanupHint(out)))
 		}
 		return withCode(exitUsage, errors.New(msg))

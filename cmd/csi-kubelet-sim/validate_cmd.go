@@ -12,6 +12,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -246,13 +247,13 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions)
 		out = append(out, finding{src, "driver " + name, "mismatch", fmt.Sprintf("the driver registers as %q but no CSIDriver has that name: the kubelet treats it as having none (attach required, no pod info, persistent volumes only)", name)})
 		return out, live, nil
 	}
-	publish := controllerPublishes(ctx, conn, o)
+	publish := controllerPublishes(ctx, conn, o.Timeout)
 	obj := "CSIDriver " + name
 	switch {
 	case *d.Spec.AttachRequired && !publish:
 		out = append(out, finding{src, obj, "warning", "attachRequired is true but the driver has no ControllerPublishVolume: every pod waits for a VolumeAttachment that only the external-attacher marks attached; attachRequired: false skips attach"})
 	case !*d.Spec.AttachRequired && publish:
-		out = append(out, finding{src, obj, "mismatch", "attachRequired is false but the driver has PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume is never called and NodeStage/NodePublish get no publish_context"})
+		out = append(out, finding{src, obj, "mismatch", attachFalseButPublishes})
 	}
 	for _, cp := range nodeCaps.GetCapabilities() {
 		if cp.GetRpc().GetType() == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP && *d.Spec.FSGroupPolicy != storagev1.FileFSGroupPolicy {
@@ -263,10 +264,13 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions)
 	return out, live, nil
 }
 
+// attachFalseButPublishes is validate's finding and run's hint.
+const attachFalseButPublishes = "attachRequired is false but the driver has PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume is never called and NodeStage/NodePublish get no publish_context"
+
 // controllerPublishes tells whether the driver has a controller service
 // with PUBLISH_UNPUBLISH_VOLUME.
-func controllerPublishes(ctx context.Context, conn *csiclient.Dialer, o *validateOptions) bool {
-	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+func controllerPublishes(ctx context.Context, conn grpc.ClientConnInterface, timeout time.Duration) bool {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pc, err := csi.NewIdentityClient(conn).GetPluginCapabilities(cctx, &csi.GetPluginCapabilitiesRequest{})
 	if err != nil {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// lastRecord is the last JSON record of -o json output.
+func lastRecord(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
+		t.Fatalf("last line of stdout is no JSON record: %v\n%s", err, stdout)
+	}
+	return rec
+}
+
+// -o json ends with a summary record whatever the exit code: a command
+// that fails on its input (2) or its environment (3) before it printed
+// one gets the record that says so, for a CI parser (issue 32).
+func TestJSONSummaryOnEveryExit(t *testing.T) {
+	dir := t.TempDir()
+	pod := writeTestFile(t, dir, "pod.yaml", inlinePodYAML)
+	bad := writeTestFile(t, dir, "bad.yaml", badCSIDriver)
+	root := filepath.Join(dir, "root")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"bad input", []string{"run", "-f", bad, "--endpoint", filepath.Join(dir, "none.sock"), "--root-dir", root}, exitUsage, "fsGroupPolicy"},
+		{"no socket", []string{"run", "-f", pod, "--endpoint", filepath.Join(dir, "none.sock"), "--root-dir", root}, exitEnvironment, "none.sock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := cli(t, "", append(tc.args, "-o", "json")...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, stderr)
+			}
+			rec := lastRecord(t, stdout)
+			if rec["kind"] != "summary" || rec["result"] != "FAILED" || rec["exit_code"] != float64(tc.code) ||
+				!strings.Contains(rec["error"].(string), tc.err) || rec["schemaVersion"] != 1.0 {
+				t.Errorf("last record %v, want a FAILED summary with exit_code %d and the error", rec, tc.code)
+			}
+			if n := strings.Count(stdout, `"kind":"summary"`); n != 1 {
+				t.Errorf("%d summary records, want 1:\n%s", n, stdout)
+			}
+			// The other formats render the same record.
+			out, _, _ := cli(t, "", append(tc.args, "-o", "yaml")...)
+			var y map[string]any
+			if err := yaml.Unmarshal([]byte(out), &y); err != nil || y["exit_code"] != float64(tc.code) {
+				t.Errorf("-o yaml: %v\n%s", err, out)
+			}
+			out, _, _ = cli(t, "", append(tc.args, "-o", "jsonpath={.exit_code}")...)
+			if strings.TrimSpace(out) != string(rune('0'+tc.code)) {
+				t.Errorf("-o jsonpath={.exit_code}: %q", out)
+			}
+		})
+	}
+}
