@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -21,7 +22,8 @@ import (
 type Endpoint string
 
 // ParseEndpoint accepts the forms drivers and kubelets use: unix:///path,
-// unix:/path, unix://path and a bare path.
+// unix:/path, unix://path and a bare path; a relative path is taken from
+// the working directory.
 func ParseEndpoint(s string) (Endpoint, error) {
 	if s == "" {
 		return "", errors.New("no endpoint given (--endpoint or CSI_ENDPOINT)")
@@ -32,8 +34,19 @@ func ParseEndpoint(s string) (Endpoint, error) {
 	} else if strings.Contains(s, "://") {
 		return "", fmt.Errorf("endpoint %q: only unix sockets are supported", s)
 	}
-	if p == "" || !strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("endpoint %q: want an absolute socket path", s)
+	if p == "" {
+		return "", fmt.Errorf("endpoint %q: no socket path", s)
+	}
+	// A relative path (csi.sock, ./csi.sock, unix://csi.sock) is the
+	// socket in the working directory, as a shell user means it; it is
+	// made absolute now, so that the trace and the cleanup hint name it
+	// wherever they are read.
+	if !filepath.IsAbs(p) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", fmt.Errorf("endpoint %q: %w", s, err)
+		}
+		p = abs
 	}
 	return Endpoint(p), nil
 }

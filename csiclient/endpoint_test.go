@@ -14,6 +14,10 @@ import (
 )
 
 func TestParseEndpoint(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		in      string
 		want    Endpoint
@@ -25,9 +29,11 @@ func TestParseEndpoint(t *testing.T) {
 		{"unix:///var/lib/kubelet/plugins/hostpath.csi.k8s.io/csi.sock", "/var/lib/kubelet/plugins/hostpath.csi.k8s.io/csi.sock", ""},
 		{"", "", "no endpoint given (--endpoint or CSI_ENDPOINT)"},
 		{"tcp://127.0.0.1:10000", "", `endpoint "tcp://127.0.0.1:10000": only unix sockets are supported`},
-		{"unix://csi.sock", "", `endpoint "unix://csi.sock": want an absolute socket path`},
-		{"csi.sock", "", `endpoint "csi.sock": want an absolute socket path`},
-		{"unix:", "", `endpoint "unix:": want an absolute socket path`},
+		{"unix://csi.sock", Endpoint(filepath.Join(cwd, "csi.sock")), ""},
+		{"csi.sock", Endpoint(filepath.Join(cwd, "csi.sock")), ""},
+		{"./run/csi.sock", Endpoint(filepath.Join(cwd, "run/csi.sock")), ""},
+		{"unix:../csi.sock", Endpoint(filepath.Join(filepath.Dir(cwd), "csi.sock")), ""},
+		{"unix:", "", `endpoint "unix:": no socket path`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 // options embed the groups it takes, so their fields read as its own.
 
 // endpointUsage is --endpoint where it is the driver's (node) socket.
-const endpointUsage = "the driver's socket: unix:///path or a path (default $CSI_ENDPOINT)"
+const endpointUsage = "the driver's socket: unix:///path or a path, relative ones from the working directory (default $CSI_ENDPOINT)"
 
 // endpointFlag is --endpoint, $CSI_ENDPOINT by default.
 type endpointFlag struct {
