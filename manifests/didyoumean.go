@@ -174,3 +174,22 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// DidYouMean is the hint for a name (a driver's, a class's) that matches
+// none of the known ones: ` (did you mean "x"?)` when one is close enough
+// to be a typo of it, else "".
+func DidYouMean(name string, known []string) string {
+	if s := suggest(name, known); s != "" && s != name {
+		return " (did you mean " + strconv.Quote(s) + "?)"
+	}
+	return ""
+}
+
+// CSIDriverNames are the names of the CSIDriver objects, for DidYouMean.
+func (c *Cluster) CSIDriverNames() []string {
+	var names []string
+	for _, d := range c.CSIDrivers() {
+		names = append(names, d.Name)
+	}
+	return names
+}

@@ -160,7 +160,7 @@ func (c *Cluster) podReferences(p *corev1.Pod) []Reference {
 			continue
 		}
 		if d, ok := c.CSIDriver(inline.Driver); !ok {
-			add("CSIDriver "+inline.Driver, path+".csi.driver", "no CSIDriver named %q: the kubelet refuses inline volumes of a driver without one: volume mode \"Ephemeral\" not supported by driver %s (no CSIDriver object)", inline.Driver, inline.Driver)
+			add("CSIDriver "+inline.Driver, path+".csi.driver", "no CSIDriver named %q%s: the kubelet refuses inline volumes of a driver without one: volume mode \"Ephemeral\" not supported by driver %s (no CSIDriver object)", inline.Driver, DidYouMean(inline.Driver, c.CSIDriverNames()), inline.Driver)
 		} else if !slices.Contains(d.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral) {
 			add("CSIDriver "+d.Name, path+".csi.driver", "volume mode \"Ephemeral\" not supported by driver %s (only supports %q)", d.Name, d.Spec.VolumeLifecycleModes)
 		}

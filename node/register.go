@@ -135,7 +135,8 @@ func allocatableText(d storagev1.CSINodeDriver) string {
 // volume names.
 func (k *csiPlugin) driverRegistered(driver string) error {
 	if _, ok := k.drivers.registration(driver); !ok {
-		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
+		// The kubelet's words, then the simulator's hint for a typo.
+		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers%s", driver, manifests.DidYouMean(driver, k.drivers.names()))
 	}
 	return nil
 }
@@ -158,4 +159,16 @@ func (d *csiDrivers) register(r *Registration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.registered[r.DriverName] = r
+}
+
+// names are the registered drivers' names, for a did-you-mean.
+func (d *csiDrivers) names() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.registered))
+	for n := range d.registered {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }

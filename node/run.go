@@ -365,7 +365,7 @@ func (k *Kubelet) warnNameMismatch(ctx context.Context, registered string) {
 	}
 	for _, d := range k.cluster.CSIDrivers() {
 		if d.Name != registered {
-			k.trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, registered))
+			k.trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q%s: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, manifests.DidYouMean(d.Name, []string{registered}), registered))
 		}
 	}
 }

@@ -16,7 +16,7 @@ func classFindings(c *manifests.Cluster) []finding {
 		src := c.SourceOf("StorageClass", "", sc.Name).String()
 		obj := "StorageClass " + sc.Name
 		if _, ok := c.CSIDriver(sc.Provisioner); !ok {
-			out = append(out, finding{src, obj, "warning", fmt.Sprintf("no CSIDriver named %q: the kubelet treats the provisioned volumes' driver as having none (attach required, no pod info, persistent volumes only)", sc.Provisioner)})
+			out = append(out, finding{src, obj, "warning", fmt.Sprintf("no CSIDriver named %q%s: the kubelet treats the provisioned volumes' driver as having none (attach required, no pod info, persistent volumes only)", sc.Provisioner, manifests.DidYouMean(sc.Provisioner, c.CSIDriverNames()))})
 		}
 		out = append(out, finding{src, obj, "info", fmt.Sprintf("valid; after defaulting: provisioner=%s reclaimPolicy=%s volumeBindingMode=%s parameters=%d", sc.Provisioner, *sc.ReclaimPolicy, *sc.VolumeBindingMode, len(sc.Parameters))})
 	}

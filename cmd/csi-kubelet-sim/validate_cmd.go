@@ -200,7 +200,7 @@ func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding
 		src := c.SourceOf("PersistentVolume", "", pv.Name).String()
 		obj := "PersistentVolume " + pv.Name
 		if !known(pv.Spec.CSI.Driver) {
-			out = append(out, finding{src, obj, "warning", fmt.Sprintf("no CSIDriver named %q: the kubelet treats the driver as having none (attach required, no pod info, persistent volumes only)", pv.Spec.CSI.Driver)})
+			out = append(out, finding{src, obj, "warning", fmt.Sprintf("no CSIDriver named %q%s: the kubelet treats the driver as having none (attach required, no pod info, persistent volumes only)", pv.Spec.CSI.Driver, manifests.DidYouMean(pv.Spec.CSI.Driver, c.CSIDriverNames()))})
 		}
 	}
 	// The pods' names and inline drivers are judged by the loader, what
@@ -244,7 +244,7 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions)
 	live := newLiveDriver(string(ep), name, nodeCaps)
 	d, ok := c.CSIDriver(name)
 	if !ok {
-		out = append(out, finding{src, "driver " + name, "mismatch", fmt.Sprintf("the driver registers as %q but no CSIDriver has that name: the kubelet treats it as having none (attach required, no pod info, persistent volumes only)", name)})
+		out = append(out, finding{src, "driver " + name, "mismatch", fmt.Sprintf("the driver registers as %q but no CSIDriver has that name%s: the kubelet treats it as having none (attach required, no pod info, persistent volumes only)", name, manifests.DidYouMean(name, c.CSIDriverNames()))})
 		return out, live, nil
 	}
 	publish := controllerPublishes(ctx, conn, o.Timeout)

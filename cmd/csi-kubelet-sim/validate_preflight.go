@@ -208,8 +208,8 @@ func (p *preflight) podDrivers(d *liveDriver) []located {
 				continue
 			}
 			out = append(out, p.at(src, obj, "mismatch", path, fmt.Sprintf(
-				"%s: volume %s is of driver %q, but the driver on %s registers as %q: the kubelet would wait for %s to register (driver name %s not found in the list of registered CSI drivers)",
-				path, v.Name, driver, d.endpoint, d.name, driver, driver)))
+				"%s: volume %s is of driver %q%s, but the driver on %s registers as %q: the kubelet would wait for %s to register (driver name %s not found in the list of registered CSI drivers)",
+				path, v.Name, driver, manifests.DidYouMean(driver, []string{d.name}), d.endpoint, d.name, driver, driver)))
 		}
 	}
 	return out
