@@ -95,6 +95,10 @@ type Outcome struct {
 	// Interrupted: ctx ended before the plan did (Ctrl-C); the teardown
 	// still ran. Abandoned: the teardown was cancelled too.
 	Interrupted, Abandoned bool
+	// HoldEnded: the interrupt came once every pod's volumes were mounted,
+	// with Plan.Hold forever: the documented way to end such a run, not a
+	// failure of it.
+	HoldEnded bool
 
 	// ControllerErr: the plan's Controller failed before the pods.
 	ControllerErr error
@@ -246,7 +250,13 @@ func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out
 		results = append(results, res)
 		k.count(out, res, plan)
 	}
-	if out.MountErr != nil || out.Failed > 0 || ctx.Err() != nil {
+	if out.MountErr != nil || out.Failed > 0 {
+		return mounted
+	}
+	// Every pod is mounted: from here an interrupt ends a run held
+	// forever as it is meant to end.
+	defer func() { out.HoldEnded = plan.Hold < 0 && ctx.Err() != nil }()
+	if ctx.Err() != nil {
 		return mounted
 	}
 	for _, res := range results {

@@ -140,14 +140,12 @@ type recordWriter struct {
 	buf    []byte
 	n      int
 	err    error
-	// summary: a record of kind summary was rendered.
-	summary bool
 }
 
-func (r *recordWriter) sawSummary() bool {
+func (r *recordWriter) records() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.summary
+	return r.n
 }
 
 func (r *recordWriter) Write(p []byte) (int, error) {
@@ -177,9 +175,6 @@ func (r *recordWriter) line(line []byte) {
 	// JSON's escapes kept its controls harmless; a template prints its
 	// strings raw, so they are escaped here, as every other output does.
 	rec, _ = csiclient.EscapeOnly().FieldTree(rec, csiclient.Lines).(map[string]any)
-	if rec["kind"] == "summary" {
-		r.summary = true
-	}
 	if err := r.render(r.out, rec, r.n == 0); err != nil && r.err == nil {
 		r.err = err
 	}
@@ -243,11 +238,11 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 				return run(cmd, args)
 			}
 			if f.name == "json" {
-				jw := &summaryWatch{out: out.base}
+				jw := &printedWatch{out: out.base}
 				out.set(jw)
 				defer out.set(out.base)
 				runErr := run(cmd, args)
-				if runErr != nil && !jw.seen {
+				if runErr != nil && !jw.wrote {
 					_, _ = jw.Write(failureRecord(runErr))
 				}
 				return runErr
@@ -263,7 +258,7 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 			out.set(rw)
 			defer out.set(out.base)
 			runErr := run(cmd, args)
-			if runErr != nil && !rw.sawSummary() {
+			if runErr != nil && rw.records() == 0 {
 				_, _ = rw.Write(failureRecord(runErr))
 			}
 			if err := rw.flush(); err != nil && runErr == nil {
@@ -275,13 +270,11 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 	walk(root)
 }
 
-// summaryKind is how every command's closing record is marked, so that a
-// CI parser finds the same record whatever the command and its exit code.
-var summaryKind = []byte(`"kind":"summary"`)
-
-// failureRecord is the closing record of a command that failed before it
-// printed one of its own (bad input, no socket: exit 2 and 3), so that -o
-// json always ends with a summary saying how the command ended and why.
+// failureRecord is the record of a command that failed before it printed
+// any (bad input, no socket: exit 2 and 3), so that -o json always says
+// how the command ended and why; it has the fields of run's and
+// conformance's summaries that say so. A command that printed records
+// (its summary, validate's findings) has said it in them.
 func failureRecord(err error) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"schemaVersion": csiclient.SchemaVersion, "kind": "summary",
@@ -291,21 +284,17 @@ func failureRecord(err error) []byte {
 	return append(b, '\n')
 }
 
-// summaryWatch passes -o json through and notes whether the command
-// printed its summary record. The printers write a record in one Write,
-// and json.Marshal puts no space after the colon (a string holding the
-// same bytes has its quotes escaped, so it cannot match).
-type summaryWatch struct {
-	mu   sync.Mutex
-	out  io.Writer
-	seen bool
+// printedWatch passes -o json through and notes whether the command
+// printed anything.
+type printedWatch struct {
+	mu    sync.Mutex
+	out   io.Writer
+	wrote bool
 }
 
-func (s *summaryWatch) Write(p []byte) (int, error) {
+func (s *printedWatch) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if bytes.Contains(p, summaryKind) {
-		s.seen = true
-	}
+	s.wrote = s.wrote || len(p) > 0
 	return s.out.Write(p)
 }

@@ -160,7 +160,7 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 	_, failedCalls, _, timedOut := ss.tally.counts()
 	// Interrupted first: a call cut short by Ctrl-C fails, and that is
 	// not the driver's doing.
-	if out.Interrupted || out.Abandoned {
+	if out.Abandoned || out.Interrupted && !out.HoldEnded {
 		return withCode(exitInterrupted, errors.New(ss.interruptedText(out)))
 	}
 	if out.RegErr != nil {
@@ -287,6 +287,9 @@ func (ss *session) summary(out *node.Outcome, exit error) {
 	ss.printProvisioned()
 	ss.printRunning(&running)
 	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", calls, failedCalls, round(driverTime), round(time.Since(ss.started)))
+	if out.HoldEnded {
+		p.Printf("  hold        ended by Ctrl-C (--hold forever), as it is meant to end\n")
+	}
 	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
 	if l := out.Leftovers; l != nil && len(l.KubeletPaths) > 0 && l.Clean() {
 		p.Printf("  note        a real kubelet also leaves %s (removed here)\n", strings.Join(relPaths(ss.opts.RootDir, l.KubeletPaths), ", "))

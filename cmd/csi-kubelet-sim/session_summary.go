@@ -78,7 +78,7 @@ func (ss *session) jsonSummary(out *node.Outcome, running *node.RunningReport, c
 		"selinux": map[string]any{"enabled": ss.opts.selinux.Enabled, "why": ss.opts.selinux.Why},
 		"calls":   calls, "failed_calls": failedCalls,
 		"driver_ms": float64(driverTime.Microseconds()) / 1000, "total_ms": float64(time.Since(ss.started).Microseconds()) / 1000,
-		"volumes": vols, "interrupted": out.Interrupted, "pods": out.Pods,
+		"volumes": vols, "interrupted": out.Interrupted, "hold_ended": out.HoldEnded, "pods": out.Pods,
 	}
 	if ss.sidecars != nil {
 		m["provisioned"] = ss.jsonProvisioned()

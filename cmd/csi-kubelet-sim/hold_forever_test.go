@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+)
+
+// --hold forever is ended by Ctrl-C, as documented: once every volume is
+// mounted that is the run's end, not a failure (exit 0, result OK); an
+// interrupt before that is still 130 (issue 32).
+func TestHoldForeverEndedByInterrupt(t *testing.T) {
+	const staged = "../../fixtures/samples/staged/staged.yaml"
+	for _, tc := range []struct {
+		name     string
+		cancelAt string // the call whose answer the interrupt follows
+		output   string
+		want     int
+	}{
+		{"after the mounts", "NodePublishVolume", "text", exitOK},
+		{"after the mounts, json", "NodePublishVolume", "json", exitOK},
+		{"during the mounts", "NodeStageVolume", "text", exitInterrupted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := stagingDriver()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.want == exitInterrupted {
+				// The interrupt comes while NodeStageVolume is in flight.
+				d.Inject(tc.cancelAt, csifake.Fault{Times: 1, Func: func(_ context.Context, _ proto.Message, answer csifake.Answer) (proto.Message, error) {
+					cancel()
+					return answer()
+				}})
+			} else {
+				go func() {
+					for ctx.Err() == nil {
+						for _, c := range d.CallsOf(tc.cancelAt) {
+							if c.Done {
+								cancel()
+							}
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}()
+			}
+			sock := csifake.ServeTest(t, d)
+			root := filepath.Join(t.TempDir(), "root")
+			var out, errb bytes.Buffer
+			code := run(ctx, []string{"run", "-f", staged, "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "--hold", "forever", "-o", tc.output},
+				streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.want, out.String(), errb.String())
+			}
+			if len(d.Staged()) != 0 || len(d.PublishedVolumes()) != 0 {
+				t.Errorf("left with the driver: staged %v, published %v", d.Staged(), d.PublishedVolumes())
+			}
+			if tc.want != exitOK {
+				return
+			}
+			switch tc.output {
+			case "text":
+				if !strings.Contains(out.String(), "result      OK") || !strings.Contains(out.String(), "ended by Ctrl-C (--hold forever)") {
+					t.Errorf("summary does not say OK and how the hold ended:\n%s", out.String())
+				}
+			case "json":
+				rec := lastRecord(t, out.String())
+				if rec["result"] != "OK" || rec["hold_ended"] != true || rec["interrupted"] != true {
+					t.Errorf("summary %v, want result OK, hold_ended and interrupted true", rec)
+				}
+			}
+		})
+	}
+}
