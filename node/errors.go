@@ -35,6 +35,17 @@ func (k Kind) String() string {
 	return "final"
 }
 
+// kindMark is how a failure event in the trace says what the kubelet
+// makes of it: " (uncertain)" and " (transient)" change what it does next;
+// a final error has no mark, for "final" would read as "not retried",
+// and the kubelet retries every failed operation (docs/kubelet.md §12).
+func kindMark(k Kind) string {
+	if k == Final {
+		return ""
+	}
+	return " (" + k.String() + ")"
+}
+
 // opError is an error of one kubelet step, with the kind the kubelet gives it.
 type opError struct {
 	kind Kind

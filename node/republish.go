@@ -118,7 +118,7 @@ func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op stri
 		ve.Operation, _, _ = strings.Cut(op, " ")
 		ve.Prefix = op
 	}
-	k.trace.Warn(csiclient.WithLabels(ctx, l), fmt.Sprintf("%v (%s)", ve, ve.Kind))
+	k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error()+kindMark(ve.Kind))
 	return ve
 }
 
