@@ -79,7 +79,17 @@ func newRenderer(f outputFormat) (renderer, error) {
 			return nil, fmt.Errorf("--output jsonpath: %w", err)
 		}
 		return func(w io.Writer, rec map[string]any, _ bool) error {
-			return lineAfter(w, func(b io.Writer) error { return jp.Execute(b, rec) })
+			var b bytes.Buffer
+			if err := jp.Execute(&b, rec); err != nil {
+				return err
+			}
+			// A record without the template's fields (a step, the
+			// summary, among calls) gives at most the template's own
+			// separators: it is skipped, not printed as a blank line.
+			if len(bytes.TrimSpace(b.Bytes())) == 0 {
+				return nil
+			}
+			return lineAfter(w, func(out io.Writer) error { _, err := out.Write(b.Bytes()); return err })
 		}, nil
 	case "go-template":
 		t, err := template.New("output").Funcs(templateFuncs).Parse(f.arg)

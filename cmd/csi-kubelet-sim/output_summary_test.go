@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 )
 
 // lastRecord is the last JSON record of -o json output.
@@ -61,5 +63,32 @@ func TestJSONSummaryOnEveryExit(t *testing.T) {
 				t.Errorf("-o jsonpath={.exit_code}: %q", out)
 			}
 		})
+	}
+}
+
+// -o jsonpath skips the records that lack the template's fields instead
+// of printing a blank line for each: `run -o jsonpath={.method}{"\n"}`
+// lists the calls, one a line, and nothing else (issue 32).
+func TestJSONPathSkipsRecordsWithoutTheField(t *testing.T) {
+	sock := csifake.ServeTest(t, stagingDriver())
+	root := filepath.Join(t.TempDir(), "root")
+	args := []string{"run", "-f", "../../fixtures/samples/staged/staged.yaml", "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "-v"}
+	jsonOut, _, code := cli(t, "", append(args, "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("-o json: exit %d", code)
+	}
+	var calls []string
+	for _, line := range strings.Split(strings.TrimSpace(jsonOut), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["kind"] == "call" {
+			calls = append(calls, rec["method"].(string))
+		}
+	}
+	if len(calls) == 0 || !strings.Contains(jsonOut, `"kind":"step"`) {
+		t.Fatalf("want calls and the steps without a method (-v) in the stream:\n%s", jsonOut)
+	}
+	out, _, code := cli(t, "", append(args, "-o", `jsonpath={.method}{"\n"}`)...)
+	if want := strings.Join(calls, "\n") + "\n"; code != 0 || out != want {
+		t.Errorf("-o jsonpath={.method}: exit %d\n%q\nwant\n%q", code, out, want)
 	}
 }
