@@ -20,12 +20,13 @@ import (
 
 const tokensVerifyLong = `Check a token as a driver or the API server would: its signature against the
 keys (PEM files, a JWKS file or URL), its time claims, and, when given, its
-audience and issuer. It prints the header and claims as JSON; a token that
+audience and issuer. The token is the argument, the content of the file it
+names, or stdin for -. It prints the header and claims as JSON; a token that
 fails a check exits 1.`
 
 func newTokensVerifyCommand(s streams) *cobra.Command {
 	return newCommandFor(newTokensVerifyOptions(s), &cobra.Command{
-		Use:   "verify (--key FILE... | --jwks FILE | --jwks-url URL) [--audience AUD] [--issuer URL] TOKEN|-",
+		Use:   "verify (--key FILE... | --jwks FILE | --jwks-url URL) [--audience AUD] [--issuer URL] TOKEN|FILE|-",
 		Short: "Verify a token's signature and claims, and print them",
 		Long:  tokensVerifyLong,
 		Example: `  csi-kubelet-sim tokens verify --key sa.pub --audience vault "$TOKEN"
@@ -43,6 +44,9 @@ type tokensVerifyOptions struct {
 	Now       timeFlag
 
 	token string
+	// notFile is the argument when it named no file and was taken as
+	// the token: a token that is no JWT at all was perhaps a file name.
+	notFile string
 }
 
 func newTokensVerifyOptions(s streams) *tokensVerifyOptions { return &tokensVerifyOptions{streams: s} }
@@ -60,19 +64,42 @@ func (o *tokensVerifyOptions) complete(args []string) error {
 	if len(args) != 1 {
 		return withCode(exitUsage, fmt.Errorf("tokens verify: want one TOKEN argument (or - for stdin), got %d", len(args)))
 	}
-	o.token = args[0]
-	if o.token == "-" {
-		b, err := io.ReadAll(io.LimitReader(o.In, 1<<20))
-		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("reading the token from stdin: %w", err))
-		}
-		o.token = string(b)
+	tok, err := o.readToken(args[0])
+	if err != nil {
+		return err
 	}
-	o.token = strings.TrimSpace(o.token)
+	o.token = strings.TrimSpace(tok)
 	if o.token == "" {
 		return withCode(exitUsage, errors.New("tokens verify: empty token"))
 	}
 	return nil
+}
+
+// readToken is the token an argument gives: stdin for -, the content of
+// an existing file (a token saved with > token.jwt), else the argument
+// itself.
+func (o *tokensVerifyOptions) readToken(arg string) (string, error) {
+	if arg == "-" {
+		b, err := io.ReadAll(io.LimitReader(o.In, 1<<20))
+		if err != nil {
+			return "", withCode(exitUsage, fmt.Errorf("reading the token from stdin: %w", err))
+		}
+		return string(b), nil
+	}
+	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
+		f, err := os.Open(arg)
+		if err != nil {
+			return "", withCode(exitUsage, fileError("tokens verify", err))
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+		if err != nil {
+			return "", withCode(exitUsage, fmt.Errorf("tokens verify: reading %s: %w", arg, err))
+		}
+		return string(b), nil
+	}
+	o.notFile = arg
+	return arg, nil
 }
 
 func (o *tokensVerifyOptions) validate() error {
@@ -112,7 +139,11 @@ func (o *tokensVerifyOptions) run(ctx context.Context) error {
 	}
 	v, err := tokens.Verify(o.token, opts)
 	if err != nil {
-		return withCode(exitFailed, fmt.Errorf("invalid token: %w", err))
+		hint := ""
+		if o.notFile != "" && !looksLikeJWT(o.token) {
+			hint = fmt.Sprintf(" (the argument is taken as the token: no file %s exists)", o.notFile)
+		}
+		return withCode(exitFailed, fmt.Errorf("invalid token: %w%s", err, hint))
 	}
 	if wa := v.WarnAfter(); !wa.IsZero() && opts.Now().After(wa) {
 		warnTo(o.streams)(fmt.Sprintf("the token is past its kubernetes.io.warnafter %s: the API server accepts it but reports it as stale", wa.UTC().Format(time.RFC3339)))
@@ -182,4 +213,18 @@ func fetchJWKS(ctx context.Context, u string) ([]byte, error) {
 		return nil, fmt.Errorf("GET: %s", resp.Status)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+}
+
+// looksLikeJWT: three base64url parts, dot-separated (a path has a slash,
+// a file name rarely two dots).
+func looksLikeJWT(s string) bool {
+	if strings.Count(s, ".") != 2 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '.' || r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
