@@ -40,7 +40,7 @@ func (p *TextPrinter) Call(c Call) {
 	if c.Err != nil {
 		result = c.Code.String()
 	}
-	took := fmt.Sprintf("%6.1fms", float64(c.Duration.Microseconds())/1000)
+	took := fmt.Sprintf("%8s", FormatDuration(c.Duration))
 	if p.planned {
 		took = ""
 	}

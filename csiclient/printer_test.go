@@ -55,7 +55,7 @@ func TestTextPrinter(t *testing.T) {
 	p.Step(Step{Labels: Labels{Component: "kubelet", Operation: "SetUp"}, Text: "hidden without -v", Verbose: true})
 	p.Step(Step{Labels: Labels{Component: "kubelet", Operation: "SetUp"}, Text: "shown", Warning: true})
 	got := buf.String()
-	want := "  7 kubelet   SetUp          NodePublishVolume     InvalidArgument       1.5ms  volume pv-1 pod default/app-1\n" +
+	want := "  7 kubelet   SetUp          NodePublishVolume          InvalidArgument      1.50ms  volume pv-1 pod default/app-1\n" +
 		"      error: rpc error: code = InvalidArgument desc = bad <path>\n" +
 		"      volume_id            vol-1\n" +
 		"      target_path          /t\n" +
@@ -74,7 +74,7 @@ func TestTextPrinter(t *testing.T) {
 	p.Call(Call{Seq: 1, Labels: Labels{Component: "kubelet", Operation: "SetUp", Asking: "VOLUME_MOUNT_GROUP"}, Method: "NodeGetCapabilities",
 		Request: &csi.NodeGetCapabilitiesRequest{}, Response: &csi.NodeGetCapabilitiesResponse{}, Duration: time.Second})
 	want = "    · [kubelet SetUp] shown with -v\n" +
-		"  1 kubelet   SetUp          NodeGetCapabilities   OK                   asks VOLUME_MOUNT_GROUP -> []\n"
+		"  1 kubelet   SetUp          NodeGetCapabilities        OK                   asks VOLUME_MOUNT_GROUP -> []\n"
 	if got := buf.String(); got != want {
 		t.Errorf("text (verbose, planned):\n got %q\nwant %q", got, want)
 	}
@@ -100,8 +100,10 @@ func TestSortedKeys(t *testing.T) {
 func TestTextPrinterColumns(t *testing.T) {
 	var buf bytes.Buffer
 	p := NewTextPrinter(&buf, Redactor{}, false, false)
-	for i, code := range []codes.Code{codes.OK, codes.DeadlineExceeded, codes.FailedPrecondition} {
-		c := Call{Seq: i + 1, Start: t0, Labels: Labels{Component: "kubelet", Operation: "MountDevice"}, Method: "NodeUnpublishVolume", Code: code, Duration: time.Millisecond}
+	// Long method names too (issue 32): the method column fits them all.
+	methods := []string{"NodeUnpublishVolume", "ControllerUnpublishVolume", "ValidateVolumeCapabilities", "NodeGetVolumeStats"}
+	for i, code := range []codes.Code{codes.OK, codes.DeadlineExceeded, codes.FailedPrecondition, codes.OK} {
+		c := Call{Seq: i + 1, Start: t0, Labels: Labels{Component: "kubelet", Operation: "MountDevice"}, Method: methods[i], Code: code, Duration: time.Millisecond}
 		if code != codes.OK {
 			c.Err = status.Error(code, "x")
 		}
@@ -114,7 +116,7 @@ func TestTextPrinterColumns(t *testing.T) {
 			continue
 		}
 		// The time, right-aligned in its 8 columns, under "time".
-		if len(line) < col+8 || line[col:col+8] != "   1.0ms" {
+		if len(line) < col+8 || line[col:col+8] != "  1.00ms" {
 			t.Errorf("time column moved:\n%s\n%s", header, line)
 		}
 	}

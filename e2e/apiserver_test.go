@@ -142,7 +142,7 @@ func TestAPIServerSecretsStore(t *testing.T) {
 	// The requests made while the driver handled NodePublishVolume come
 	// before its line.
 	req := strings.Index(out, "create secretproviderclasspodstatuses")
-	pub := strings.Index(out, "NodePublishVolume     OK")
+	pub := strings.Index(out, "NodePublishVolume          OK")
 	if req < 0 || pub < 0 || req > pub {
 		t.Errorf("the status write (at %d) is not printed before NodePublishVolume (at %d)", req, pub)
 	}
@@ -267,7 +267,7 @@ func TestAPIServerInterrupt(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
 	sim, root := startWithDriver(t, work, sample(t, "apiserver"), "--hold", "forever")
-	waitOutput(t, sim, "NodePublishVolume     OK", 40*time.Second)
+	waitOutput(t, sim, "NodePublishVolume          OK", 40*time.Second)
 	_ = sim.cmd.Process.Signal(syscall.SIGINT)
 	r := sim.wait(t, simTimeout)
 	if r.Code != 130 {
@@ -283,7 +283,7 @@ func TestAPIServerKillThenCleanup(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
 	sim, root := startWithDriver(t, work, sample(t, "apiserver"), "--hold", "forever")
-	waitOutput(t, sim, "NodePublishVolume     OK", 40*time.Second)
+	waitOutput(t, sim, "NodePublishVolume          OK", 40*time.Second)
 	_ = sim.cmd.Process.Kill()
 	<-sim.exited
 	deadline := time.Now().Add(10 * time.Second)

@@ -322,7 +322,8 @@ func (ss *session) printRunning(r *node.RunningReport) {
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
-func round(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+// round is a measured duration as every text output prints it.
+func round(d time.Duration) string { return csiclient.FormatDuration(d) }
 
 // inputSecrets is the set of sensitive values with the input's Secrets
 // already in it: the driver answers GetPluginInfo and NodeGetInfo before
