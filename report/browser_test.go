@@ -161,7 +161,8 @@ func TestConformanceHTMLInChromium(t *testing.T) {
 			}},
 		{Name: "lifecycle/ephemeral", Result: "SKIP", Message: "no CSIDriver object given"},
 	}
-	hdr := Header{Driver: "ref.csi.kubelet-sim.io", DriverVersion: "0.1.0", Endpoint: "unix:///s.sock", Node: "n", Kubelet: "kubelet 1.37", Verdict: "1 passed, 1 failed, 1 skipped", Failed: true}
+	// A long --feature-gates value: the page must not scroll sideways.
+	hdr := Header{Driver: "ref.csi.kubelet-sim.io", DriverVersion: "0.1.0", Endpoint: "unix:///s.sock", Node: "n", Kubelet: "kubelet 1.37", Gates: longGates(), Verdict: "1 passed, 1 failed, 1 skipped", Failed: true}
 	var buf bytes.Buffer
 	if err := WriteConformanceHTML(&buf, "conformance: ref.csi.kubelet-sim.io", hdr, rows); err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestConformanceHTMLInChromium(t *testing.T) {
 		t.Errorf("script errors in the browser:\n%s", logs)
 	}
 	for _, want := range []string{
-		`data-rows="3"`, `data-failed-calls="1"`,
+		`data-rows="3"`, `data-failed-calls="1"`, `data-page-overflow="0"`,
 		`<tr class="fail" data-scenario="lifecycle/persistent"><td class="res">FAIL</td>`,
 		`<tr class="failed"><td>NodeUnpublishVolume</td>`, "&lt;i&gt;busy&lt;/i&gt;",
 		`<details open="">`, `<td id="driver">ref.csi.kubelet-sim.io 0.1.0</td>`,

@@ -69,6 +69,8 @@ body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; 
 h1 { font-size: 1.5em; margin: 0 0 .2em; }
 table.ran { border-collapse: collapse; margin: .3em 0 .6em; }
 table.ran th { text-align: left; font-weight: 600; padding: .1em 1em .1em 0; color: #555; }
+table.ran td { padding: .1em 0; overflow-wrap: anywhere; }
+#gates { word-break: break-all; }
 .verdict { font-size: 1.15em; font-weight: 600; padding: .4em .7em; border-radius: 4px; display: inline-block; margin: .2em 0; }
 .verdict.ok { background: #e3f4e8; color: #1d6b36; border: 1px solid #8cc9a0; }
 .verdict.failed { background: #fde5e5; color: #9b1c1c; border: 1px solid #e39b9b; }
@@ -114,6 +116,7 @@ ul.failures { margin: .2em 0 .2em 1.2em; padding: 0; color: #9b1c1c; }
   m.hidden = true;
   m.setAttribute("data-rows", document.querySelectorAll("table.scen tr[data-scenario]").length);
   m.setAttribute("data-failed-calls", document.querySelectorAll("table.calls tr.failed").length);
+  m.setAttribute("data-page-overflow", document.documentElement.scrollWidth - document.documentElement.clientWidth);
   document.body.appendChild(m);
 })();
 </script>
