@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ func TestHoldForeverEndedByInterrupt(t *testing.T) {
 	const staged = "../../fixtures/samples/staged/staged.yaml"
 	for _, tc := range []struct {
 		name     string
-		cancelAt string // the call whose answer the interrupt follows
+		cancelAt string // the call during or after which the interrupt comes
 		output   string
 		want     int
 	}{
@@ -38,21 +40,22 @@ func TestHoldForeverEndedByInterrupt(t *testing.T) {
 					cancel()
 					return answer()
 				}})
-			} else {
+			}
+			// The interrupt comes once the simulator printed the call's
+			// answer (the driver's answer may still be on its way before).
+			var out lockedBuffer
+			printed := regexp.MustCompile(`"method":"` + tc.cancelAt + `"[^\n]*"result":"OK"|` + tc.cancelAt + ` +OK `)
+			if tc.want == exitOK {
 				go func() {
-					for ctx.Err() == nil {
-						for _, c := range d.CallsOf(tc.cancelAt) {
-							if c.Done {
-								cancel()
-							}
-						}
+					for ctx.Err() == nil && !printed.MatchString(out.String()) {
 						time.Sleep(10 * time.Millisecond)
 					}
+					cancel()
 				}()
 			}
 			sock := csifake.ServeTest(t, d)
 			root := filepath.Join(t.TempDir(), "root")
-			var out, errb bytes.Buffer
+			var errb bytes.Buffer
 			code := run(ctx, []string{"run", "-f", staged, "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "--hold", "forever", "-o", tc.output},
 				streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 			if code != tc.want {
@@ -77,4 +80,22 @@ func TestHoldForeverEndedByInterrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a stdout a test reads while the command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
