@@ -69,7 +69,7 @@ func TestHoldForeverEndedByInterrupt(t *testing.T) {
 			}
 			switch tc.output {
 			case "text":
-				if !strings.Contains(out.String(), "result      OK") || !strings.Contains(out.String(), "ended by Ctrl-C (--hold forever)") {
+				if !strings.Contains(out.String(), "result      OK") || !strings.Contains(out.String(), "ended by Ctrl-C or SIGTERM (--hold forever)") {
 					t.Errorf("summary does not say OK and how the hold ended:\n%s", out.String())
 				}
 			case "json":

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -186,7 +187,7 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 	// is not a failure of the run: the kubelet got there.
 	driverFailed := failedCalls > 0
 	running := out.Running.Snapshot()
-	later := append(running.Errs, out.TeardownErrs...)
+	later := append(runningErrs(out, running.Errs), out.TeardownErrs...)
 	if volErr != nil {
 		msg := volErr.Error()
 		// A driver that never answered: the kubelet's event says only
@@ -288,7 +289,7 @@ func (ss *session) summary(out *node.Outcome, exit error) {
 	ss.printRunning(&running)
 	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", calls, failedCalls, round(driverTime), round(time.Since(ss.started)))
 	if out.HoldEnded {
-		p.Printf("  hold        ended by Ctrl-C (--hold forever), as it is meant to end\n")
+		p.Printf("  hold        ended by Ctrl-C or SIGTERM (--hold forever), as it is meant to end\n")
 	}
 	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
 	if l := out.Leftovers; l != nil && len(l.KubeletPaths) > 0 && l.Clean() {
@@ -345,4 +346,20 @@ func inputSecrets(c *manifests.Cluster) *csiclient.Sensitive {
 		}
 	}
 	return s
+}
+
+// runningErrs are the failures while the pods ran that count: when the
+// interrupt ended a run held forever, a call it cut short (a republish
+// in flight) failed because of it, not of the driver.
+func runningErrs(out *node.Outcome, errs []error) []error {
+	if !out.HoldEnded {
+		return errs
+	}
+	var kept []error
+	for _, err := range errs {
+		if !errors.Is(err, context.Canceled) && grpcCode(err) != codes.Canceled {
+			kept = append(kept, err)
+		}
+	}
+	return kept
 }
