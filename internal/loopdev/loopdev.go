@@ -428,3 +428,38 @@ func clearIf(name string, match func(Status) bool) (s Status, cleared bool, err 
 	}
 	return d.Status, false, fmt.Errorf("LOOP_CLR_FD %s: %w", d.Path(), err)
 }
+
+// Same tells whether o is the device s was: the same number backed by the
+// same file (device, inode and path, removed since or not), with the same
+// read-only-ness. Two devices of one file differ by number.
+func (s Status) Same(o Status) bool {
+	return s.Name == o.Name && s.Dev == o.Dev && s.Ino == o.Ino && s.ReadOnly == o.ReadOnly &&
+		strings.TrimSuffix(s.BackingPath, deletedSuffix) == strings.TrimSuffix(o.BackingPath, deletedSuffix)
+}
+
+// DetachDevice detaches device s, found earlier, if it still is s (Same, on
+// its descriptor), and waits as Detach.
+func DetachDevice(s Status, opt DetachOptions) ([]Status, error) {
+	path := strings.TrimSuffix(s.BackingPath, deletedSuffix)
+	return DetachMatching(func(b string) bool { return strings.TrimSuffix(b, deletedSuffix) == path }, s.Same, opt)
+}
+
+// SetCapacity makes device s, found earlier, take the size of its backing
+// file again (LOOP_SET_CAPACITY, `losetup -c`), if it still is s.
+func SetCapacity(s Status) error {
+	d, ok, err := open(s.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s is no longer attached", s.Path())
+	}
+	defer d.close()
+	if !s.Same(d.Status) {
+		return fmt.Errorf("%s is no longer backed by %s (now %s)", s.Path(), s.BackingPath, d.BackingPath)
+	}
+	if err := unix.IoctlSetInt(d.fd, unix.LOOP_SET_CAPACITY, 0); err != nil {
+		return fmt.Errorf("LOOP_SET_CAPACITY %s: %w", s.Path(), err)
+	}
+	return nil
+}

@@ -440,3 +440,39 @@ func DeferredThenReused(t *testing.T, td Teardown) bool {
 	}
 	return true
 }
+
+// Swap is another process taking a number between a teardown's look-up and
+// its act: it detaches loop device name, which must be backed by path (the
+// test's own file), through its own descriptor, and at once attaches a new
+// foreign file of the test's to the same number. The returned check says
+// how the foreign device was touched since ("" if it was not) and releases
+// it. ok is false (and logged) when another process took the number first.
+func Swap(t *testing.T, name, path string) (check func() string, ok bool) {
+	t.Helper()
+	fd, err := unix.Open("/dev/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := unix.IoctlLoopGetStatus64(fd)
+	if err != nil || cString(info.File_name[:]) != path {
+		unix.Close(fd)
+		t.Fatalf("/dev/%s is not the test's device on %s: %v", name, path, err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	s := newSpare(t, filepath.Dir(path), 99)
+	defer unix.Close(s.fd)
+	for range 1000 {
+		if f, ok := attachForeign(name, s); ok {
+			return func() string { defer release(t, f); return foreignLost(f) }, true
+		}
+		if b, err := os.ReadFile("/sys/block/" + name + "/loop/backing_file"); err == nil && len(b) > 0 && !strings.HasPrefix(string(b), path) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("/dev/%s went to another process before the test could take it", name)
+	return nil, false
+}
