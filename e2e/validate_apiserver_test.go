@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -542,7 +544,7 @@ func TestValidateAPIServer(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
 	f := writeFile(t, work, "objects.yaml", csiDriverNamed("tokens.example.com", "  tokenRequests: [{audience: vault}]\n")+"---\n"+crdDocs)
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
+	tmp := ownTempDir(t, work)
 	r := runValidateBoth(t, "-f", f, "--apiserver")
 	wantCode(t, r.JSON, 2)
 	doc := func(n int) string { return fmt.Sprintf("%s: document %d", f, n) }
@@ -561,13 +563,53 @@ func TestValidateAPIServer(t *testing.T) {
 		}
 	}
 	oneLineError(t, r.Text, "the API server refuses what validate accepts: 1 refusal(s)")
-	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
-	if len(after) > len(before) {
-		t.Errorf("temporary directories left: %v (before: %v)", after, before)
+	wantNothingLeft(t, tmp)
+}
+
+// ownTempDir gives the simulators this test starts a TMPDIR of its own (in
+// work), where --apiserver makes its control plane's directory: what is
+// left there, and a process whose command line or environment names it,
+// is this test's, whatever else runs on the machine (another `validate
+// --apiserver`, another clone's tests).
+func ownTempDir(t *testing.T, work string) string {
+	t.Helper()
+	tmp := filepath.Join(work, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	if out, _ := exec.Command("pgrep", "-f", "csi-kubelet-sim-validate").Output(); len(out) > 0 {
-		t.Errorf("processes of the control plane left: %s", out)
+	t.Setenv("TMPDIR", tmp)
+	return tmp
+}
+
+// wantNothingLeft: no directory left in the test's TMPDIR, and no process
+// that names it (the control plane's processes have its directory on their
+// command lines and the TMPDIR in their environment).
+func wantNothingLeft(t *testing.T, tmp string) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
+		t.Errorf("temporary directories left: %v", left)
 	}
+	if procs := processesNaming(tmp); len(procs) > 0 {
+		t.Errorf("processes of the control plane left: %s", strings.Join(procs, "; "))
+	}
+}
+
+// processesNaming lists the processes (but this one) whose command line or
+// environment contains token: a directory only this test made.
+func processesNaming(token string) []string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []string
+	for _, d := range dirs {
+		if filepath.Base(d) == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		environ, _ := os.ReadFile(filepath.Join(d, "environ"))
+		if bytes.Contains(cmdline, []byte(token)) || bytes.Contains(environ, []byte(token)) {
+			out = append(out, filepath.Base(d)+": "+strings.ReplaceAll(string(bytes.TrimRight(cmdline, "\x00")), "\x00", " "))
+		}
+	}
+	return out
 }
 
 // TestValidateAPIServerBadUse: --apiserver judges at the helper's release
@@ -610,7 +652,7 @@ func TestValidateAPIServerInterrupted(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
 	f := writeFile(t, work, "csidriver.yaml", csiDriverNamed(refDriverName, ""))
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
+	tmp := ownTempDir(t, work)
 	s := startSim(t, "validate", "--apiserver", "-f", f)
 	time.Sleep(time.Second)
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
@@ -619,11 +661,5 @@ func TestValidateAPIServerInterrupted(t *testing.T) {
 	r := s.wait(t, 30*time.Second)
 	wantCode(t, r, 130)
 	oneLineError(t, r, "interrupted")
-	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
-	if len(after) > len(before) {
-		t.Errorf("temporary directories left: %v (before: %v)", after, before)
-	}
-	if out, _ := exec.Command("pgrep", "-f", "csi-kubelet-sim-validate").Output(); len(out) > 0 {
-		t.Errorf("processes of the control plane left: %s", out)
-	}
+	wantNothingLeft(t, tmp)
 }
