@@ -14,11 +14,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/internal/loopdev"
 )
 
 // ---------------------------------------------------------------------------
@@ -43,19 +44,15 @@ func fltLoopsUnder(dir string) []string {
 	return out
 }
 
-// fltDetachLoops detaches (LOOP_CLR_FD) the loop devices backed by files
-// under dir; for test clean-up after a failure.
+// fltDetachLoops detaches the loop devices backed by files under dir; for
+// test clean-up after a failure. Each is checked on its own descriptor and
+// cleared through it (loopdev): a number listed earlier may be another
+// process's by now.
 func fltDetachLoops(dir string) {
-	for _, l := range fltLoopsUnder(dir) {
-		name, _, _ := strings.Cut(l, ":")
-		f, err := os.OpenFile("/dev/"+name, os.O_RDONLY, 0)
-		if err != nil {
-			continue
-		}
-		const loopClrFD = 0x4C01
-		_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), loopClrFD, 0)
-		f.Close()
-	}
+	under := func(backing string) bool { return backing == dir || strings.HasPrefix(backing, dir+"/") }
+	_, _ = loopdev.DetachMatching(under, func(s loopdev.Status) bool {
+		return under(strings.TrimSuffix(s.BackingPath, " (deleted)"))
+	}, loopdev.DetachOptions{Tries: 50, Wait: 20 * time.Millisecond})
 }
 
 // fltAssertClean is assertNothingLeft plus: no loop device backed by a file
