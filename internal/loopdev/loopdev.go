@@ -283,15 +283,16 @@ func Attach(path string, readOnly bool) (Status, error) {
 		last = err
 		time.Sleep(10 * time.Millisecond)
 	}
-	return Status{}, fmt.Errorf("attach %s to a loop device: %w", b.Path, last)
+	return Status{}, fmt.Errorf("attach %s to a loop device: %d tries: %w", b.Path, attachTries, last)
 }
 
 // attachTries bounds the attach attempts that lose a device to another
 // process between LOOP_CTL_GET_FREE and LOOP_CONFIGURE.
 const attachTries = 20
 
-// errRace: another process took the free device first.
-var errRace = errors.New("another process took the free loop device")
+// errRace: another process took the free device first, or its node is not
+// there yet; the next try may do.
+var errRace = errors.New("try again")
 
 // attachFree attaches file (b) to the device LOOP_CTL_GET_FREE names.
 func attachFree(ctl, file int, b Backing, readOnly bool) (Status, error) {
@@ -307,7 +308,7 @@ func attachFree(ctl, file int, b Backing, readOnly bool) (Status, error) {
 	fd, err := unix.Open("/dev/"+name, mode|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		// devtmpfs makes the node of a new device a moment later.
-		return Status{}, fmt.Errorf("%w: /dev/%s not there yet", errRace, name)
+		return Status{}, fmt.Errorf("%w: /dev/%s does not exist (devtmpfs makes it a moment after LOOP_CTL_GET_FREE; a /dev without devtmpfs never)", errRace, name)
 	}
 	if err != nil {
 		return Status{}, &os.PathError{Op: "open", Path: "/dev/" + name, Err: err}
@@ -325,7 +326,7 @@ func attachFree(ctl, file int, b Backing, readOnly bool) (Status, error) {
 		err = setFD(fd, file, &cfg.Info) // before Linux 5.8
 	}
 	if errors.Is(err, unix.EBUSY) {
-		return Status{}, fmt.Errorf("%w: %s", errRace, name)
+		return Status{}, fmt.Errorf("%w: another process took %s first", errRace, name)
 	}
 	if err != nil {
 		return Status{}, fmt.Errorf("attach %s to %s: %w", b.Path, name, err)
