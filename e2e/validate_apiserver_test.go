@@ -325,10 +325,15 @@ func TestValidateAgreesWithAPIServer(t *testing.T) {
 	var mu sync.Mutex
 	seen := make([]bool, len(knownValidateDifferences))
 	t.Run("batches", func(t *testing.T) {
+		slots := make(chan struct{}, apiServersAtOnce)
 		for i, batch := range batches(validateDiffCases(t)) {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
-				ds := judgeBatch(t, batch)
+				ds := func() []difference {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+					return judgeBatch(t, batch)
+				}()
 				mu.Lock()
 				defer mu.Unlock()
 				for _, d := range ds {
@@ -355,6 +360,17 @@ func TestValidateAgreesWithAPIServer(t *testing.T) {
 	}
 }
 
+// apiServerRunLimit bounds one `validate --apiserver` run of a batch: above
+// the control plane's own readiness wait (60 s, cluster's waitReady), which
+// a loaded machine can use up, plus the judging after it. runSim's 60 s
+// killed such runs while they still waited (two clones' tests at once).
+const apiServerRunLimit = 4 * time.Minute
+
+// apiServersAtOnce: how many batches start a control plane at the same
+// time (each an API server and an etcd; more only make all of them slower
+// on a small machine).
+const apiServersAtOnce = 2
+
 // judgeBatch runs `validate --apiserver -o json` on a batch of cases and
 // returns the differences.
 func judgeBatch(t *testing.T, batch []diffCase) []difference {
@@ -369,7 +385,7 @@ func judgeBatch(t *testing.T, batch []diffCase) []difference {
 			args = append(args, writeFile(t, dir, f[0], f[1]))
 		}
 	}
-	r := runSim(t, args...)
+	r := runSimWithin(t, apiServerRunLimit, args...)
 	if r.Code != 0 && r.Code != 2 {
 		t.Fatalf("exit %d\n%s", r.Code, r)
 	}
