@@ -70,7 +70,7 @@ func (b *csiBlockMapper) newBlockVolumeMapper(ctx context.Context, v *volumeSpec
 		"attachmentID": AttachmentName(v.Handle, v.Driver, b.cfg.NodeName),
 	}
 	if err := b.fs.saveVolumeData(dataDir, data); err != nil {
-		return errors.New(pluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err))
+		return withCause(pluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err), err)
 	}
 	b.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	return nil
