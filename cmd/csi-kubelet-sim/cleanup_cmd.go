@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -97,9 +98,9 @@ func (co *cleanupOptions) run(ctx context.Context) error {
 			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
 		}
 	}
-	if err := ep.Check(); err != nil {
-		return withCode(exitEnvironment, err)
-	}
+	// A missing driver socket is no reason to refuse at once: what needs
+	// no driver (a control plane's dir, the directories of a run killed
+	// before it mounted anything) is finished without one (cleanupRoot).
 	locks, roots, err := lockCleanupRoots(o.RootDir, s)
 	if err != nil {
 		return err
@@ -182,6 +183,9 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, lock *node.
 	if err := cleanupControlPlane(ss, root); err != nil {
 		return err
 	}
+	if err := ep.Check(); err != nil {
+		return cleanupWithoutDriver(ctx, ss, root, lock, err)
+	}
 	ss.header()
 	// After the kubelet's teardown, what the run's sidecars left: detach,
 	// then delete (sidecars.Cleanup), with the root dir still locked.
@@ -192,6 +196,32 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, lock *node.
 	// calls take ctx); what they cut short is the interrupt's, not the
 	// driver's.
 	out.Interrupted = ctx.Err() != nil
+	exit := ss.exitErr(out)
+	ss.summary(out, exit)
+	return exit
+}
+
+// cleanupWithoutDriver finishes a root dir whose driver socket is
+// missing, when nothing its journals and records list needs the driver
+// (a run killed before anything was mounted: its directories); otherwise
+// it names what does and exits 3, having done what needed no driver (the
+// control plane's dir, removed before).
+func cleanupWithoutDriver(ctx context.Context, ss *session, root string, lock *node.RootLock, epErr error) error {
+	work, err := node.DriverWork(root)
+	if err != nil {
+		lock.Release()
+		return rootErr(fmt.Errorf("cleanup --root-dir %s: %w", root, err))
+	}
+	if sidecars.HasRecords(root) {
+		work = append(work, "the volumes and attachments the run's provisioner and attacher recorded (ControllerUnpublishVolume, DeleteVolume)")
+	}
+	if len(work) > 0 {
+		lock.Release()
+		return withCode(exitEnvironment, fmt.Errorf("%w; what remains under %s needs the driver: %s; start it and run cleanup again", epErr, root, strings.Join(work, ", ")))
+	}
+	ss.announce(fmt.Sprintf("no driver at %s: nothing the journals list needs it; what the run made is removed without it", ss.endpoint))
+	ss.header()
+	out := ss.kubelet.RecoverWithoutDriver(ctx)
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)
 	return exit
