@@ -342,7 +342,7 @@ func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *vo
 	}
 	publishPath := b.paths.BlockPublishPath(v.SpecName, string(pod.UID))
 	if _, err := b.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
-		return errors.New(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err))
+		return withCause(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err), err)
 	}
 	return nil
 }
@@ -362,7 +362,7 @@ func (b *csiBlockMapper) unmapDevice(ctx context.Context, v *volumeSpec) error {
 		}
 		if stage {
 			if err := b.nodeUnstageVolume(ctx, v.Handle, stagingPath); err != nil {
-				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err))
+				return withCause(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err), err)
 			}
 			if _, err := b.fs.removeOwnedTree(stagingPath); err != nil {
 				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to remove staging path after NodeUnstageVolume() error [%s]: %v", stagingPath, err))

@@ -174,7 +174,7 @@ func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) 
 	}
 	if stage {
 		if err := a.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
-			return fmt.Errorf("%s", pluginLog("attacher.UnmountDevice failed: %v", err))
+			return withCause(pluginLog("attacher.UnmountDevice failed: %v", err), err)
 		}
 	}
 	if err := a.removeMountDir(ctx, deviceMountPath); err != nil {

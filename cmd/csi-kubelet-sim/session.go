@@ -89,6 +89,7 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 		Tokens:   ss.tokens,
 		Command:  command,
 		Adopted:  rootDirs,
+		Force:    o.force,
 		RootLock: o.rootLock,
 	})
 	return ss

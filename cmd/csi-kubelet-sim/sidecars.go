@@ -137,7 +137,7 @@ func cleanupSidecars(ctx context.Context, ss *session, node csiclient.Endpoint, 
 	if err != nil {
 		return []error{err}
 	}
-	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout})
+	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout, Force: ss.opts.force})
 }
 
 // plannedSidecars are `plan`'s provisioner and attacher: those of `run`,
