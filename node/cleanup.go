@@ -161,6 +161,9 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 // directories is reported and left. Every other mount (another program's,
 // the real kubelet's) is not looked at.
 func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
+	if k.rootMoved(ctx, l) {
+		return
+	}
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(k.paths.Root))
 	if err != nil {
 		l.Errors = append(l.Errors, fmt.Errorf("read mountinfo: %w", err))
@@ -178,14 +181,43 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 		case k.inFlightMount(ctx, p, l):
 		case k.fs.isMountPath(p):
 			k.trace.Warn(ctx, "left mounted by the driver after it answered OK: "+p+" (unmounting it: the simulator made this path for the driver)")
-			l.Mounts = append(l.Mounts, p)
 			k.fs.unmountAll(p, l)
+			// Said unmounted only when mountinfo no longer has it: a mount
+			// laid over a directory above it hides it from umount(2).
+			if still, err := mountsAtOrUnder(p); err != nil || slices.Contains(still, p) {
+				k.trace.Warn(ctx, "still mounted after the simulator's unmount: "+p+" (another mount lies over the way to it); left mounted")
+				l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "left after the driver answered OK, and still in mountinfo after the simulator's unmount (another mount lies over the way to it)"})
+				continue
+			}
+			l.Mounts = append(l.Mounts, p)
 			k.fs.removeEmptyMountPath(p)
 		case k.insideOwned(p):
 			k.trace.Warn(ctx, "a mount the driver made inside the simulator's directories, not at a path it was given: "+p+" (left mounted)")
 			l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "not at a path the simulator handed out, so left mounted"})
 		}
 	}
+}
+
+// rootMoved reports a root dir that is no longer at its path: moved
+// (renamed) during the run, its descriptor, held since the run began,
+// says where it is now. The teardown's calls named the old paths; what is
+// mounted under the new one is reported from mountinfo, and left: the
+// simulator acts only at the paths it handed out.
+func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
+	now := k.fs.rootNow()
+	if now == "" || now == filepath.Clean(k.paths.Root) {
+		return false
+	}
+	mounts, err := mountsAtOrUnder(now)
+	if err != nil {
+		l.Errors = append(l.Errors, err)
+	}
+	l.Errors = append(l.Errors, fmt.Errorf("root dir %s was moved to %s during the run; nothing was checked or removed there (%d mounts under it)", k.paths.Root, now, len(mounts)))
+	k.trace.Warn(ctx, fmt.Sprintf("the root dir %s was moved to %s during the run: what is mounted there is left", k.paths.Root, now))
+	for _, m := range mounts {
+		l.Left = append(l.Left, Leftover{Path: m, What: "mount", Owner: OwnerDriver, Why: "under the root dir, moved during the run; left mounted"})
+	}
+	return true
 }
 
 // inFlightMount reports a mount at a path whose driver call an earlier
@@ -434,4 +466,26 @@ func mountsAtOrUnder(dir string) ([]string, error) {
 	}
 	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return slices.Compact(out), nil
+}
+
+// rootNow is where the root dir the run opened is now: the path of its
+// descriptor (the kernel follows renames), "" when it was never opened.
+func (f *fileSystem) rootNow() string {
+	f.mu.Lock()
+	fd := f.rootfd
+	f.mu.Unlock()
+	if fd <= 0 {
+		return ""
+	}
+	// Still the same directory at its path (however the path is spelt,
+	// through a symlinked parent too): not moved.
+	var atFD, atPath unix.Stat_t
+	if unix.Fstat(fd, &atFD) == nil && unix.Stat(f.root, &atPath) == nil && atFD.Dev == atPath.Dev && atFD.Ino == atPath.Ino {
+		return filepath.Clean(f.root)
+	}
+	now, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return ""
+	}
+	return now
 }
