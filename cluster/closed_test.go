@@ -194,3 +194,21 @@ func connectAs(t *testing.T, sock string, uid uint32) error {
 	}
 	return nil
 }
+
+// TestControlPlaneLongRoot: etcd's sockets are named relative to the
+// control plane dir, so a root dir whose socket paths would pass the
+// 108 bytes of a unix socket address still starts.
+func TestControlPlaneLongRoot(t *testing.T) {
+	needHelper(t)
+	root := filepath.Join(t.TempDir(), strings.Repeat("a-rather-long-directory-name-", 5))
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(filepath.Join(Dir(root), etcdClientSocket)); n <= 108 {
+		t.Fatalf("the socket path is %d bytes: not long enough to test", n)
+	}
+	cp := startForTest(t, Config{Root: root})
+	if err := cp.admin.do(context.Background(), http.MethodGet, "/api/v1/namespaces/default", nil, nil); err != nil {
+		t.Fatalf("admin reads namespace default: %v", err)
+	}
+}

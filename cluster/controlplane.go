@@ -144,10 +144,13 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	// etcd holds every object of the input, Secrets included, and has no
 	// authentication of its own here: it listens on unix sockets in the
 	// 0700 control plane dir only (the helper runs there), which no other
-	// user can enter; no TCP port of it exists.
+	// user can enter; no TCP port of it exists. The API server (in the
+	// helper, whose working dir that is) dials it by its relative name: an
+	// absolute one under a long root dir passes the 108 bytes of a unix
+	// socket address.
 	args := append([]string{"--etcd", etcdBin, "--etcd-data-dir", filepath.Join(dir, "etcd"), "--etcd-log", cp.EtcdLog,
 		"--etcd-client-socket", etcdClientSocket, "--etcd-peer-socket", etcdPeerSocket, "--"},
-		apiserverArgs(cfg, files, "unix://"+filepath.Join(dir, etcdClientSocket), ports[0], cp.AuditLog)...)
+		apiserverArgs(cfg, files, "unix://"+etcdClientSocket, ports[0], cp.AuditLog)...)
 	if cp.helper, err = startProcess(helperBin, args, cp.Log, dir); err != nil {
 		return cp, &StartError{What: err.Error()}
 	}
