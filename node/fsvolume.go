@@ -72,11 +72,11 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 		return f.seen(&ForeignFileError{Path: p, Why: "it appeared there while the simulator was making it"})
 	}
 	if err != nil {
-		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
+		return withCause(pluginLog("failed to save volume data file %s: %v", p, err), err)
 	}
 	defer file.Close()
 	if err := json.NewEncoder(file).Encode(data); err != nil {
-		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
+		return withCause(pluginLog("failed to save volume data file %s: %v", p, err), err)
 	}
 	return nil
 }

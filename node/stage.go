@@ -116,7 +116,7 @@ func (a *csiAttacher) saveStagingData(ctx context.Context, deviceMountPath strin
 	dataDir := filepath.Dir(deviceMountPath)
 	if err := a.fs.saveVolumeData(dataDir, data); err != nil {
 		a.removeMountDir(ctx, deviceMountPath)
-		return errors.New(pluginLog("failed to save volume info data: %v", err))
+		return withCause(pluginLog("failed to save volume info data: %v", err), err)
 	}
 	a.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	return nil
@@ -174,7 +174,7 @@ func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) 
 	}
 	if stage {
 		if err := a.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
-			return fmt.Errorf("%s", pluginLog("attacher.UnmountDevice failed: %v", err))
+			return withCause(pluginLog("attacher.UnmountDevice failed: %v", err), err)
 		}
 	}
 	if err := a.removeMountDir(ctx, deviceMountPath); err != nil {

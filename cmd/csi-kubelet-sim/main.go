@@ -4,8 +4,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -32,6 +35,14 @@ type teardownKey struct{}
 // enough not to be noticed.
 const sameDelivery = time.Second
 
+// stopSignals end a command with its teardown (exit 130): Ctrl-C, SIGTERM,
+// SIGHUP (the terminal or SSH session closed: the volumes must still be
+// unpublished; what the run prints then goes nowhere) and SIGQUIT (Ctrl-\,
+// whose goroutine dump Go's default handler would print before exiting 2
+// with everything left mounted: the dump is printed here, then the
+// teardown runs).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // interrupts returns a context that the first Ctrl-C (or SIGTERM) cancels,
 // ending the run and starting its teardown, and that carries a second
 // context, for the teardown, which a second signal cancels (one that comes
@@ -41,9 +52,9 @@ func interrupts(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	tctx, tcancel := context.WithCancel(context.WithoutCancel(parent))
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
-	go watchInterrupts(sigs, done, time.Now, cancel, tcancel)
+	go watchInterrupts(sigs, done, time.Now, func() { dumpGoroutines(os.Stderr) }, cancel, tcancel)
 	return context.WithValue(ctx, teardownKey{}, tctx), func() {
 		signal.Stop(sigs)
 		close(done)
@@ -55,11 +66,16 @@ func interrupts(parent context.Context) (context.Context, func()) {
 // watchInterrupts cancels the run at the first signal and the teardown at
 // the first one that comes sameDelivery or more after it; the signals in
 // between are copies of the first (a group signal) and count for nothing.
-func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, now func() time.Time, cancel, abandon func()) {
+// Each SIGQUIT first dumps the goroutines (what a user pressing Ctrl-\
+// asks for), then counts as any other signal.
+func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, now func() time.Time, dump, cancel, abandon func()) {
 	var first time.Time
 	for {
 		select {
-		case <-sigs:
+		case sig := <-sigs:
+			if sig == syscall.SIGQUIT {
+				dump()
+			}
 			t := now()
 			switch {
 			case first.IsZero():
@@ -72,6 +88,21 @@ func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, now func() tim
 			return
 		}
 	}
+}
+
+// dumpGoroutines writes every goroutine's stack, as Go's own SIGQUIT
+// handler does.
+func dumpGoroutines(w io.Writer) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= 64<<20 {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	fmt.Fprintf(w, "SIGQUIT: goroutine dump follows; then the teardown, as for SIGTERM\n%s\n", buf)
 }
 
 // teardownContext is the context a command tears down with after ctx

@@ -21,6 +21,8 @@ import (
 
 // commonOptions are the flags `run` and `plan` share.
 type commonOptions struct {
+	// force is `cleanup --force` (node.Config.Force).
+	force        bool
 	Filenames    []string
 	Recursive    bool
 	NodeName     string

@@ -89,6 +89,7 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 		Tokens:   ss.tokens,
 		Command:  command,
 		Adopted:  rootDirs,
+		Force:    o.force,
 		RootLock: o.rootLock,
 	})
 	return ss
@@ -172,13 +173,13 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		return withCode(exitUsage, err)
 	}
 	if out.MountErr != nil {
-		if node.IsInTheWay(out.MountErr) {
+		if node.IsInTheWay(out.MountErr) || isEnvironmentErr(out.MountErr) {
 			return withCode(exitEnvironment, out.MountErr)
 		}
 		return withCode(exitUsage, out.MountErr)
 	}
 	volErr := out.FirstVolumeError()
-	if volErr != nil && node.IsInTheWay(volErr) {
+	if volErr != nil && (node.IsInTheWay(volErr) || isEnvironmentErr(volErr)) {
 		return withCode(exitEnvironment, volErr)
 	}
 	// A call that failed but whose operation later succeeded on a retry
