@@ -98,8 +98,12 @@ func TestHiddenMountNotCalledUnmounted(t *testing.T) {
 	if !isMountPoint(target) {
 		t.Skip("the target's mount went after all")
 	}
-	if !strings.Contains(line, target) {
-		t.Errorf("the left behind line does not name the mount still at %s: %s", target, line)
+	// Named itself, or inside its volume's dir named as kept: the walk
+	// refuses the tmpfs over the volumes dir (a mount where the
+	// simulator's own dir was), so the volume, mount and all, is kept
+	// for cleanup.
+	if !strings.Contains(line, target) && !strings.Contains(line, "volume "+volDir+" (the simulator's: kept") {
+		t.Errorf("the left behind line names neither the mount still at %s nor its volume dir as kept: %s", target, line)
 	}
 	if r.Code == 0 {
 		t.Errorf("exit 0 with the mount at %s left", target)
