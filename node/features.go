@@ -200,6 +200,7 @@ func (f *FeatureGates) String() string {
 // with the same gates as its kubelet.
 func (f *FeatureGates) APIServerDefaults() manifests.Defaults {
 	return manifests.Defaults{
+		AttachRequiredPath:            f.version.CSIDriverAttachRequiredPath(),
 		PreventPodSchedulingIfMissing: f.Enabled(VolumeLimitScaling),
 		Dropped: manifests.DroppedFields{
 			ServiceAccountTokenInSecrets:       !f.Enabled(CSIServiceAccountTokenSecrets),

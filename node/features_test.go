@@ -169,6 +169,7 @@ func TestAPIServerDefaults(t *testing.T) {
 		{36, "VolumeLimitScaling=true", manifests.Defaults{PreventPodSchedulingIfMissing: true}},
 		{37, "", manifests.Defaults{PreventPodSchedulingIfMissing: true}},
 		{37, "VolumeLimitScaling=false", manifests.Defaults{Dropped: manifests.DroppedFields{PreventPodSchedulingIfMissing: true}}},
+		{38, "", manifests.Defaults{AttachRequiredPath: true, PreventPodSchedulingIfMissing: true}},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {

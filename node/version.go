@@ -204,3 +204,10 @@ func (v Version) NodeExpansionNotRequired() bool { return v.Minor >= 34 }
 // it, as every subresource's (WipeObjectMetaSystemFields), and checks
 // nothing (pkg/registry/core/serviceaccount/storage/token.go).
 func (v Version) TokenRequestKeepsUID() bool { return v.Minor >= 34 }
+
+// CSIDriverAttachRequiredPath: from 1.38 the API server's CSIDriver
+// validation names the field spec.attachRequired; up to 1.37 its errors
+// said spec.attachedRequired (pkg/apis/storage/validation
+// validateCSIDriverSpec and ValidateCSIDriverUpdate, v1.37.2 against
+// v1.38.0-beta.0).
+func (v Version) CSIDriverAttachRequiredPath() bool { return v.Minor >= 38 }
