@@ -211,3 +211,9 @@ func (v Version) TokenRequestKeepsUID() bool { return v.Minor >= 34 }
 // validateCSIDriverSpec and ValidateCSIDriverUpdate, v1.37.2 against
 // v1.38.0-beta.0).
 func (v Version) CSIDriverAttachRequiredPath() bool { return v.Minor >= 38 }
+
+// CSINodeOwnerFromLiveNode: from 1.38 the kubelet reads its Node right
+// before it creates the CSINode and names the live Node's UID as the
+// owner; up to 1.37 the UID it learnt on start (nodeinfomanager.go
+// CreateCSINode, v1.37.2 against v1.38.0-beta.0).
+func (v Version) CSINodeOwnerFromLiveNode() bool { return v.Minor >= 38 }

@@ -82,6 +82,7 @@ func TestVersionRules(t *testing.T) {
 		{"ExpansionByClaimStatus (11)", Version.ExpansionByClaimStatus, 31, 0},
 		{"TokenRequestKeepsUID (4.2)", Version.TokenRequestKeepsUID, 34, 0},
 		{"CSIDriverAttachRequiredPath (14.3)", Version.CSIDriverAttachRequiredPath, 38, 0},
+		{"CSINodeOwnerFromLiveNode (13)", Version.CSINodeOwnerFromLiveNode, 38, 0},
 	}
 	for _, r := range rules {
 		for minor := MinMinor; minor <= MaxMinor; minor++ {
