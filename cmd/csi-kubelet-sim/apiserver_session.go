@@ -9,9 +9,11 @@ import (
 
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
 )
@@ -34,6 +36,7 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	})
 	apiCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "API server"})
 	o.node = &cluster.NodeSide{CP: o.cp, Inner: plan.Controller, NodeName: ss.opts.NodeName,
+		StartNodeUID: registeredNodeUID(ss.opts.cluster, ss.opts.NodeName), OwnerFromLiveNode: ss.opts.release.CSINodeOwnerFromLiveNode(),
 		Note:    func(s string) { ss.trace.Note(apiCtx, false, s) },
 		Created: func() []cluster.Request { o.tail.Poll(); return o.tail.Requests() },
 		Done:    o.stop,
@@ -230,4 +233,13 @@ func (o *apiserverOptions) reportHeader(h loadreport.Header) loadreport.Header {
 		h.APIRequests = append(h.APIRequests, r.Time.Format("15:04:05.000")+" "+r.String())
 	}
 	return h
+}
+
+// registeredNodeUID is the UID of the Node the kubelet registered on
+// start (the API server's, put into the cluster by apiserverOptions.start).
+func registeredNodeUID(c *manifests.Cluster, name string) types.UID {
+	if n, ok := c.Node(name); ok {
+		return n.UID
+	}
+	return ""
 }

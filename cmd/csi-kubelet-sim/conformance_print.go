@@ -43,7 +43,7 @@ func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.Dri
 		return
 	}
 	w := p.s.Out
-	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", p.red.Text(info.Name), p.red.Text(info.VendorVersion), o.endpoint, o.release.Version, o.NodeName)
+	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", p.red.Text(info.Name), p.red.Text(info.VendorVersion), o.endpoint, o.release.Version.Label(), o.NodeName)
 	if strings.TrimSpace(o.FeatureGates) != "" {
 		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(o.FeatureGates), o.release.Version)
 	}
