@@ -200,6 +200,11 @@ type Config struct {
 	// VolumeAttributes are the PV's and the inline volume's
 	// volumeAttributes.
 	VolumeAttributes map[string]string
+	// InlineReadOnly makes the scenarios' inline volumes readOnly: true
+	// (csi.readOnly, --read-only): the kubelet then publishes them with
+	// readonly set (docs/kubelet.md §8), which drivers such as the
+	// secrets-store CSI driver require.
+	InlineReadOnly bool
 	// Focus and Skip select scenarios by name (nil: all, none).
 	Focus, Skip *regexp.Regexp
 	// Timeout is the kubelet's per-operation timeout (csiTimeout, 2m).

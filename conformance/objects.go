@@ -34,6 +34,7 @@ var source = manifests.Source{File: "(conformance)", Doc: 1}
 type podSpec struct {
 	persistent bool // a claim bound to the PV
 	inline     bool // an inline ephemeral volume
+	readOnly   bool // ... with csi.readOnly: true
 	accessMode corev1.PersistentVolumeAccessMode
 	fsGroup    *int64
 	seLinux    *corev1.SELinuxOptions
@@ -81,6 +82,10 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: inlineVolume, VolumeSource: corev1.VolumeSource{
 			CSI: &corev1.CSIVolumeSource{Driver: driver, VolumeAttributes: maps.Clone(attrs)},
 		}})
+		if spec.readOnly {
+			ro := true
+			pod.Spec.Volumes[len(pod.Spec.Volumes)-1].CSI.ReadOnly = &ro
+		}
 	}
 	for i, v := range pod.Spec.Volumes {
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,

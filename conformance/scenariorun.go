@@ -188,6 +188,7 @@ func (r *scenarioRun) pod(spec podSpec) *corev1.Pod {
 	if vol == nil {
 		vol = &Volume{}
 	}
+	spec.readOnly = spec.inline && r.env.cfg.InlineReadOnly
 	pod, err := buildPod(r.cluster, r.sc.Name, r.env.info.Name, r.env.cfg.NodeName, vol, r.env.cfg.VolumeAttributes, spec)
 	if err != nil {
 		r.fail("", "cannot build the scenario's objects: "+err.Error(), "")

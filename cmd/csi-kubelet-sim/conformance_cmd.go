@@ -33,6 +33,7 @@ type conformanceOptions struct {
 	Recursive        bool
 	VolumeHandle     string
 	VolumeAttributes map[string]string
+	ReadOnly         bool
 	Focus, Skip      string
 	JUnit            string
 	NodeName         string
@@ -53,6 +54,7 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	addFileFlags(fs, &o.Filenames, &o.Recursive, "the driver's CSIDriver object: a file, a directory or - (repeatable; files may also be given as arguments); without it, scenarios come from the driver's capabilities and the kubelet behaves as without a CSIDriver")
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "handle of a pre-provisioned volume for the PersistentVolume (default: a 1Gi volume made by CreateVolume when the driver has CREATE_DELETE_VOLUME, else "+conformance.DefaultVolumeHandle+")")
 	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
+	fs.BoolVar(&o.ReadOnly, "read-only", false, "make the inline volumes readOnly: true (csi.readOnly), as drivers such as the secrets-store CSI driver require: NodePublishVolume then has readonly set")
 	fs.StringVar(&o.Focus, "focus", "", "run only the scenarios whose name matches this regexp")
 	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
 	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
@@ -270,6 +272,7 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		CSIDriver:        obj,
 		VolumeHandle:     o.VolumeHandle,
 		VolumeAttributes: o.VolumeAttributes,
+		InlineReadOnly:   o.ReadOnly,
 		Focus:            o.focus,
 		Skip:             o.skip,
 		Timeout:          o.Timeout,
