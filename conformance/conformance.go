@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -205,6 +206,15 @@ type Config struct {
 	// readonly set (docs/kubelet.md §8), which drivers such as the
 	// secrets-store CSI driver require.
 	InlineReadOnly bool
+	// InlineAttributes are the inline volumes' volumeAttributes; nil:
+	// VolumeAttributes.
+	InlineAttributes map[string]string
+	// TestDriver is Kubernetes' external storage test driver definition
+	// (--testdriver), read from TestDriverFile: its declarations are
+	// checked against the driver (the testdriver/declarations scenario).
+	// Nil: none.
+	TestDriver     *testdriver.Definition
+	TestDriverFile string
 	// Focus and Skip select scenarios by name (nil: all, none).
 	Focus, Skip *regexp.Regexp
 	// Timeout is the kubelet's per-operation timeout (csiTimeout, 2m).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -34,6 +36,7 @@ type conformanceOptions struct {
 	VolumeHandle     string
 	VolumeAttributes map[string]string
 	ReadOnly         bool
+	TestDriver       string
 	Focus, Skip      string
 	JUnit            string
 	NodeName         string
@@ -45,6 +48,7 @@ type conformanceOptions struct {
 	apiserver        apiserverOptions
 
 	focus, skip *regexp.Regexp
+	testDriver  *testdriver.Definition
 	csiDrivers  []*storagev1.CSIDriver
 	cluster     *manifests.Cluster
 }
@@ -55,6 +59,7 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "handle of a pre-provisioned volume for the PersistentVolume (default: a 1Gi volume made by CreateVolume when the driver has CREATE_DELETE_VOLUME, else "+conformance.DefaultVolumeHandle+")")
 	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
 	fs.BoolVar(&o.ReadOnly, "read-only", false, "make the inline volumes readOnly: true (csi.readOnly), as drivers such as the secrets-store CSI driver require: NodePublishVolume then has readonly set")
+	fs.StringVar(&o.TestDriver, "testdriver", "", "Kubernetes' external storage test driver definition (the file of e2e.test -storage.testdriver, YAML or JSON), read strictly: its DriverInfo is checked against the driver and its InlineVolumes drive the inline volumes (docs/conformance.md)")
 	fs.StringVar(&o.Focus, "focus", "", "run only the scenarios whose name matches this regexp")
 	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
 	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
@@ -125,6 +130,9 @@ func (o *conformanceOptions) load(s streams) error {
 			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
 		}
 		o.NodeName = name
+	}
+	if err := o.loadTestDriver(s); err != nil {
+		return err
 	}
 	if len(o.Filenames) == 0 {
 		return nil
@@ -261,18 +269,14 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	}
 
 	host := conformance.Host{SELinux: hostHasSELinux()}
-	if err := o.checkSelection(info, obj, host); err != nil {
-		return err
-	}
-	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
-	p.rerun = o.rerunHint
-	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg := conformance.Config{
 		Conn:             o.apiserver.conn(dialer),
 		CSIDriver:        obj,
 		VolumeHandle:     o.VolumeHandle,
 		VolumeAttributes: o.VolumeAttributes,
 		InlineReadOnly:   o.ReadOnly,
+		TestDriver:       o.testDriver,
+		TestDriverFile:   o.TestDriver,
 		Focus:            o.focus,
 		Skip:             o.skip,
 		Timeout:          o.Timeout,
@@ -281,12 +285,18 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		NodeName:         o.NodeName,
 		Host:             host,
 		Parallel:         o.Parallel,
-		OnStart:          p.start,
-		OnResult:         p.result,
 		Teardown:         teardownContext(ctx),
 		Sensitive:        sensitive,
 		Input:            o.cluster,
 	}
+	o.inlineFromTestDriver(&cfg)
+	if err := o.checkSelection(cfg, info); err != nil {
+		return err
+	}
+	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
+	p.rerun = o.rerunHint
+	p.header(o, info, obj, root, len(created) > 0, host)
+	cfg.OnStart, cfg.OnResult = p.start, p.result
 	if err := o.hook(ctx, &cfg, api, p, red, &undo); err != nil {
 		return err
 	}
@@ -354,12 +364,12 @@ func writeJUnit(path string, rep *conformance.Report) error {
 
 // checkSelection refuses --focus/--skip that leave no scenario to run: a
 // run of nothing would pass.
-func (o *conformanceOptions) checkSelection(info *conformance.DriverInfo, obj *storagev1.CSIDriver, host conformance.Host) error {
+func (o *conformanceOptions) checkSelection(cfg conformance.Config, info *conformance.DriverInfo) error {
 	if o.focus == nil && o.skip == nil {
 		return nil
 	}
 	var names []string
-	for _, sc := range conformance.Derive(info, obj, host) {
+	for _, sc := range conformance.Scenarios(cfg, info) {
 		if (o.focus == nil || o.focus.MatchString(sc.Name)) && (o.skip == nil || !o.skip.MatchString(sc.Name)) {
 			return nil
 		}
@@ -401,4 +411,35 @@ func (o *conformanceOptions) admitFunc(ctx context.Context, s streams) (func(*co
 // the API server's version skew is judged against.
 func (o *conformanceOptions) commonOptions(s streams) *commonOptions {
 	return &commonOptions{rootDirFlag: o.rootDirFlag, releaseFlags: o.releaseFlags, lockAs: "conformance", warnOut: s.Err}
+}
+
+// loadTestDriver reads --testdriver strictly; a bad file is bad input
+// (exit 2), named with its field.
+func (o *conformanceOptions) loadTestDriver(s streams) error {
+	if o.TestDriver == "" {
+		return nil
+	}
+	def, err := testdriver.Load(o.TestDriver)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--testdriver: %w", err))
+	}
+	o.testDriver = def
+	if n := len(def.InlineVolumes); n > 1 {
+		warnTo(s)(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
+	}
+	return nil
+}
+
+// inlineFromTestDriver gives the inline volumes the definition's first
+// InlineVolumes entry: its attributes (over --volume-attributes) and its
+// readOnly (or --read-only's).
+func (o *conformanceOptions) inlineFromTestDriver(cfg *conformance.Config) {
+	if o.testDriver == nil || len(o.testDriver.InlineVolumes) == 0 {
+		return
+	}
+	v := o.testDriver.InlineVolumes[0]
+	cfg.InlineAttributes = map[string]string{}
+	maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
+	maps.Copy(cfg.InlineAttributes, v.Attributes)
+	cfg.InlineReadOnly = cfg.InlineReadOnly || v.ReadOnly
 }

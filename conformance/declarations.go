@@ -1,0 +1,118 @@
+package conformance
+
+// The test driver definition's declarations (--testdriver) against what
+// the driver answers: its name, the capabilities a CSI call can confirm,
+// its topology keys.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
+)
+
+// declarationsScenario is the name of the scenario that checks the test
+// driver definition.
+const declarationsScenario = "testdriver/declarations"
+
+// Scenarios are the scenarios of a run: with a test driver definition,
+// the check of its declarations first, then Derive's.
+func Scenarios(cfg Config, info *DriverInfo) []Scenario {
+	out := Derive(info, cfg.CSIDriver, cfg.Host)
+	if cfg.TestDriver == nil {
+		return out
+	}
+	decl := Scenario{Name: declarationsScenario,
+		Checks: "the test driver definition's DriverInfo.Name, Capabilities and TopologyKeys against GetPluginInfo, the capabilities and NodeGetInfo",
+		run:    checkDeclarations}
+	return append([]Scenario{decl}, out...)
+}
+
+// capabilityCall is a declared capability a CSI answer confirms.
+type capabilityCall struct {
+	capability string
+	answer     string // what confirms it, for messages
+	has        func(*DriverInfo) bool
+}
+
+// capabilityCalls are the capabilities the driver's answers confirm or
+// refute; the others need a cluster with real pods (UncheckedCapabilities).
+var capabilityCalls = []capabilityCall{
+	{testdriver.CapNodeExpansion, "NodeGetCapabilities has EXPAND_VOLUME", func(d *DriverInfo) bool { return d.HasNode(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) }},
+	{testdriver.CapControllerExpansion, "ControllerGetCapabilities has EXPAND_VOLUME", func(d *DriverInfo) bool {
+		return d.HasController(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME)
+	}},
+	{testdriver.CapVolumeMountGroup, "NodeGetCapabilities has VOLUME_MOUNT_GROUP", func(d *DriverInfo) bool {
+		return d.HasNode(csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	}},
+	{testdriver.CapSnapshotDataSource, "ControllerGetCapabilities has CREATE_DELETE_SNAPSHOT", func(d *DriverInfo) bool {
+		return d.HasController(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT)
+	}},
+	{testdriver.CapPVCDataSource, "ControllerGetCapabilities has CLONE_VOLUME", func(d *DriverInfo) bool {
+		return d.HasController(csi.ControllerServiceCapability_RPC_CLONE_VOLUME)
+	}},
+	{testdriver.CapCapacity, "ControllerGetCapabilities has GET_CAPACITY", func(d *DriverInfo) bool {
+		return d.HasController(csi.ControllerServiceCapability_RPC_GET_CAPACITY)
+	}},
+	// The kubelet sends SINGLE_NODE_SINGLE_WRITER for ReadWriteOncePod only
+	// to a driver with SINGLE_NODE_MULTI_WRITER (docs/kubelet.md §8).
+	{testdriver.CapReadWriteOncePod, "NodeGetCapabilities has SINGLE_NODE_MULTI_WRITER", func(d *DriverInfo) bool {
+		return d.HasNode(csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER)
+	}},
+	{testdriver.CapTopology, "NodeGetInfo has accessible_topology", func(d *DriverInfo) bool { return len(d.Topology) > 0 }},
+}
+
+// CheckedCapabilities are the capability names conformance checks against
+// the driver's answers.
+func CheckedCapabilities() []string {
+	out := make([]string, len(capabilityCalls))
+	for i, c := range capabilityCalls {
+		out[i] = c.capability
+	}
+	return out
+}
+
+// checkDeclarations: what the definition declares, the driver must answer;
+// what the driver answers but the definition does not declare is a note
+// (Kubernetes' suites would leave it untested).
+func checkDeclarations(_ context.Context, r *scenarioRun) {
+	def, file, info := r.env.cfg.TestDriver, r.env.cfg.TestDriverFile, r.env.info
+	if def.DriverInfo.Name != info.Name {
+		r.fail("", fmt.Sprintf("%s: DriverInfo.Name: %q declared, but GetPluginInfo answers %q", file, def.DriverInfo.Name, info.Name),
+			"the tests' StorageClasses, inline volumes and CSIDriver lookups use the declared name, and the kubelet finds the driver only by the name it registers")
+	}
+	var undeclared []string
+	for _, c := range capabilityCalls {
+		declared, offered := def.Has(c.capability), c.has(info)
+		switch {
+		case declared && !offered:
+			r.fail("", fmt.Sprintf("%s: DriverInfo.Capabilities.%s: declared, but not %s", file, c.capability, c.answer),
+				"the storage tests of that capability would fail against this driver")
+		case offered && !declared:
+			undeclared = append(undeclared, fmt.Sprintf("%s (%s)", c.capability, c.answer))
+		}
+	}
+	if len(undeclared) > 0 {
+		r.note("%s: the driver offers, but DriverInfo.Capabilities does not declare: %s; Kubernetes' storage tests leave them untested", file, strings.Join(undeclared, ", "))
+	}
+	for _, k := range def.DriverInfo.TopologyKeys {
+		if _, ok := info.Topology[k]; !ok {
+			r.fail("13", fmt.Sprintf("%s: DriverInfo.TopologyKeys: %q declared, but NodeGetInfo's accessible_topology has %v", file, k, slices.Sorted(maps.Keys(info.Topology))),
+				"the kubelet copies accessible_topology into the Node's labels, where the tests look for the declared keys")
+		}
+	}
+	var unchecked []string
+	for _, c := range testdriver.Capabilities {
+		if def.DriverInfo.Capabilities[c] && !slices.Contains(CheckedCapabilities(), c) {
+			unchecked = append(unchecked, c)
+		}
+	}
+	if len(unchecked) > 0 {
+		r.note("%s: declared, not checked against the driver's answers (no CSI call tells them; docs/conformance.md): %s", file, strings.Join(unchecked, ", "))
+	}
+}
