@@ -189,6 +189,7 @@ func (r *scenarioRun) pod(spec podSpec) *corev1.Pod {
 		vol = &Volume{}
 	}
 	spec.readOnly = spec.inline && r.env.cfg.InlineReadOnly
+	spec.class = r.env.cfg.Class
 	attrs := r.env.cfg.InlineAttributes
 	if attrs == nil {
 		attrs = r.env.cfg.VolumeAttributes

@@ -115,3 +115,47 @@ func TestConformanceTestDriver(t *testing.T) {
 		}
 	})
 }
+
+// TestConformanceTestDriverClass: StorageClass.FromFile's parameters,
+// fsType and mountOptions, SupportedMountOption and SupportedSizeRange.Min
+// reach CreateVolume and NodePublishVolume (the reference driver's echo
+// fault quotes each request).
+func TestConformanceTestDriverClass(t *testing.T) {
+	t.Parallel()
+	work := workDir(t)
+	drv := startRefDriver(t, work, "--fault", "CreateVolume=echo:1", "--fault", "NodePublishVolume=echo")
+	writeFile(t, work, "sc.yaml", `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: ref.csi.kubelet-sim.io
+parameters:
+  tier: gold
+  csi.storage.k8s.io/fstype: ext4
+  csi.storage.k8s.io/provisioner-secret-name: x
+mountOptions: [noatime]
+`)
+	td := writeFile(t, work, "testdriver.yaml", `StorageClass: {FromFile: sc.yaml}
+DriverInfo:
+  Name: ref.csi.kubelet-sim.io
+  SupportedSizeRange: {Min: 3Mi}
+  SupportedMountOption: {nodiratime: {}}
+`)
+	c := runConformance(t, work, drv.Sock, "--testdriver", td, "--focus", "^lifecycle/persistent$", "--parallel", "1")
+	v := c.summary.Volume
+	// The Go form of the request the fault quotes.
+	if v == nil || !strings.Contains(v.Error, `parameters:{key:"tier"  value:"gold"})`) || !strings.Contains(v.Error, `required_bytes:3145728}`) ||
+		!strings.Contains(v.Error, `mount:{fs_type:"ext4"  mount_flags:"noatime"  mount_flags:"nodiratime"}`) {
+		t.Errorf("CreateVolume %+v: want the class's parameters (no csi.storage.k8s.io/ keys), 3Mi, ext4, noatime and nodiratime", v)
+	}
+	wantCode(t, c.sim, 1)
+	// The same driver again (its CreateVolume fault is spent): the PV has
+	// the class's fsType and mount options, the kubelet's mount_flags.
+	c = runConformance(t, workDir(t), drv.Sock, "--testdriver", td, "--focus", "^lifecycle/persistent$", "--parallel", "1")
+	s := c.scenarios["lifecycle/persistent"]
+	if !strings.Contains(s.Message, `mount:{fs_type:"ext4"  mount_flags:"noatime"  mount_flags:"nodiratime"}`) {
+		t.Errorf("lifecycle/persistent: %q: want NodePublishVolume with ext4, noatime and nodiratime", s.Message)
+	}
+	if v := c.summary.Volume; v == nil || !strings.Contains(v.Description, "3Mi") {
+		t.Errorf("volume %+v: want a 3Mi one", v)
+	}
+}

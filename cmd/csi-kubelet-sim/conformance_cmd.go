@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
@@ -49,6 +51,7 @@ type conformanceOptions struct {
 
 	focus, skip *regexp.Regexp
 	testDriver  *testdriver.Definition
+	class       *conformance.VolumeClass
 	csiDrivers  []*storagev1.CSIDriver
 	cluster     *manifests.Cluster
 }
@@ -288,6 +291,7 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		Teardown:         teardownContext(ctx),
 		Sensitive:        sensitive,
 		Input:            o.cluster,
+		Class:            o.class,
 	}
 	o.inlineFromTestDriver(&cfg)
 	if err := o.checkSelection(cfg, info); err != nil {
@@ -424,6 +428,9 @@ func (o *conformanceOptions) loadTestDriver(s streams) error {
 		return withCode(exitUsage, fmt.Errorf("--testdriver: %w", err))
 	}
 	o.testDriver = def
+	if o.class, err = volumeClass(o.TestDriver, def, o.release.APIServerDefaults(), s); err != nil {
+		return withCode(exitUsage, fmt.Errorf("--testdriver: %w", err))
+	}
 	if n := len(def.InlineVolumes); n > 1 {
 		warnTo(s)(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
 	}
@@ -442,4 +449,59 @@ func (o *conformanceOptions) inlineFromTestDriver(cfg *conformance.Config) {
 	maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
 	maps.Copy(cfg.InlineAttributes, v.Attributes)
 	cfg.InlineReadOnly = cfg.InlineReadOnly || v.ReadOnly
+}
+
+// volumeClass is what the definition says of the provisioned volumes:
+// StorageClass.FromFile's parameters (without the external-provisioner's
+// own csi.storage.k8s.io/ keys), fsType and mountOptions, then
+// SupportedFsType (when the class names none and the default "" is not
+// supported), SupportedMountOption and RequiredMountOption, and
+// SupportedSizeRange.Min as the size. Nil when it says nothing of them.
+func volumeClass(file string, def *testdriver.Definition, defaults manifests.Defaults, s streams) (*conformance.VolumeClass, error) {
+	info := def.DriverInfo
+	c := &conformance.VolumeClass{}
+	if name := def.StorageClass.FromFile; name != "" {
+		path := testdriver.Path(file, name)
+		loader := &manifests.Loader{Defaults: defaults, Warn: warnTo(s)}
+		cl, err := loader.Load([]string{path})
+		if err != nil {
+			return nil, fmt.Errorf("%s: StorageClass.FromFile: %w", file, err)
+		}
+		classes := cl.StorageClasses()
+		if len(classes) != 1 {
+			return nil, fmt.Errorf("%s: StorageClass.FromFile: %s has %d StorageClass objects, want one", file, path, len(classes))
+		}
+		sc := classes[0]
+		c.Parameters = map[string]string{}
+		for k, v := range sc.Parameters {
+			switch {
+			case k == "csi.storage.k8s.io/fstype" || strings.EqualFold(k, "fstype"):
+				c.FsType = v
+			case !strings.HasPrefix(k, "csi.storage.k8s.io/"):
+				c.Parameters[k] = v
+			}
+		}
+		c.MountOptions = append(c.MountOptions, sc.MountOptions...)
+	}
+	if _, dflt := info.SupportedFsType[""]; c.FsType == "" && !dflt && len(info.SupportedFsType) > 0 {
+		c.FsType = slices.Sorted(maps.Keys(info.SupportedFsType))[0]
+	}
+	for _, set := range []map[string]struct{}{info.SupportedMountOption, info.RequiredMountOption} {
+		for _, opt := range slices.Sorted(maps.Keys(set)) {
+			if !slices.Contains(c.MountOptions, opt) {
+				c.MountOptions = append(c.MountOptions, opt)
+			}
+		}
+	}
+	if min := info.SupportedSizeRange.Min; min != "" {
+		q, err := resource.ParseQuantity(min)
+		if err != nil {
+			return nil, fmt.Errorf("%s: DriverInfo.SupportedSizeRange.Min: %q: %w", file, min, err)
+		}
+		c.Size = q
+	}
+	if c.Parameters == nil && c.FsType == "" && len(c.MountOptions) == 0 && c.Size.IsZero() {
+		return nil, nil
+	}
+	return c, nil
 }
