@@ -105,9 +105,7 @@ func TestConformanceTestDriver(t *testing.T) {
 		r := runSim(t, "conformance", "--endpoint", "unix://"+drv.Sock, "--testdriver", td)
 		wantCode(t, r, 2)
 		for _, want := range []string{
-			"--testdriver: " + td + ": 2 problems",
-			`unknown field "InlineVolume" (did you mean "InlineVolumes"?)`,
-			`unknown capability "nodeExpanson" in DriverInfo.Capabilities (did you mean "nodeExpansion"?)`,
+			"--testdriver: " + td + `: unknown field "InlineVolume" (did you mean "InlineVolumes"?); unknown capability "nodeExpanson" in DriverInfo.Capabilities (did you mean "nodeExpansion"?)`,
 		} {
 			if !strings.Contains(r.Stderr, want) {
 				t.Errorf("stderr %q: want %q", r.Stderr, want)

@@ -184,13 +184,11 @@ func Parse(file string, data []byte) (*Definition, error) {
 	if d.DriverInfo.Name == "" && len(problems) == 0 {
 		problems = append(problems, "DriverInfo.Name not set: the CSI driver's name, as GetPluginInfo answers it")
 	}
-	switch len(problems) {
-	case 0:
+	if len(problems) == 0 {
 		return &d, nil
-	case 1:
-		return nil, fmt.Errorf("%s: %s", file, problems[0])
 	}
-	return nil, fmt.Errorf("%s: %d problems:\n  %s", file, len(problems), strings.Join(problems, "\n  "))
+	// One line: errors are printed on one.
+	return nil, fmt.Errorf("%s: %s", file, strings.Join(problems, "; "))
 }
 
 // unknownCapabilities words each capability name the format does not

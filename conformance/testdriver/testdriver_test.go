@@ -110,7 +110,7 @@ func TestStrict(t *testing.T) {
 		{"driverInfo:\n  Name: x\n", `unknown field "driverInfo" (did you mean "DriverInfo"?)`},
 		{"DriverInfo:\n  Capabilities: {block: true}\n", "td.yaml: DriverInfo.Name not set"},
 		{"DriverInfo:\n  Name: x\n  Capabilities: {block: yes please}\n", "td.yaml:"},
-		{"DriverInfo:\n  Name: x\n  Capabilites: {}\n  Capabilities: {nodeExpanson: true}\n", "td.yaml: 2 problems"},
+		{"DriverInfo:\n  Name: x\n  Capabilites: {}\n  Capabilities: {nodeExpanson: true}\n", `td.yaml: unknown field "DriverInfo.Capabilites" (did you mean "DriverInfo.Capabilities"?); unknown capability "nodeExpanson"`},
 	} {
 		_, err := Parse("td.yaml", []byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
