@@ -158,8 +158,8 @@ func (o *conformanceOptions) load(s streams) error {
 	if len(o.csiDrivers) == 0 {
 		return withCode(exitUsage, fmt.Errorf("-f: no CSIDriver object in %s", strings.Join(o.Filenames, ", ")))
 	}
-	if n := len(c.Pods()) + len(c.PersistentVolumes()); n > 0 {
-		warnTo(s)(fmt.Sprintf("conformance builds its own pods and volumes: the %d Pod and PersistentVolume object(s) given are ignored", n))
+	if n := len(c.PersistentVolumes()); n > 0 {
+		warnTo(s)(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
 	}
 	return nil
 }
@@ -294,6 +294,7 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		Class:            o.class,
 	}
 	o.inlineFromTestDriver(&cfg)
+	o.fromPods(&cfg, info.Name, s)
 	if err := o.checkSelection(cfg, info); err != nil {
 		return err
 	}
@@ -471,17 +472,7 @@ func volumeClass(file string, def *testdriver.Definition, defaults manifests.Def
 		if len(classes) != 1 {
 			return nil, fmt.Errorf("%s: StorageClass.FromFile: %s has %d StorageClass objects, want one", file, path, len(classes))
 		}
-		sc := classes[0]
-		c.Parameters = map[string]string{}
-		for k, v := range sc.Parameters {
-			switch {
-			case k == "csi.storage.k8s.io/fstype" || strings.EqualFold(k, "fstype"):
-				c.FsType = v
-			case !strings.HasPrefix(k, "csi.storage.k8s.io/"):
-				c.Parameters[k] = v
-			}
-		}
-		c.MountOptions = append(c.MountOptions, sc.MountOptions...)
+		c = classOf(classes[0])
 	}
 	if _, dflt := info.SupportedFsType[""]; c.FsType == "" && !dflt && len(info.SupportedFsType) > 0 {
 		c.FsType = slices.Sorted(maps.Keys(info.SupportedFsType))[0]
@@ -504,4 +495,78 @@ func volumeClass(file string, def *testdriver.Definition, defaults manifests.Def
 		return nil, nil
 	}
 	return c, nil
+}
+
+// classOf is what a StorageClass says of its volumes: its parameters
+// without the external-provisioner's own csi.storage.k8s.io/ keys, its
+// fsType (csi.storage.k8s.io/fstype, or fstype), its mountOptions.
+func classOf(sc *storagev1.StorageClass) *conformance.VolumeClass {
+	c := &conformance.VolumeClass{Parameters: map[string]string{}}
+	for k, v := range sc.Parameters {
+		switch {
+		case k == "csi.storage.k8s.io/fstype" || strings.EqualFold(k, "fstype"):
+			c.FsType = v
+		case !strings.HasPrefix(k, "csi.storage.k8s.io/"):
+			c.Parameters[k] = v
+		}
+	}
+	c.MountOptions = slices.Clone(sc.MountOptions)
+	return c
+}
+
+// fromPods makes the first given Pod with a CSI volume of the driver the
+// source of the scenarios' volumes: its first inline volume's
+// volumeAttributes and readOnly, its first claim's StorageClass (see
+// classOf) and requested size. What it took is said on stderr.
+func (o *conformanceOptions) fromPods(cfg *conformance.Config, driver string, s streams) {
+	if o.cluster == nil {
+		return
+	}
+	for _, pod := range o.cluster.Pods() {
+		var took []string
+		inline, claim := false, false
+		for _, v := range pod.Spec.Volumes {
+			switch {
+			case v.CSI != nil && v.CSI.Driver == driver && !inline:
+				inline = true
+				cfg.InlineAttributes = maps.Clone(v.CSI.VolumeAttributes)
+				if cfg.InlineAttributes == nil {
+					cfg.InlineAttributes = map[string]string{}
+				}
+				cfg.InlineReadOnly = cfg.InlineReadOnly || (v.CSI.ReadOnly != nil && *v.CSI.ReadOnly)
+				took = append(took, fmt.Sprintf("the inline volume %q (volumeAttributes, readOnly %v)", v.Name, cfg.InlineReadOnly))
+			case v.PersistentVolumeClaim != nil && !claim:
+				if c := o.claimClass(pod.Namespace, v.PersistentVolumeClaim.ClaimName, driver); c != nil {
+					claim = true
+					cfg.Class = c
+					took = append(took, fmt.Sprintf("the claim %q's StorageClass and size", v.PersistentVolumeClaim.ClaimName))
+				}
+			}
+		}
+		if len(took) > 0 {
+			warnTo(s)(fmt.Sprintf("the scenarios' volumes follow pod %s/%s: %s", pod.Namespace, pod.Name, strings.Join(took, ", ")))
+			return
+		}
+	}
+	if n := len(o.cluster.Pods()); n > 0 {
+		warnTo(s)(fmt.Sprintf("conformance builds its own pods: none of the %d Pod(s) given has a CSI volume of %s, so they are ignored", n, driver))
+	}
+}
+
+// claimClass is the VolumeClass of a given claim whose StorageClass
+// provisions with the driver; nil otherwise.
+func (o *conformanceOptions) claimClass(namespace, name, driver string) *conformance.VolumeClass {
+	pvc, ok := o.cluster.PersistentVolumeClaim(namespace, name)
+	if !ok || pvc.Spec.StorageClassName == nil {
+		return nil
+	}
+	sc, ok := o.cluster.StorageClass(*pvc.Spec.StorageClassName)
+	if !ok || sc.Provisioner != driver {
+		return nil
+	}
+	c := classOf(sc)
+	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		c.Size = q
+	}
+	return c
 }
