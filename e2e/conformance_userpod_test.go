@@ -58,3 +58,27 @@ func TestConformanceUserPod(t *testing.T) {
 		t.Errorf("stderr %q: want %q", c.sim.Stderr, want)
 	}
 }
+
+// The secrets-store sample as a user gives it: no --volume-attributes, the
+// pod's own inline volume (secretProviderClass, readOnly) drives the
+// inline scenarios, and they pass against the secrets driver.
+func TestConformanceAPIServerSecretsStoreFromPod(t *testing.T) {
+	apiserverHelper(t)
+	work := workDir(t)
+	sim, root := startCommandWithDriver(t, "conformance", work, sample(t, "apiserver"),
+		"--focus", "^(lifecycle/ephemeral|tokens/volume-context)$")
+	r := sim.wait(t, simTimeout)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.Code, r)
+	}
+	for _, want := range []string{"PASS  lifecycle/ephemeral", "PASS  tokens/volume-context"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("output lacks %q\n%s", want, r.Stdout)
+		}
+	}
+	if want := `the scenarios' volumes follow pod default/web: the inline volume "secrets" (volumeAttributes, readOnly true)`; !strings.Contains(r.Stderr, want) {
+		t.Errorf("stderr lacks %q\n%s", want, r.Stderr)
+	}
+	assertNothingLeft(t, root, work)
+	assertNoControlPlane(t, root)
+}
