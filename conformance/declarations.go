@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 )
@@ -106,13 +107,44 @@ func checkDeclarations(_ context.Context, r *scenarioRun) {
 				"the kubelet copies accessible_topology into the Node's labels, where the tests look for the declared keys")
 		}
 	}
+	checkDeclaredObject(r, def, file, r.env.cfg.CSIDriver)
 	var unchecked []string
 	for _, c := range testdriver.Capabilities {
-		if def.DriverInfo.Capabilities[c] && !slices.Contains(CheckedCapabilities(), c) {
+		if def.DriverInfo.Capabilities[c] && !slices.Contains(CheckedCapabilities(), c) && !slices.Contains(objectCapabilities, c) {
 			unchecked = append(unchecked, c)
 		}
 	}
 	if len(unchecked) > 0 {
 		r.note("%s: declared, not checked against the driver's answers (no CSI call tells them; docs/conformance.md): %s", file, strings.Join(unchecked, ", "))
+	}
+}
+
+// objectCapabilities are the capabilities checked against the CSIDriver
+// object: the kubelet, not the driver, decides them from it.
+var objectCapabilities = []string{testdriver.CapSELinuxMount, testdriver.CapFsGroup}
+
+// checkDeclaredObject: what the definition declares that the kubelet
+// decides from the CSIDriver object (obj nil: none given, the kubelet
+// behaves as without one).
+func checkDeclaredObject(r *scenarioRun, def *testdriver.Definition, file string, obj *storagev1.CSIDriver) {
+	if len(def.InlineVolumes) > 0 {
+		switch {
+		case obj == nil:
+			r.fail("2", file+": InlineVolumes: declared, but no CSIDriver object was given (-f)", "the kubelet refuses inline volumes of a driver without a CSIDriver object")
+		case !slices.Contains(obj.Spec.VolumeLifecycleModes, storagev1.VolumeLifecycleEphemeral):
+			r.fail("2", fmt.Sprintf("%s: InlineVolumes: declared, but the CSIDriver's volumeLifecycleModes %q lack Ephemeral", file, obj.Spec.VolumeLifecycleModes), "the kubelet refuses inline volumes of this driver")
+		}
+	}
+	seLinux := obj != nil && isTrue(obj.Spec.SELinuxMount)
+	switch declared := def.Has(testdriver.CapSELinuxMount); {
+	case declared && !seLinux:
+		r.fail("6.2", file+": DriverInfo.Capabilities.seLinuxMount: declared, but the CSIDriver object has no seLinuxMount: true", "the kubelet mounts with the context= option only for a driver whose CSIDriver has seLinuxMount: true")
+	case seLinux && !declared:
+		r.note("%s: the CSIDriver has seLinuxMount: true, but DriverInfo.Capabilities does not declare seLinuxMount; Kubernetes' storage tests leave it untested", file)
+	}
+	if def.Has(testdriver.CapFsGroup) && obj != nil && obj.Spec.FSGroupPolicy != nil && *obj.Spec.FSGroupPolicy == storagev1.NoneFSGroupPolicy &&
+		!r.env.info.HasNode(csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP) {
+		r.fail("7.2", file+": DriverInfo.Capabilities.fsGroup: declared, but the CSIDriver's fsGroupPolicy is None and NodeGetCapabilities has no VOLUME_MOUNT_GROUP",
+			"the kubelet then neither changes the volume's ownership nor hands the fsGroup to the driver, so the pod's fsGroup never applies")
 	}
 }

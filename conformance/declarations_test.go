@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 )
@@ -100,5 +101,54 @@ func TestScenariosWithDefinition(t *testing.T) {
 	}
 	if s := Scenarios(Config{TestDriver: &testdriver.Definition{}}, info); s[0].Name != declarationsScenario || len(s) != len(Derive(info, nil, Host{}))+1 {
 		t.Errorf("with a definition: first %q, %d scenarios", s[0].Name, len(s))
+	}
+}
+
+// What the kubelet decides from the CSIDriver object: inline volumes need
+// the Ephemeral mode, seLinuxMount the object's seLinuxMount, fsGroup a
+// policy other than None (or VOLUME_MOUNT_GROUP).
+func TestDeclarationsAgainstCSIDriver(t *testing.T) {
+	doc := "DriverInfo:\n  Name: d.csi\n  Capabilities: {seLinuxMount: true, fsGroup: true}\nInlineVolumes: [{ReadOnly: true}]\n"
+	def, err := testdriver.Parse("td.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(obj *storagev1.CSIDriver, info *DriverInfo) *scenarioRun {
+		r := &scenarioRun{env: &runEnv{cfg: Config{TestDriver: def, TestDriverFile: "td.yaml", CSIDriver: obj}, info: info}}
+		checkDeclarations(context.Background(), r)
+		return r
+	}
+	info := &DriverInfo{Name: "d.csi"}
+	got := failures(run(nil, info))
+	for _, want := range []string{
+		"td.yaml: InlineVolumes: declared, but no CSIDriver object was given (-f)",
+		"td.yaml: DriverInfo.Capabilities.seLinuxMount: declared, but the CSIDriver object has no seLinuxMount: true",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no object: failures %q, want %q", got, want)
+		}
+	}
+	none := storagev1.NoneFSGroupPolicy
+	obj := csiDriver(func(s *storagev1.CSIDriverSpec) {
+		s.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+		s.FSGroupPolicy = &none
+	})
+	got = failures(run(obj, info))
+	for _, want := range []string{
+		`td.yaml: InlineVolumes: declared, but the CSIDriver's volumeLifecycleModes ["Persistent"] lack Ephemeral`,
+		"td.yaml: DriverInfo.Capabilities.fsGroup: declared, but the CSIDriver's fsGroupPolicy is None and NodeGetCapabilities has no VOLUME_MOUNT_GROUP",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Persistent only, fsGroupPolicy None: failures %q, want %q", got, want)
+		}
+	}
+	good := csiDriver(func(s *storagev1.CSIDriverSpec) {
+		s.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral}
+		s.SELinuxMount = ptr(true)
+		s.FSGroupPolicy = &none
+	})
+	withVMG := &DriverInfo{Name: "d.csi", Node: []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP}}
+	if r := run(good, withVMG); len(r.failures) > 0 {
+		t.Errorf("a matching object: %s", failures(r))
 	}
 }
