@@ -28,7 +28,7 @@ func Scenarios(cfg Config, info *DriverInfo) []Scenario {
 	if cfg.TestDriver == nil {
 		return out
 	}
-	decl := Scenario{Name: declarationsScenario,
+	decl := Scenario{Name: declarationsScenario, Section: "11",
 		Checks: "the test driver definition's DriverInfo.Name, Capabilities and TopologyKeys against GetPluginInfo, the capabilities and NodeGetInfo",
 		run:    checkDeclarations}
 	return append([]Scenario{decl}, out...)

@@ -97,6 +97,24 @@ func TestConformanceTestDriver(t *testing.T) {
 		}
 		wantCode(t, c.sim, 1)
 	})
+	t.Run("text", func(t *testing.T) {
+		t.Parallel()
+		work := workDir(t)
+		drv := startRefDriver(t, work)
+		td := refTestDriver(t)
+		r := runSim(t, "conformance", "--endpoint", "unix://"+drv.Sock, "--root-dir", filepath.Join(work, "root"), "--node-name", simNode,
+			"-f", writeFile(t, work, "csidriver.yaml", refCSIDriver), "--testdriver", td, "--focus", "^testdriver/", "-v")
+		wantCode(t, r, 0)
+		for _, want := range []string{
+			"  testdriver  " + td + ": DriverInfo.Name ref.csi.kubelet-sim.io, its declarations checked by testdriver/declarations",
+			"=== testdriver/declarations: the test driver definition's DriverInfo.Name",
+			"(docs/kubelet.md §11",
+		} {
+			if !strings.Contains(r.Stdout, want) {
+				t.Errorf("stdout lacks %q\n%s", want, r.Stdout)
+			}
+		}
+	})
 	t.Run("unknown-field", func(t *testing.T) {
 		t.Parallel()
 		work := workDir(t)
