@@ -439,16 +439,17 @@ func (o *conformanceOptions) loadTestDriver(s streams) error {
 }
 
 // inlineFromTestDriver gives the inline volumes the definition's first
-// InlineVolumes entry: its attributes (over --volume-attributes) and its
+// InlineVolumes entry: its attributes (--volume-attributes on top) and its
 // readOnly (or --read-only's).
 func (o *conformanceOptions) inlineFromTestDriver(cfg *conformance.Config) {
 	if o.testDriver == nil || len(o.testDriver.InlineVolumes) == 0 {
 		return
 	}
 	v := o.testDriver.InlineVolumes[0]
+	// What the command line says wins over the file.
 	cfg.InlineAttributes = map[string]string{}
-	maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
 	maps.Copy(cfg.InlineAttributes, v.Attributes)
+	maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
 	cfg.InlineReadOnly = cfg.InlineReadOnly || v.ReadOnly
 }
 
@@ -529,10 +530,9 @@ func (o *conformanceOptions) fromPods(cfg *conformance.Config, driver string, s 
 			switch {
 			case v.CSI != nil && v.CSI.Driver == driver && !inline:
 				inline = true
-				cfg.InlineAttributes = maps.Clone(v.CSI.VolumeAttributes)
-				if cfg.InlineAttributes == nil {
-					cfg.InlineAttributes = map[string]string{}
-				}
+				cfg.InlineAttributes = map[string]string{}
+				maps.Copy(cfg.InlineAttributes, v.CSI.VolumeAttributes)
+				maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
 				cfg.InlineReadOnly = cfg.InlineReadOnly || (v.CSI.ReadOnly != nil && *v.CSI.ReadOnly)
 				took = append(took, fmt.Sprintf("the inline volume %q (volumeAttributes, readOnly %v)", v.Name, cfg.InlineReadOnly))
 			case v.PersistentVolumeClaim != nil && !claim:
