@@ -207,6 +207,12 @@ const conformanceExample = `  # every scenario the CSIDriver object calls for
   # only the token scenarios, verbose, with a JUnit report for CI
   csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml
 
+  # from the driver's Kubernetes storage test definition (e2e.test -storage.testdriver)
+  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock -f csidriver.yaml --testdriver test-driver.yaml
+
+  # a driver that, like the secrets-store CSI driver, needs read-only inline volumes
+  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock -f csidriver.yaml --read-only --volume-attributes secretProviderClass=db
+
   # with a real API server; start the driver with KUBECONFIG=/tmp/driver.kubeconfig
   csi-kubelet-sim conformance --apiserver --endpoint /run/csi/csi.sock -f deploy/ --driver-kubeconfig /tmp/driver.kubeconfig`
 
