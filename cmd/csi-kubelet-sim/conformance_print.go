@@ -52,6 +52,9 @@ func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.Dri
 	} else {
 		fmt.Fprintf(w, "  CSIDriver   none given: scenarios from the driver's capabilities; the kubelet behaves as without one (attach required, persistent volumes only)\n")
 	}
+	if o.testDriver != nil {
+		fmt.Fprintf(w, "  testdriver  %s: DriverInfo.Name %s, its declarations checked by testdriver/declarations\n", o.TestDriver, p.red.Text(o.testDriver.DriverInfo.Name))
+	}
 	fmt.Fprintf(w, "  node        %s\n", listOrNone(info.NodeCapabilityNames()))
 	controller := "no controller service"
 	if info.Controller {
