@@ -104,6 +104,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	plan := ss.plan(ctx, 0, node.RunningSchedule{})
 	// The same provisioner and attacher as `run`, answered by the plan.
 	plan.Controller = plannedSidecars(ss, conn)
+	plan.ProvisionDefault = ss.provisionDefault(false)
 	out := ss.lifecycle(ctx, plan)
 	exit := ss.exitErr(out)
 	hdr := ss.reportHeader(out, exit)

@@ -134,6 +134,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.sidecars.controller
+	plan.ProvisionDefault = ss.provisionDefault(o.sidecars.KeepVolumes)
 	o.apiserver.attach(ctx, ss, &plan)
 	out := ss.lifecycle(ctx, plan)
 	o.apiserver.finish(ss, out)
