@@ -27,6 +27,9 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	for _, line := range o.announcements() {
 		ss.announce(line)
 	}
+	if k, ok := ss.opts.api.(*kubeletTokenRequests); ok {
+		k.traceTo(ss.trace)
+	}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.stopTail = cancel
 	driverCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "driver", Operation: "API request"})
