@@ -47,20 +47,28 @@ func handlesOf(cs []traceLine, method string) []string {
 // answered, DeleteVolume of it comes last, nothing is left. Before the
 // change both answered NodeStageVolume of sim-volume-1 with NotFound.
 func TestDefaultPodProvisioned(t *testing.T) {
+	strict := func(t *testing.T, work string) *driverProc { return startRefDriver(t, work, "--strict-volumes") }
 	cases := []struct {
 		name  string
 		start func(t *testing.T, work string) *driverProc
+		extra []string
 	}{
-		{"refdriver", func(t *testing.T, work string) *driverProc { return startRefDriver(t, work, "--strict-volumes") }},
-		{"mock", func(t *testing.T, work string) *driverProc { return startMock(t, work) }},
+		{"refdriver", strict, nil},
+		{"mock", func(t *testing.T, work string) *driverProc { return startMock(t, work) }, nil},
+		// The claim and its class are created through the API server,
+		// so that the provisioner's PV binds the claim it has.
+		{"refdriver-apiserver", strict, []string{"--apiserver"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.extra) > 0 {
+				apiserverHelper(t)
+			}
 			t.Parallel()
 			work := workDir(t)
 			drv := tc.start(t, work)
 			root := filepath.Join(work, "root")
-			r, cs, notes := defaultPodRun(t, "run", "--endpoint", "unix://"+drv.Sock, "--root-dir", root)
+			r, cs, notes := defaultPodRun(t, "run", append([]string{"--endpoint", "unix://" + drv.Sock, "--root-dir", root}, tc.extra...)...)
 			wantCode(t, r, 0)
 			assertNothingLeft(t, root, work)
 			if len(notes) != 1 || !strings.Contains(notes[0], "offers CREATE_DELETE_VOLUME") || !strings.Contains(notes[0], "is provisioned") {
