@@ -54,8 +54,12 @@ func (ss *session) defaultVolumeText(provision bool, why, driver string, keep bo
 		if handle == "" {
 			handle = manifests.DefaultVolumeHandle
 		}
-		return fmt.Sprintf("%s: claim default/%s is bound to PersistentVolume %s, volumeHandle %q, not provisioned (the driver must know that volume; --volume-handle names one of its own)",
-			why, manifests.DefaultClaimName, manifests.DefaultPVName, handle)
+		hint := "--volume-handle names one of its own"
+		if ss.command == "run" && ss.opts.VolumeHandle == "" {
+			hint += "; a controller on another socket: --controller-endpoint"
+		}
+		return fmt.Sprintf("%s: claim default/%s is bound to PersistentVolume %s, volumeHandle %q, not provisioned (the driver must know that volume; %s)",
+			why, manifests.DefaultClaimName, manifests.DefaultPVName, handle, hint)
 	}
 	class := manifests.DefaultClassName + ", made here"
 	if sc := ss.opts.cluster.DriverClass(driver); sc != nil {
