@@ -126,7 +126,8 @@ func (o *apiserverOptions) start(ctx context.Context, co *commonOptions, ep csic
 			return withCode(exitEnvironment, err)
 		}
 	}
-	co.api = o.cp.KubeletTokens()
+	// The kubelet's TokenRequests are lines of the trace (attach).
+	co.api = &kubeletTokenRequests{api: o.cp.KubeletTokens()}
 	if err := o.writeKubeconfig(ctx, docs); err != nil {
 		return apiserverError(err)
 	}

@@ -28,6 +28,9 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	for _, line := range o.announcements() {
 		ss.announce(line)
 	}
+	if k, ok := ss.opts.api.(*kubeletTokenRequests); ok {
+		k.traceTo(ss.trace)
+	}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.stopTail = cancel
 	driverCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "driver", Operation: "API request"})
@@ -115,7 +118,11 @@ func (o *apiserverOptions) createDefaultPod(ctx context.Context, ss *session, po
 		return err
 	}
 	d.Source = "the default pod"
-	applied, err := o.cp.Apply(ctx, []cluster.Document{d}, cluster.ApplyOptions{NodeName: ss.opts.NodeName})
+	docs, err := defaultPodClaims(ss.opts.cluster, pod)
+	if err != nil {
+		return err
+	}
+	applied, err := o.cp.Apply(ctx, append(docs, d), cluster.ApplyOptions{NodeName: ss.opts.NodeName})
 	if err != nil {
 		return apiserverError(err)
 	}
@@ -126,6 +133,36 @@ func (o *apiserverOptions) createDefaultPod(ctx context.Context, ss *session, po
 		*pod = *p
 	}
 	return nil
+}
+
+// defaultPodClaims are the provisioned default volume's claim and the
+// StorageClass made for it (not the input's, created already): the
+// provisioner's PV binds the claim the API server has.
+func defaultPodClaims(c *manifests.Cluster, pod *corev1.Pod) ([]cluster.Document, error) {
+	var objs []any
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, ok := c.PersistentVolumeClaim(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		if !ok || claim.Spec.StorageClassName == nil || c.SourceOf("PersistentVolumeClaim", claim.Namespace, claim.Name) != manifests.DefaultPodSource {
+			continue
+		}
+		if sc, ok := c.StorageClass(*claim.Spec.StorageClassName); ok && c.SourceOf("StorageClass", "", sc.Name) == manifests.DefaultPodSource {
+			objs = append(objs, sc)
+		}
+		objs = append(objs, claim)
+	}
+	var docs []cluster.Document
+	for _, obj := range objs {
+		d, err := document(c, obj)
+		if err != nil {
+			return nil, err
+		}
+		d.Source = "the default pod"
+		docs = append(docs, d)
+	}
+	return docs, nil
 }
 
 // createScheduled creates the pods a schedule added (load's copies and

@@ -39,7 +39,10 @@ NodeUnstageVolume and the kubelet's clean-up. Nothing is left behind.
 Manifests come from -f and from the arguments (files, directories, - for
 stdin), or with --kubeconfig and --pod from a running cluster: the pod and
 what its volumes reference, read-only. Without a Pod, a default pod with one volume per lifecycle mode the
-CSIDriver allows is used, and the trace says so. An input with nothing the
+CSIDriver allows is used, and the trace says so; its persistent volume is
+provisioned (a claim of a StorageClass of the driver) when the driver's
+controller offers CREATE_DELETE_VOLUME, else a PV with the handle
+sim-volume-1 (--volume-handle: one of the driver's own). An input with nothing the
 kubelet reads, or pods with no CSI volume of the driver, exits 2.
 
 A claim with a StorageClass of the driver and no PV is provisioned first, as
@@ -134,6 +137,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.sidecars.controller
+	plan.ProvisionDefault = ss.provisionDefault(o.sidecars.KeepVolumes)
 	o.apiserver.attach(ctx, ss, &plan)
 	out := ss.lifecycle(ctx, plan)
 	o.apiserver.finish(ss, out)

@@ -86,7 +86,7 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 		Cluster:  o.cluster,
 		Conn:     conn,
 		Trace:    ss.trace,
-		Tokens:   ss.tokens,
+		Tokens:   ss.tokenIssuer(),
 		Command:  command,
 		Adopted:  rootDirs,
 		Force:    o.force,
