@@ -56,6 +56,9 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 	}
 	f.remember(p)
 	f.note(journalRecord{Kind: recordVolData, Path: dir, Data: data})
+	if err := f.journalFailed(); err != nil {
+		return err
+	}
 	var file *os.File
 	var err error
 	if statErr == nil {

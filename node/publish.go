@@ -199,7 +199,9 @@ func (k *csiPlugin) nodePublishVolume(ctx context.Context, req *csi.NodePublishV
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
-	k.fs.callStarted("NodePublishVolume", req.TargetPath)
+	if err := k.fs.callStarted("NodePublishVolume", req.TargetPath); err != nil {
+		return err
+	}
 	_, err = k.nodeClient.NodePublishVolume(ctx, req)
 	k.fs.callEnded("NodePublishVolume", req.TargetPath)
 	return classifyRPC(err)

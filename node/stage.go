@@ -137,7 +137,9 @@ func (k *csiPlugin) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolum
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
-	k.fs.callStarted("NodeStageVolume", req.StagingTargetPath)
+	if err := k.fs.callStarted("NodeStageVolume", req.StagingTargetPath); err != nil {
+		return err
+	}
 	_, err = k.nodeClient.NodeStageVolume(ctx, req)
 	k.fs.callEnded("NodeStageVolume", req.StagingTargetPath)
 	return classifyRPC(err)
