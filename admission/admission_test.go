@@ -3,7 +3,10 @@ package admission
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -207,7 +210,7 @@ func TestFailures(t *testing.T) {
 		msg     string
 	}{
 		{"denied", srv.URL + "/deny", ca.caPEM, 10, Denied, `admission webhook "w.example.com" denied the request: pods need the team label`},
-		{"unreachable", "https://127.0.0.1:1/x", ca.caPEM, 10, CallFailed, `failed calling webhook "w.example.com"`},
+		{"unreachable", "https://" + refusedAddr(t) + "/x", ca.caPEM, 10, CallFailed, `failed calling webhook "w.example.com"`},
 		{"wrong CA", srv.URL + "/deny", other.caPEM, 10, CallFailed, "certificate signed by unknown authority"},
 		{"malformed answer", srv.URL + "/malformed", ca.caPEM, 10, CallFailed, `failed calling webhook "w.example.com"`},
 		{"timeout", srv.URL + "/slow", ca.caPEM, 1, CallFailed, "context deadline exceeded"},
@@ -383,4 +386,25 @@ func TestOtherKinds(t *testing.T) {
 	if err != nil || !r.Webhooks[1].Called || out.(*corev1.Pod).Labels["seen"] != "yes" {
 		t.Errorf("pod in a namespace a webhook labelled: %v %+v", err, r.Webhooks[1])
 	}
+}
+
+// refusedAddr is an address on 127.0.0.1 that refuses connections and that
+// no other process can take while the test runs: a TCP port bound without
+// listening (and without SO_REUSEADDR). A fixed port such as 1 is the
+// machine's: another program may listen there.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,6 +31,30 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("%s: the API server refused %s %s: %s", e.Source, e.Kind, e.Name, e.Err)
 }
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// ServerFailed tells whether the API server did not judge the object at
+// all: no answer (the server or its etcd died, the connection broke) or
+// an answer saying it could not serve (502, 503, 504: etcd unreachable,
+// a timeout). That is the environment (exit 3), not the input.
+func (e *RefusedError) ServerFailed() bool {
+	var se *StatusError
+	if !errors.As(e.Err, &se) {
+		return true
+	}
+	switch se.Code {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// ServerError tells whether the API server answered with an error of its
+// own (5xx) or not at all: then whether it is still running decides
+// whose the failure is (a webhook that failed is a 500 too).
+func (e *RefusedError) ServerError() bool {
+	var se *StatusError
+	return e.ServerFailed() || errors.As(e.Err, &se) && se.Code >= 500
+}
 
 // Applied is what Apply made: the objects as the API server returned
 // them (server-set UIDs, defaults, the webhooks' changes), in the order

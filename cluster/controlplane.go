@@ -77,6 +77,13 @@ func (e *StartError) Error() string {
 	return fmt.Sprintf("the API server did not start: %s (log: %s)", e.What, e.Log)
 }
 
+// etcd's unix sockets in the control plane dir, named as etcd 3.4 wants a
+// unix URL's host (NAME:PORT; the port means nothing).
+const (
+	etcdClientSocket = "etcd-client:2379"
+	etcdPeerSocket   = "etcd-peer:2380"
+)
+
 // Dir is where the control plane of a run on root lives.
 func Dir(root string) string { return filepath.Join(root, ".csi-kubelet-sim", "apiserver") }
 
@@ -114,14 +121,14 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err != nil {
 		return cp, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(1)
 	if err != nil {
 		return cp, err
 	}
 	if cfg.Port != 0 {
-		ports[2] = cfg.Port
+		ports[0] = cfg.Port
 	}
-	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 	cp.CAFile, cp.AuditLog = files.ca, filepath.Join(dir, "audit.log")
 	cp.Log, cp.EtcdLog = filepath.Join(dir, "apiserver.log"), filepath.Join(dir, "etcd.log")
 	cp.Warnings = &Warnings{}
@@ -134,9 +141,16 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		return cp, err
 	}
 	cp.driverCert = files.driver
+	// etcd holds every object of the input, Secrets included, and has no
+	// authentication of its own here: it listens on unix sockets in the
+	// 0700 control plane dir only (the helper runs there), which no other
+	// user can enter; no TCP port of it exists. The API server (in the
+	// helper, whose working dir that is) dials it by its relative name: an
+	// absolute one under a long root dir passes the 108 bytes of a unix
+	// socket address.
 	args := append([]string{"--etcd", etcdBin, "--etcd-data-dir", filepath.Join(dir, "etcd"), "--etcd-log", cp.EtcdLog,
-		"--etcd-client-port", strconv.Itoa(ports[0]), "--etcd-peer-port", strconv.Itoa(ports[1]), "--"},
-		apiserverArgs(cfg, files, ports, cp.AuditLog)...)
+		"--etcd-client-socket", etcdClientSocket, "--etcd-peer-socket", etcdPeerSocket, "--"},
+		apiserverArgs(cfg, files, "unix://"+etcdClientSocket, ports[0], cp.AuditLog)...)
 	if cp.helper, err = startProcess(helperBin, args, cp.Log, dir); err != nil {
 		return cp, &StartError{What: err.Error()}
 	}
@@ -221,15 +235,18 @@ rules:
 // helpers of both. A flag of a later release must be given by the
 // helper's release (ControlPlane.Version), as kube-apiserver refuses a flag
 // it does not know.
-func apiserverArgs(cfg Config, f files, ports []int, audit string) []string {
+func apiserverArgs(cfg Config, f files, etcd string, port int, audit string) []string {
 	issuer := cfg.Issuer
 	if issuer == "" {
 		issuer = tokens.DefaultIssuer
 	}
 	args := []string{
-		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		"--etcd-servers", etcd,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(ports[2]), "--cert-dir", filepath.Join(filepath.Dir(f.ca), "certs"),
+		// Every client of the run has a certificate of its CA or a token:
+		// an anonymous request (any local user) gets 401.
+		"--anonymous-auth=false",
+		"--secure-port", strconv.Itoa(port), "--cert-dir", filepath.Join(filepath.Dir(f.ca), "certs"),
 		"--tls-cert-file", f.serving, "--tls-private-key-file", f.servingKey,
 		"--client-ca-file", f.ca,
 		"--authorization-mode", "Node,RBAC", "--enable-admission-plugins", "NodeRestriction",
@@ -297,6 +314,24 @@ func (cp *ControlPlane) waitReady(ctx context.Context, wait time.Duration) error
 		if err == nil {
 			return nil
 		}
+	}
+}
+
+// ExitedWithin tells whether the helper (kube-apiserver, with etcd) is
+// gone or goes within grace: a request that failed meanwhile failed
+// because of it (etcd died: the helper exits at once, but its answer to a
+// request may come first).
+func (cp *ControlPlane) ExitedWithin(grace time.Duration) bool {
+	if cp == nil || cp.helper == nil {
+		return false
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-cp.helper.exited:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -36,6 +36,13 @@ type NodeSide struct {
 	// Remove are objects made for these pods alone (a conformance
 	// scenario's volume and claim), deleted after them.
 	Remove []Object
+	// StartNodeUID is the Node's UID as the kubelet learnt it on start:
+	// up to 1.37 the CSINode's owner ("" writes none).
+	StartNodeUID types.UID
+	// OwnerFromLiveNode (1.38, node.Version.CSINodeOwnerFromLiveNode):
+	// the kubelet reads its Node right before it creates the CSINode and
+	// makes the live Node, by its current UID, the owner.
+	OwnerFromLiveNode bool
 
 	pods map[types.UID]*corev1.Pod
 }
@@ -68,11 +75,33 @@ func (n *NodeSide) Prepare(ctx context.Context, reg *node.Registration, pods []*
 	}
 	csiNode := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: n.NodeName}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{reg.CSINodeDriver}}}
 	csiNode.APIVersion, csiNode.Kind = "storage.k8s.io/v1", "CSINode"
+	owner, err := n.csiNodeOwner(ctx)
+	if err != nil {
+		return err
+	}
+	if owner != "" {
+		csiNode.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.NodeName, UID: owner}}
+	}
 	if err := n.CP.kubelet.do(ctx, http.MethodPost, "/apis/storage.k8s.io/v1/csinodes", csiNode, nil); err != nil && !isAlreadyExists(err) {
 		return fmt.Errorf("API server: CSINode %s: %w", n.NodeName, err)
 	}
 	n.note("wrote CSINode %s (driver %s, node ID %s, topology keys %v)", n.NodeName, reg.DriverName, reg.NodeID, reg.CSINodeDriver.TopologyKeys)
 	return nil
+}
+
+// csiNodeOwner is the UID the CSINode's owner reference names: from 1.38
+// the live Node's, read just before (nodeinfomanager.go CreateCSINode),
+// up to 1.37 the one the kubelet learnt on start.
+func (n *NodeSide) csiNodeOwner(ctx context.Context) (types.UID, error) {
+	if !n.OwnerFromLiveNode {
+		return n.StartNodeUID, nil
+	}
+	live := &corev1.Node{}
+	if err := n.CP.kubelet.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(n.NodeName), nil, live); err != nil {
+		return "", fmt.Errorf("API server: Node %s (read before the CSINode is created): %w", n.NodeName, err)
+	}
+	n.note("read Node %s (UID %s): the CSINode's owner", n.NodeName, live.UID)
+	return live.UID, nil
 }
 
 func (n *NodeSide) labelNode(ctx context.Context, reg *node.Registration) error {

@@ -26,7 +26,9 @@ import (
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -99,6 +101,7 @@ type Volume struct {
 	// end; otherwise pre-provisioned (--volume-handle, or the default).
 	Created bool
 	Name    string // the CreateVolume name
+	Size    string // the CreateVolume size ("": 1Gi)
 	// Err is a failed CreateVolume or DeleteVolume.
 	Err error
 	// Extra counts the further volumes CreateVolume made (and DeleteVolume
@@ -116,7 +119,11 @@ func (v *Volume) Describe() string {
 		if v.Extra > 0 {
 			more = fmt.Sprintf("; %d more like it for scenarios running side by side", v.Extra)
 		}
-		return fmt.Sprintf("created by CreateVolume (name %s, 1Gi) as %q, deleted with DeleteVolume at the end%s", v.Name, v.Handle, more)
+		size := v.Size
+		if size == "" {
+			size = volumeSize
+		}
+		return fmt.Sprintf("created by CreateVolume (name %s, %s) as %q, deleted with DeleteVolume at the end%s", v.Name, size, v.Handle, more)
 	}
 	if v.Handle == "" {
 		return "none"
@@ -200,6 +207,24 @@ type Config struct {
 	// VolumeAttributes are the PV's and the inline volume's
 	// volumeAttributes.
 	VolumeAttributes map[string]string
+	// InlineReadOnly makes the scenarios' inline volumes readOnly: true
+	// (csi.readOnly, --read-only): the kubelet then publishes them with
+	// readonly set (docs/kubelet.md §8), which drivers such as the
+	// secrets-store CSI driver require.
+	InlineReadOnly bool
+	// InlineAttributes are the inline volumes' volumeAttributes; nil:
+	// VolumeAttributes.
+	InlineAttributes map[string]string
+	// TestDriver is Kubernetes' external storage test driver definition
+	// (--testdriver), read from TestDriverFile: its declarations are
+	// checked against the driver (the testdriver/declarations scenario).
+	// Nil: none.
+	TestDriver     *testdriver.Definition
+	TestDriverFile string
+	// Class parameterizes the PersistentVolume as a StorageClass would
+	// (--testdriver's StorageClass.FromFile and DriverInfo); nil: 1Gi,
+	// no parameters, no fsType, no mount options.
+	Class *VolumeClass
 	// Focus and Skip select scenarios by name (nil: all, none).
 	Focus, Skip *regexp.Regexp
 	// Timeout is the kubelet's per-operation timeout (csiTimeout, 2m).
@@ -246,6 +271,30 @@ type Config struct {
 	// time: they share the objects' names (the PV's is the spec name in
 	// every target path).
 	APIServer APIServer
+}
+
+// VolumeClass is what a StorageClass and the test driver definition say
+// of the run's PersistentVolumes.
+type VolumeClass struct {
+	// Parameters are CreateVolume's: the class's, without the
+	// external-provisioner's own csi.storage.k8s.io/ keys.
+	Parameters map[string]string
+	// FsType is the PV's spec.csi.fsType, and the fs_type of the
+	// capability of CreateVolume and ControllerPublishVolume.
+	FsType string
+	// MountOptions are the PV's mountOptions: the kubelet's mount_flags.
+	MountOptions []string
+	// Size is CreateVolume's required bytes and the PV's capacity; zero:
+	// 1Gi.
+	Size resource.Quantity
+}
+
+// size is the volumes' size.
+func (c *VolumeClass) size() resource.Quantity {
+	if c == nil || c.Size.IsZero() {
+		return resource.MustParse(volumeSize)
+	}
+	return c.Size
 }
 
 // slug turns a scenario name into a directory name.

@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -34,6 +34,8 @@ var source = manifests.Source{File: "(conformance)", Doc: 1}
 type podSpec struct {
 	persistent bool // a claim bound to the PV
 	inline     bool // an inline ephemeral volume
+	readOnly   bool // ... with csi.readOnly: true
+	class      *VolumeClass
 	accessMode corev1.PersistentVolumeAccessMode
 	fsGroup    *int64
 	seLinux    *corev1.SELinuxOptions
@@ -70,7 +72,7 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: spec.fsGroup, SELinuxOptions: spec.seLinux}
 	}
 	if spec.persistent {
-		if err := addClaim(c, driver, vol, spec.accessMode); err != nil {
+		if err := addClaim(c, driver, vol, spec.accessMode, spec.class); err != nil {
 			return nil, err
 		}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claimVolume, VolumeSource: corev1.VolumeSource{
@@ -81,6 +83,10 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: inlineVolume, VolumeSource: corev1.VolumeSource{
 			CSI: &corev1.CSIVolumeSource{Driver: driver, VolumeAttributes: maps.Clone(attrs)},
 		}})
+		if spec.readOnly {
+			ro := true
+			pod.Spec.Volumes[len(pod.Spec.Volumes)-1].CSI.ReadOnly = &ro
+		}
 	}
 	for i, v := range pod.Spec.Volumes {
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
@@ -95,7 +101,7 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 // addClaim adds the PV (the run's volume) and a claim bound to it, as the
 // external-provisioner (or an administrator) and the PV controller leave
 // them.
-func addClaim(c *manifests.Cluster, driver string, vol *Volume, mode corev1.PersistentVolumeAccessMode) error {
+func addClaim(c *manifests.Cluster, driver string, vol *Volume, mode corev1.PersistentVolumeAccessMode, class *VolumeClass) error {
 	if mode == "" {
 		mode = corev1.ReadWriteOnce
 	}
@@ -105,13 +111,17 @@ func addClaim(c *manifests.Cluster, driver string, vol *Volume, mode corev1.Pers
 		ObjectMeta: metav1.ObjectMeta{Name: pvName},
 		Spec: corev1.PersistentVolumeSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{mode},
-			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(volumeSize)},
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: class.size()},
 			VolumeMode:  &fs,
 			ClaimRef:    &corev1.ObjectReference{Namespace: namespace, Name: claimName},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 				Driver: driver, VolumeHandle: vol.Handle, VolumeAttributes: maps.Clone(vol.Attributes),
 			}},
 		},
+	}
+	if class != nil {
+		pv.Spec.CSI.FSType = class.FsType
+		pv.Spec.MountOptions = slices.Clone(class.MountOptions)
 	}
 	pvc := &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},

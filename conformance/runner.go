@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 	}
 	rep := &Report{Driver: info, CSIDriver: cfg.CSIDriver, Started: start, Redactor: csiclient.Redactor{Sensitive: cfg.Sensitive}}
 	var selected []Scenario
-	for _, sc := range Derive(info, cfg.CSIDriver, cfg.Host) {
+	for _, sc := range Scenarios(cfg, info) {
 		if (cfg.Focus != nil && !cfg.Focus.MatchString(sc.Name)) || (cfg.Skip != nil && cfg.Skip.MatchString(sc.Name)) {
 			rep.NotSelected++
 			continue

@@ -188,7 +188,13 @@ func (r *scenarioRun) pod(spec podSpec) *corev1.Pod {
 	if vol == nil {
 		vol = &Volume{}
 	}
-	pod, err := buildPod(r.cluster, r.sc.Name, r.env.info.Name, r.env.cfg.NodeName, vol, r.env.cfg.VolumeAttributes, spec)
+	spec.readOnly = spec.inline && r.env.cfg.InlineReadOnly
+	spec.class = r.env.cfg.Class
+	attrs := r.env.cfg.InlineAttributes
+	if attrs == nil {
+		attrs = r.env.cfg.VolumeAttributes
+	}
+	pod, err := buildPod(r.cluster, r.sc.Name, r.env.info.Name, r.env.cfg.NodeName, vol, attrs, spec)
 	if err != nil {
 		r.fail("", "cannot build the scenario's objects: "+err.Error(), "")
 		return nil

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
@@ -96,11 +96,15 @@ func (env *runEnv) createVolume(ctx context.Context) *Volume {
 	conn := &csiclient.Recorder{Next: env.cfg.Conn, Trace: tr}
 	cctx, cancel := context.WithTimeout(csiclient.WithLabels(ctx, csiclient.Labels{Component: "provision", Operation: "CreateVolume"}), env.cfg.Timeout)
 	defer cancel()
-	size := resource.MustParse(volumeSize)
+	size := env.cfg.Class.size()
+	v.Size = size.String()
 	req := &csi.CreateVolumeRequest{
 		Name:               v.Name,
 		CapacityRange:      &csi.CapacityRange{RequiredBytes: size.Value()},
 		VolumeCapabilities: []*csi.VolumeCapability{env.controllerCapability(corev1.ReadWriteOnce)},
+	}
+	if c := env.cfg.Class; c != nil {
+		req.Parameters = maps.Clone(c.Parameters)
 	}
 	// Written down before the call, so that a kill -9 during the run
 	// leaves `cleanup` the volume to delete.
@@ -181,8 +185,12 @@ func (env *runEnv) controllerCapability(mode corev1.PersistentVolumeAccessMode) 
 	case mode == corev1.ReadWriteOncePod && snmw:
 		m = csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
 	}
+	mount := &csi.VolumeCapability_MountVolume{}
+	if c := env.cfg.Class; c != nil {
+		mount.FsType, mount.MountFlags = c.FsType, slices.Clone(c.MountOptions)
+	}
 	return &csi.VolumeCapability{
 		AccessMode: &csi.VolumeCapability_AccessMode{Mode: m},
-		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessType: &csi.VolumeCapability_Mount{Mount: mount},
 	}
 }

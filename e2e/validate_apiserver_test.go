@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -323,10 +325,15 @@ func TestValidateAgreesWithAPIServer(t *testing.T) {
 	var mu sync.Mutex
 	seen := make([]bool, len(knownValidateDifferences))
 	t.Run("batches", func(t *testing.T) {
+		slots := make(chan struct{}, apiServersAtOnce)
 		for i, batch := range batches(validateDiffCases(t)) {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
-				ds := judgeBatch(t, batch)
+				ds := func() []difference {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+					return judgeBatch(t, batch)
+				}()
 				mu.Lock()
 				defer mu.Unlock()
 				for _, d := range ds {
@@ -353,6 +360,17 @@ func TestValidateAgreesWithAPIServer(t *testing.T) {
 	}
 }
 
+// apiServerRunLimit bounds one `validate --apiserver` run of a batch: above
+// the control plane's own readiness wait (60 s, cluster's waitReady), which
+// a loaded machine can use up, plus the judging after it. runSim's 60 s
+// killed such runs while they still waited (two clones' tests at once).
+const apiServerRunLimit = 4 * time.Minute
+
+// apiServersAtOnce: how many batches start a control plane at the same
+// time (each an API server and an etcd; more only make all of them slower
+// on a small machine).
+const apiServersAtOnce = 2
+
 // judgeBatch runs `validate --apiserver -o json` on a batch of cases and
 // returns the differences.
 func judgeBatch(t *testing.T, batch []diffCase) []difference {
@@ -367,7 +385,7 @@ func judgeBatch(t *testing.T, batch []diffCase) []difference {
 			args = append(args, writeFile(t, dir, f[0], f[1]))
 		}
 	}
-	r := runSim(t, args...)
+	r := runSimWithin(t, apiServerRunLimit, args...)
 	if r.Code != 0 && r.Code != 2 {
 		t.Fatalf("exit %d\n%s", r.Code, r)
 	}
@@ -542,7 +560,7 @@ func TestValidateAPIServer(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
 	f := writeFile(t, work, "objects.yaml", csiDriverNamed("tokens.example.com", "  tokenRequests: [{audience: vault}]\n")+"---\n"+crdDocs)
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
+	tmp := ownTempDir(t, work)
 	r := runValidateBoth(t, "-f", f, "--apiserver")
 	wantCode(t, r.JSON, 2)
 	doc := func(n int) string { return fmt.Sprintf("%s: document %d", f, n) }
@@ -561,13 +579,53 @@ func TestValidateAPIServer(t *testing.T) {
 		}
 	}
 	oneLineError(t, r.Text, "the API server refuses what validate accepts: 1 refusal(s)")
-	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
-	if len(after) > len(before) {
-		t.Errorf("temporary directories left: %v (before: %v)", after, before)
+	wantNothingLeft(t, tmp)
+}
+
+// ownTempDir gives the simulators this test starts a TMPDIR of its own (in
+// work), where --apiserver makes its control plane's directory: what is
+// left there, and a process whose command line or environment names it,
+// is this test's, whatever else runs on the machine (another `validate
+// --apiserver`, another clone's tests).
+func ownTempDir(t *testing.T, work string) string {
+	t.Helper()
+	tmp := filepath.Join(work, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	if out, _ := exec.Command("pgrep", "-f", "csi-kubelet-sim-validate").Output(); len(out) > 0 {
-		t.Errorf("processes of the control plane left: %s", out)
+	t.Setenv("TMPDIR", tmp)
+	return tmp
+}
+
+// wantNothingLeft: no directory left in the test's TMPDIR, and no process
+// that names it (the control plane's processes have its directory on their
+// command lines and the TMPDIR in their environment).
+func wantNothingLeft(t *testing.T, tmp string) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
+		t.Errorf("temporary directories left: %v", left)
 	}
+	if procs := processesNaming(tmp); len(procs) > 0 {
+		t.Errorf("processes of the control plane left: %s", strings.Join(procs, "; "))
+	}
+}
+
+// processesNaming lists the processes (but this one) whose command line or
+// environment contains token: a directory only this test made.
+func processesNaming(token string) []string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []string
+	for _, d := range dirs {
+		if filepath.Base(d) == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		environ, _ := os.ReadFile(filepath.Join(d, "environ"))
+		if bytes.Contains(cmdline, []byte(token)) || bytes.Contains(environ, []byte(token)) {
+			out = append(out, filepath.Base(d)+": "+strings.ReplaceAll(string(bytes.TrimRight(cmdline, "\x00")), "\x00", " "))
+		}
+	}
+	return out
 }
 
 // TestValidateAPIServerBadUse: --apiserver judges at the helper's release
@@ -610,7 +668,7 @@ func TestValidateAPIServerInterrupted(t *testing.T) {
 	apiserverHelper(t)
 	work := workDir(t)
 	f := writeFile(t, work, "csidriver.yaml", csiDriverNamed(refDriverName, ""))
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
+	tmp := ownTempDir(t, work)
 	s := startSim(t, "validate", "--apiserver", "-f", f)
 	time.Sleep(time.Second)
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
@@ -619,11 +677,5 @@ func TestValidateAPIServerInterrupted(t *testing.T) {
 	r := s.wait(t, 30*time.Second)
 	wantCode(t, r, 130)
 	oneLineError(t, r, "interrupted")
-	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "csi-kubelet-sim-validate-*"))
-	if len(after) > len(before) {
-		t.Errorf("temporary directories left: %v (before: %v)", after, before)
-	}
-	if out, _ := exec.Command("pgrep", "-f", "csi-kubelet-sim-validate").Output(); len(out) > 0 {
-		t.Errorf("processes of the control plane left: %s", out)
-	}
+	wantNothingLeft(t, tmp)
 }

@@ -172,13 +172,14 @@ func TestWebhookInjectedVolume(t *testing.T) {
 // named); under Ignore the pod goes on unchanged.
 func TestWebhookRefusal(t *testing.T) {
 	addr, ca := startInjector(t)
+	refused := refusedAddr(t)
 	cases := []struct {
 		name, policy, path, addr string
 		code                     int
 		stderr                   string
 	}{
 		{"denied", "Fail", "/deny", addr, 2, `admission webhook "volume-injector.kubelet-sim.io" denied the request: no pods on Fridays`},
-		{"unreachable", "Fail", "/inject", "127.0.0.1:1", 2, `failed calling webhook "volume-injector.kubelet-sim.io"`},
+		{"unreachable", "Fail", "/inject", refused, 2, `failed calling webhook "volume-injector.kubelet-sim.io"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,6 +235,7 @@ func TestWebhookConformance(t *testing.T) {
 // installed without it still runs inputs without webhooks; one with
 // webhooks exits 3 (the environment) with one line that says what to do.
 func TestWebhookHelperMissing(t *testing.T) {
+	refused := refusedAddr(t)
 	work := workDir(t)
 	lone := filepath.Join(work, "bin", "csi-kubelet-sim")
 	if err := os.MkdirAll(filepath.Dir(lone), 0o755); err != nil {
@@ -248,7 +250,7 @@ func TestWebhookHelperMissing(t *testing.T) {
 	}
 	run := func(manifest string) simResult {
 		cmd := exec.Command(lone, "plan", "-f", manifest, "--root-dir", filepath.Join(work, "root"), "--node-name", simNode,
-			"--webhook-service", "webhooks/volume-injector=127.0.0.1:1")
+			"--webhook-service", "webhooks/volume-injector="+refused)
 		cmd.Env = []string{"PATH=" + filepath.Join(work, "bin")}
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb

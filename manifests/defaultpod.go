@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,7 +22,28 @@ type DefaultPod struct {
 	NodeName     string
 	// AttachmentName computes the VolumeAttachment name the kubelet reads.
 	AttachmentName func(handle, driver, node string) string
+	// Provision: the persistent volume is a claim of a StorageClass of
+	// the driver and no PV (DefaultClassName unless the input has a
+	// class of the driver), for the external-provisioner to create, as
+	// for a claim of the input; otherwise a PV with VolumeHandle, which a
+	// driver that makes its own volumes does not know.
+	Provision bool
 }
+
+// DefaultPodSource is where the default pod's objects come from.
+var DefaultPodSource = Source{File: "(default pod)", Doc: 1}
+
+// Names of the default pod's persistent volume objects.
+const (
+	DefaultClaimName    = "sim-claim"
+	DefaultPVName       = "sim-pv"
+	DefaultVolumeHandle = "sim-volume-1"
+	// DefaultClassName is the StorageClass made for a provisioned default
+	// volume when the input has none of the driver.
+	DefaultClassName = "csi-kubelet-sim"
+	// DefaultClaimSize is what the provisioned default claim requests.
+	DefaultClaimSize = "1Gi"
+)
 
 // AddDefaultPod adds a pod with one volume per lifecycle mode the driver's
 // CSIDriver allows (only Persistent when there is no CSIDriver): an inline
@@ -52,7 +74,7 @@ func (c *Cluster) AddDefaultPod(d DefaultPod) (*corev1.Pod, error) {
 		},
 	}
 	defaultPod(pod)
-	src := Source{File: "(default pod)", Doc: 1}
+	src := DefaultPodSource
 	for _, m := range modes {
 		switch m {
 		case storagev1.VolumeLifecycleEphemeral:
@@ -60,9 +82,15 @@ func (c *Cluster) AddDefaultPod(d DefaultPod) (*corev1.Pod, error) {
 				CSI: &corev1.CSIVolumeSource{Driver: d.Driver},
 			}})
 		case storagev1.VolumeLifecyclePersistent:
+			if d.Provision {
+				if err := c.addProvisionedClaim(pod, d, src); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			handle := d.VolumeHandle
 			if handle == "" {
-				handle = "sim-volume-1"
+				handle = DefaultVolumeHandle
 			}
 			if err := c.addDefaultClaim(pod, d, handle, attach, src); err != nil {
 				return nil, err
@@ -82,18 +110,18 @@ func (c *Cluster) AddDefaultPod(d DefaultPod) (*corev1.Pod, error) {
 func (c *Cluster) addDefaultClaim(pod *corev1.Pod, d DefaultPod, handle string, attach bool, src Source) error {
 	fs := corev1.PersistentVolumeFilesystem
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "sim-pv"},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultPVName},
 		Spec: corev1.PersistentVolumeSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			VolumeMode:  &fs,
-			ClaimRef:    &corev1.ObjectReference{Namespace: pod.Namespace, Name: "sim-claim"},
+			ClaimRef:    &corev1.ObjectReference{Namespace: pod.Namespace, Name: DefaultClaimName},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 				Driver: d.Driver, VolumeHandle: handle,
 			}},
 		},
 	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "sim-claim", Namespace: pod.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultClaimName, Namespace: pod.Namespace},
 		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pv.Name, VolumeMode: &fs, AccessModes: pv.Spec.AccessModes},
 		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
 	}
@@ -121,4 +149,66 @@ func (c *Cluster) addDefaultClaim(pod *corev1.Pod, d DefaultPod, handle string, 
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name},
 	}})
 	return nil
+}
+
+// addProvisionedClaim adds a claim with no volume, of the input's
+// StorageClass of the driver or of one made here: the sample
+// fixtures/samples/provision, the path a user's own claim takes. The
+// attachment, when the CSIDriver requires one, is the attacher's to make
+// once the volume exists.
+func (c *Cluster) addProvisionedClaim(pod *corev1.Pod, d DefaultPod, src Source) error {
+	sc := c.DriverClass(d.Driver)
+	if sc == nil {
+		sc = &storagev1.StorageClass{
+			TypeMeta:    metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+			ObjectMeta:  metav1.ObjectMeta{Name: DefaultClassName},
+			Provisioner: d.Driver,
+		}
+		defaultStorageClass(sc)
+		if err := c.Add(sc, src); err != nil {
+			return err
+		}
+	}
+	fs := corev1.PersistentVolumeFilesystem
+	name := sc.Name
+	pvc := &corev1.PersistentVolumeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultClaimName, Namespace: pod.Namespace,
+			UID: StableUID("PersistentVolumeClaim", pod.Namespace, DefaultClaimName)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &name,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode:       &fs,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse(DefaultClaimSize),
+			}},
+		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}
+	if err := c.Add(pvc, src); err != nil {
+		return err
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name},
+	}})
+	return nil
+}
+
+// DriverClass is the input's StorageClass for the driver: the default
+// class (storageclass.kubernetes.io/is-default-class) among them, else
+// the first by name; nil when there is none.
+func (c *Cluster) DriverClass(driver string) *storagev1.StorageClass {
+	var first *storagev1.StorageClass
+	for _, sc := range c.StorageClasses() {
+		if sc.Provisioner != driver {
+			continue
+		}
+		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return sc
+		}
+		if first == nil {
+			first = sc
+		}
+	}
+	return first
 }

@@ -62,3 +62,44 @@ func TestAddDefaultPod(t *testing.T) {
 		})
 	}
 }
+
+// Provision: the default volume is a claim of a StorageClass of the
+// driver and no PV (the input's class when it has one, else one made
+// here), with no VolumeAttachment: the attacher makes it once the volume
+// exists.
+func TestAddDefaultPodProvisioned(t *testing.T) {
+	attachmentName := func(handle, driver, node string) string { return "va-" + handle }
+	for _, tc := range []struct {
+		name, manifests, wantClass string
+	}{
+		{"no class", "", DefaultClassName},
+		{"the input's class of the driver", "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: other}\nprovisioner: x.example.com\n---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\nprovisioner: d\n", "fast"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New()
+			if tc.manifests != "" {
+				c = loadString(t, &Loader{}, tc.manifests)
+			}
+			if _, err := c.AddDefaultPod(DefaultPod{Driver: "d", NodeName: "node-1", AttachmentName: attachmentName, Provision: true}); err != nil {
+				t.Fatal(err)
+			}
+			pvc, ok := c.PersistentVolumeClaim("default", DefaultClaimName)
+			if !ok || pvc.Spec.VolumeName != "" || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != tc.wantClass || pvc.UID == "" {
+				t.Fatalf("claim %+v", pvc)
+			}
+			if q := pvc.Spec.Resources.Requests.Storage(); q.String() != DefaultClaimSize {
+				t.Errorf("claim requests %s", q)
+			}
+			sc, ok := c.StorageClass(tc.wantClass)
+			if !ok || sc.Provisioner != "d" && tc.wantClass == DefaultClassName || sc.ReclaimPolicy == nil || *sc.ReclaimPolicy != "Delete" {
+				t.Errorf("class %+v", sc)
+			}
+			if _, ok := c.PersistentVolume(DefaultPVName); ok {
+				t.Error("a provisioned default volume has no PV before the provisioner")
+			}
+			if _, ok := c.VolumeAttachment("va-" + DefaultVolumeHandle); ok {
+				t.Error("no VolumeAttachment before the volume exists")
+			}
+		})
+	}
+}

@@ -20,6 +20,9 @@ type Defaults struct {
 	// the API server's strategy drops them on create
 	// (pkg/registry/storage/csidriver/strategy.go), so no kubelet sees them.
 	Dropped DroppedFields
+	// AttachRequiredPath: from 1.38 the API server names attachRequired's
+	// errors spec.attachRequired; up to 1.37 spec.attachedRequired (sic).
+	AttachRequiredPath bool
 }
 
 // DroppedFields are gated CSIDriver fields the API server removes.

@@ -193,3 +193,18 @@ func (c *Cluster) CSIDriverNames() []string {
 	}
 	return names
 }
+
+// Suggest is the known name a mistyped name most likely meant ("" when
+// none is close), as the manifests' unknown fields are worded: for other
+// strict readers (conformance's test driver definition).
+func Suggest(name string, known []string) string { return suggest(name, known) }
+
+// StrictFieldErrors words the strict-decoding errors of sigs.k8s.io/json's
+// UnmarshalStrict into obj, an unknown field with a did-you-mean.
+func StrictFieldErrors(errs []error, obj any) []string {
+	out := make([]string, 0, len(errs))
+	for _, p := range strictProblems(errs, obj) {
+		out = append(out, p.message)
+	}
+	return out
+}

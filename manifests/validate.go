@@ -132,8 +132,12 @@ func CSIDriverErrors(d *storagev1.CSIDriver, opts Defaults) []string {
 	spec := field.NewPath("spec")
 	s := d.Spec
 	if s.AttachRequired == nil {
-		// The API server's own path, misspelt as it is upstream.
-		errs = append(errs, field.Required(spec.Child("attachedRequired"), ""))
+		// The API server's own path: misspelt upstream up to 1.37.
+		name := "attachedRequired"
+		if opts.AttachRequiredPath {
+			name = "attachRequired"
+		}
+		errs = append(errs, field.Required(spec.Child(name), ""))
 	}
 	if s.PodInfoOnMount == nil {
 		errs = append(errs, field.Required(spec.Child("podInfoOnMount"), ""))

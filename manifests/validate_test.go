@@ -166,3 +166,16 @@ func TestCSIDriverWarnings(t *testing.T) {
 		t.Errorf("field set: warnings %q, want none", got)
 	}
 }
+
+// The API server of 1.38 names attachRequired by its own name; up to 1.37
+// its errors said spec.attachedRequired (docs/kubelet.md §14.3).
+func TestCSIDriverErrorsAttachRequiredPathByRelease(t *testing.T) {
+	fals := false
+	d := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "hostpath.csi.k8s.io"},
+		Spec: storagev1.CSIDriverSpec{PodInfoOnMount: &fals, StorageCapacity: &fals, SELinuxMount: &fals}}
+	for fixed, want := range map[bool]string{false: "spec.attachedRequired: Required value", true: "spec.attachRequired: Required value"} {
+		if got := CSIDriverErrors(d, Defaults{AttachRequiredPath: fixed}); len(got) != 1 || got[0] != want {
+			t.Errorf("AttachRequiredPath %t: %q, want %q", fixed, got, want)
+		}
+	}
+}

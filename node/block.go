@@ -70,7 +70,7 @@ func (b *csiBlockMapper) newBlockVolumeMapper(ctx context.Context, v *volumeSpec
 		"attachmentID": AttachmentName(v.Handle, v.Driver, b.cfg.NodeName),
 	}
 	if err := b.fs.saveVolumeData(dataDir, data); err != nil {
-		return errors.New(pluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err))
+		return withCause(pluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err), err)
 	}
 	b.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	return nil
@@ -357,7 +357,7 @@ func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *vo
 		return transient("%s", pluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
 	}
 	if _, err := b.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
-		return errors.New(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err))
+		return withCause(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err), err)
 	}
 	return nil
 }
@@ -382,7 +382,7 @@ func (b *csiBlockMapper) unmapDevice(ctx context.Context, v *volumeSpec) error {
 		}
 		if stage {
 			if err := b.nodeUnstageVolume(ctx, v.Handle, stagingPath); err != nil {
-				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err))
+				return withCause(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err), err)
 			}
 			if _, err := b.fs.removeOwnedTree(stagingPath); err != nil {
 				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to remove staging path after NodeUnstageVolume() error [%s]: %v", stagingPath, err))

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
 	mount "k8s.io/mount-utils"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/internal/loopdev"
 )
 
 // The kubelet's block volume path handler (pkg/volume/util/volumepathhandler):
@@ -17,61 +16,70 @@ import (
 // published device.
 
 // attachFileDevice is VolumePathHandler.AttachFileDevice: the loop device
-// backed by path, made with losetup when there is none.
+// backed by path, attached when there is none. The kubelet runs `losetup -f
+// --show path`; the simulator does what losetup does (LOOP_CTL_GET_FREE,
+// LOOP_CONFIGURE) on a descriptor of the device, so that it knows the device
+// it attached by that descriptor rather than by a name another process may
+// take in between (loopdev).
 func attachFileDevice(path string) (string, error) {
 	if dev, err := loopDeviceFor(path); err == nil {
 		return dev, nil
 	}
-	if out, err := exec.Command("losetup", "-f", path).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("makeLoopDevice failed for path %s: losetup -f %s failed: %v: %s", path, path, err, strings.TrimSpace(string(out)))
+	s, err := loopdev.Attach(path, false)
+	if err != nil {
+		return "", fmt.Errorf("makeLoopDevice failed for path %s: %v", path, err)
 	}
-	return loopDeviceFor(path)
+	return s.Path(), nil
 }
 
 // detachFileDevice is VolumePathHandler.DetachFileDevice.
 func detachFileDevice(path string) error {
-	dev, err := loopDeviceFor(path)
+	return detachFileDeviceWith(path, loopdev.DetachOptions{Tries: detachTries, Wait: detachWait})
+}
+
+// A loop device that another process has open for a moment (a udev probe,
+// a losetup scanning devices) is only marked autoclear by LOOP_CLR_FD and
+// goes on that process's close; its map file stays open meanwhile, so that
+// its unmount would fail with "target is busy". The kubelet's reconciler
+// would try again on its next pass; the simulator looks again until the
+// device lets go, for up to detachTries*detachWait. Every look finds the
+// device again by its backing file and checks it on an open descriptor
+// before clearing it: the number of a device that went meanwhile may
+// already be another process's (another pod's block volume), and `losetup
+// -d` on the name found earlier would detach that one.
+const (
+	detachTries = 20
+	detachWait  = 100 * time.Millisecond
+)
+
+// detachFileDeviceWith is detachFileDevice with its tries and test hooks.
+func detachFileDeviceWith(path string, opt loopdev.DetachOptions) error {
+	b, err := loopdev.Identify(path)
 	if err != nil {
+		// No file: no device can be backed by it (nor be ours).
 		return nil
 	}
-	// losetup -d on a loop device that another process has open for a
-	// moment (a concurrent losetup scanning devices, a udev probe) only
-	// marks it autoclear, and a close racing with that mark can leave the
-	// device bound for good, holding the map file open so that its unmount
-	// fails with "target is busy". The kubelet's reconciler would try
-	// again on its next pass; the simulator detaches again until the
-	// device lets go, for up to 2s.
-	for range 20 {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			if _, gone := loopDeviceFor(path); gone != nil {
-				return nil
-			}
-			return fmt.Errorf("removeLoopDevice failed for path %s: %v: %s", path, err, strings.TrimSpace(string(out)))
-		}
-		if _, err := loopDeviceFor(path); err != nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	if _, err := loopdev.Detach(b, opt); err != nil {
+		return fmt.Errorf("removeLoopDevice failed for path %s: %v", path, err)
 	}
 	return nil
 }
 
 // loopDeviceFor is getLoopDeviceFromSysfs: the loop device whose backing
-// file is path.
+// file is path, checked on the device's descriptor (loopdev.Find).
 func loopDeviceFor(path string) (string, error) {
-	real, _ := filepath.EvalSymlinks(path)
-	devices, _ := filepath.Glob("/sys/block/loop*")
-	for _, d := range devices {
-		b, err := os.ReadFile(filepath.Join(d, "loop", "backing_file"))
-		if err != nil {
-			continue
-		}
-		backing := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
-		if backing == path || backing == real {
-			return "/dev/" + filepath.Base(d), nil
-		}
+	b, err := loopdev.Identify(path)
+	if err != nil {
+		return "", err
 	}
-	return "", errors.New("device not found")
+	devs, err := loopdev.Find(b)
+	if err != nil {
+		return "", err
+	}
+	if len(devs) == 0 {
+		return "", errors.New("device not found")
+	}
+	return devs[0].Path(), nil
 }
 
 // unmapBindMountDevice is VolumePathHandler's: the kubelet unmounts the

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/internal/loopdev/looptest"
 )
 
 // isMountPoint only reads the mount table: it must not run `umount` (as
@@ -30,5 +32,31 @@ func TestIsMountPointRunsNothing(t *testing.T) {
 	}
 	if b, err := os.ReadFile(ran); err == nil {
 		t.Errorf("isMountPoint ran umount: %q", b)
+	}
+}
+
+// The simulator's block volume teardown beside another process that
+// attaches its own files to every loop device number the teardown frees
+// (another pod's block volume on the node): 50 volumes torn down at once,
+// each device held open a moment by a prober as udev does, and no foreign
+// device may be detached.
+func TestDetachFileDeviceBesideOthers(t *testing.T) {
+	looptest.Require(t)
+	if !looptest.InPrivateMounts(t) {
+		return
+	}
+	looptest.Stress(t, 50, looptest.Teardown{Attach: attachFileDevice, Detach: detachFileDevice})
+}
+
+// TestDetachFileDeviceBesideOthers's window made certain: the device is
+// freed while the teardown waits between two tries, and another process
+// takes its number at once.
+func TestDetachFileDeviceDeferredThenReused(t *testing.T) {
+	looptest.Require(t)
+	if !looptest.InPrivateMounts(t) {
+		return
+	}
+	if !looptest.DeferredThenReused(t, looptest.Teardown{Attach: attachFileDevice, Detach: detachFileDevice}) {
+		t.Skip("the freed number went to another process first: the window could not be set up")
 	}
 }

@@ -180,6 +180,9 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 // directories is reported and left. Every other mount (another program's,
 // the real kubelet's) is not looked at.
 func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
+	if k.rootMoved(ctx, l) {
+		return
+	}
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(k.paths.Root))
 	if err != nil {
 		l.Errors = append(l.Errors, fmt.Errorf("read mountinfo: %w", err))
@@ -197,14 +200,43 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 		case k.inFlightMount(ctx, p, l):
 		case k.fs.isMountPath(p):
 			k.trace.Warn(ctx, "left mounted by the driver after it answered OK: "+p+" (unmounting it: the simulator made this path for the driver)")
-			l.Mounts = append(l.Mounts, p)
 			k.fs.unmountAll(p, l)
+			// Said unmounted only when mountinfo no longer has it: a mount
+			// laid over a directory above it hides it from umount(2).
+			if still, err := mountsAtOrUnder(p); err != nil || slices.Contains(still, p) {
+				k.trace.Warn(ctx, "still mounted after the simulator's unmount: "+p+" (another mount lies over the way to it); left mounted")
+				l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "left after the driver answered OK, and still in mountinfo after the simulator's unmount (another mount lies over the way to it)"})
+				continue
+			}
+			l.Mounts = append(l.Mounts, p)
 			k.fs.removeEmptyMountPath(p)
 		case k.insideOwned(p):
 			k.trace.Warn(ctx, "a mount the driver made inside the simulator's directories, not at a path it was given: "+p+" (left mounted)")
 			l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "not at a path the simulator handed out, so left mounted"})
 		}
 	}
+}
+
+// rootMoved reports a root dir that is no longer at its path: moved
+// (renamed) during the run, its descriptor, held since the run began,
+// says where it is now. The teardown's calls named the old paths; what is
+// mounted under the new one is reported from mountinfo, and left: the
+// simulator acts only at the paths it handed out.
+func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
+	now := k.fs.rootNow()
+	if now == "" || now == filepath.Clean(k.paths.Root) {
+		return false
+	}
+	mounts, err := mountsAtOrUnder(now)
+	if err != nil {
+		l.Errors = append(l.Errors, err)
+	}
+	l.Errors = append(l.Errors, fmt.Errorf("root dir %s was moved to %s during the run; nothing was checked or removed there (%d mounts under it)", k.paths.Root, now, len(mounts)))
+	k.trace.Warn(ctx, fmt.Sprintf("the root dir %s was moved to %s during the run: what is mounted there is left", k.paths.Root, now))
+	for _, m := range mounts {
+		l.Left = append(l.Left, Leftover{Path: m, What: "mount", Owner: OwnerDriver, Why: "under the root dir, moved during the run; left mounted"})
+	}
+	return true
 }
 
 // inFlightMount reports a mount at a path whose driver call an earlier
@@ -340,4 +372,139 @@ func isKubeletKept(p Paths, path string) bool {
 		return false
 	}
 	return true
+}
+
+// forced is `cleanup --force` after the driver refused to tear a volume
+// down (NotFound: it no longer knows it; or any other answer): the paths
+// the journal recorded for it are unmounted and removed by the simulator
+// (forceRemove), each step said in the trace. It tells whether nothing of
+// them is left; otherwise they are kept as without --force. A call the
+// driver did not answer (no socket, no answer in time, an interrupt) is
+// never forced: the driver may still be working on the volume.
+func (k *Kubelet) forced(ctx context.Context, err error, dirs []string) bool {
+	if !k.cfg.Force || ctx.Err() != nil {
+		return false
+	}
+	if _, answered := csiclient.DriverStatus(err); !answered || csiclient.Classify(err) != csiclient.Answered {
+		return false
+	}
+	ok := true
+	for _, d := range dirs {
+		if err := k.forceRemove(ctx, d); err != nil {
+			k.trace.Warn(ctx, "--force: "+err.Error()+"; kept")
+			ok = false
+		}
+	}
+	return ok
+}
+
+// forceRemove unmounts and removes dir and what is under it, the paths the
+// journal recorded only: a mount is unmounted only at a path recorded as
+// one (a target, a staging path), and mountinfo is read again to see it
+// gone before anything under it is removed; a file or directory is removed
+// only when the journal lists it as the simulator's or as a mount path,
+// and a directory only when empty (rmdir). Anything else stops it: what
+// is not the simulator's stays where it is.
+func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	if !k.fs.isOwned(dir) && !k.fs.isMountPath(dir) {
+		return fmt.Errorf("%s is not recorded in the journal", dir)
+	}
+	mounts, err := mountsAtOrUnder(dir)
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if !k.fs.isMountPath(m) {
+			return fmt.Errorf("%s is a mount the journal did not record", m)
+		}
+		l := &Leftovers{}
+		k.fs.unmountAll(m, l)
+		if len(l.Errors) > 0 {
+			return l.Errors[0]
+		}
+		if still, err := mountsAtOrUnder(m); err != nil || len(still) > 0 {
+			return fmt.Errorf("%s is still mounted after umount", m)
+		}
+		k.trace.Note(ctx, false, "--force: unmounted "+m+" (the journal recorded it as a mount path)")
+	}
+	if still, err := mountsAtOrUnder(dir); err != nil || len(still) > 0 {
+		return fmt.Errorf("mounts under %s remain: %v", dir, still)
+	}
+	// Everything is checked before anything is removed: a foreign entry
+	// keeps the whole volume dir as it is.
+	if err := k.forceWalk(dir, func(string, bool) error { return nil }); err != nil {
+		return err
+	}
+	return k.forceWalk(dir, func(p string, isDir bool) error {
+		if err := k.fs.removeAt(p, isDir); err != nil {
+			return err
+		}
+		k.trace.Note(ctx, false, "--force: removed "+p)
+		return nil
+	})
+}
+
+// forceWalk calls do for dir's entries depth first, then for dir, after
+// checking that each is recorded in the journal; mountinfo shows nothing
+// mounted at or under dir.
+func (k *Kubelet) forceWalk(dir string, do func(p string, isDir bool) error) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !k.fs.isOwned(dir) && !k.fs.isMountPath(dir) {
+		return fmt.Errorf("%s is not recorded in the journal", dir)
+	}
+	if fi.IsDir() {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := k.forceWalk(filepath.Join(dir, e.Name()), do); err != nil {
+				return err
+			}
+		}
+	}
+	return do(dir, fi.IsDir())
+}
+
+// mountsAtOrUnder are the mount points at dir or below it in mountinfo,
+// deepest first.
+func mountsAtOrUnder(dir string) ([]string, error) {
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Mountpoint)
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return slices.Compact(out), nil
+}
+
+// rootNow is where the root dir the run opened is now: the path of its
+// descriptor (the kernel follows renames), "" when it was never opened.
+func (f *fileSystem) rootNow() string {
+	f.mu.Lock()
+	fd := f.rootfd
+	f.mu.Unlock()
+	if fd <= 0 {
+		return ""
+	}
+	// Still the same directory at its path (however the path is spelt,
+	// through a symlinked parent too): not moved.
+	var atFD, atPath unix.Stat_t
+	if unix.Fstat(fd, &atFD) == nil && unix.Stat(f.root, &atPath) == nil && atFD.Dev == atPath.Dev && atFD.Ino == atPath.Ino {
+		return filepath.Clean(f.root)
+	}
+	now, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return ""
+	}
+	return now
 }

@@ -125,9 +125,24 @@ func (f *fileSystem) markMountPath(p string) {
 }
 
 // callStarted journals a driver call that may mount at p, before it is
-// sent; callEnded its answer (whatever it was).
-func (f *fileSystem) callStarted(op, p string) {
+// sent; callEnded its answer (whatever it was). The call is not to be
+// sent when its intent could not be journaled (journalFailed).
+func (f *fileSystem) callStarted(op, p string) error {
 	f.note(journalRecord{Kind: recordCall, Op: op, Path: p})
+	return f.journalFailed()
+}
+
+// journalFailed is the error of a journal that could not be opened or
+// written (a full file system): from then on nothing more is made, and
+// no driver call that mounts is sent, since a kill -9 would leave what
+// cleanup cannot find.
+func (f *fileSystem) journalFailed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.journalErr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: nothing more is made or mounted without its journal record (cleanup could not finish it after a crash)", f.journalErr)
 }
 
 func (f *fileSystem) callEnded(op, p string) {

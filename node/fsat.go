@@ -381,6 +381,9 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 		var st unix.Stat_t
 		if err := unix.Fstatat(cur, name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
 			f.rememberKind(at, recordDir)
+			if err := f.journalFailed(); err != nil {
+				return err
+			}
 			if err := unix.Mkdirat(cur, name, uint32(perm.Perm())); err != nil && !errors.Is(err, unix.EEXIST) {
 				return &os.PathError{Op: "mkdir", Path: at, Err: err}
 			}

@@ -56,6 +56,9 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 	}
 	f.remember(p)
 	f.note(journalRecord{Kind: recordVolData, Path: dir, Data: data})
+	if err := f.journalFailed(); err != nil {
+		return err
+	}
 	var file *os.File
 	var err error
 	if statErr == nil {
@@ -72,11 +75,11 @@ func (f *fileSystem) saveVolumeData(dir string, data map[string]string) error {
 		return f.seen(&ForeignFileError{Path: p, Why: "it appeared there while the simulator was making it"})
 	}
 	if err != nil {
-		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
+		return withCause(pluginLog("failed to save volume data file %s: %v", p, err), err)
 	}
 	defer file.Close()
 	if err := json.NewEncoder(file).Encode(data); err != nil {
-		return errors.New(pluginLog("failed to save volume data file %s: %v", p, err))
+		return withCause(pluginLog("failed to save volume data file %s: %v", p, err), err)
 	}
 	return nil
 }

@@ -108,7 +108,10 @@ func openJournal(root, command string) (*journal, error) {
 	j.killAt, _ = strconv.Atoi(os.Getenv(testKillAtEnv))
 	self := selfOwner(command)
 	if err := j.write(journalRecord{Kind: recordRun, PID: self.PID, StartTicks: self.StartTicks, Started: time.Now().UTC(), Command: command}); err != nil {
+		// A journal without its header (ENOSPC) names no run: it would
+		// only be left behind, and refuse the next run on this root.
 		j.f.Close()
+		_ = unix.Unlinkat(dirfd, name, 0)
 		return nil, err
 	}
 	j.sync()

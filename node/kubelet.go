@@ -44,6 +44,11 @@ type Config struct {
 	TokenOptions *TokenOptions
 	// Command names the command in the journal.
 	Command string
+	// Force (`cleanup --force`): a volume whose unpublish or unstage the
+	// driver refused (NotFound: it no longer knows the volume) is
+	// unmounted and removed by the simulator, the paths its journal
+	// recorded only (forceRemove), instead of being kept.
+	Force bool
 	// Adopted are the root dir and the parents a command made for it: they
 	// go when the run (or the `cleanup` of an interrupted run) leaves
 	// nothing else in them.

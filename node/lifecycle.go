@@ -278,6 +278,10 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey)
 	if err != nil {
 		ve := &VolumeError{Operation: op, Prefix: eventPrefix(err, prefix), Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
 		k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
+		if k.forced(csiclient.WithLabels(ctx, l), err, k.volumePaths(m.spec, key.podUID)) {
+			k.state.forgetMount(key)
+			return nil
+		}
 		k.keepVolume(m.spec, key.podUID)
 		return ve
 	}
@@ -322,6 +326,10 @@ func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 		if err != nil {
 			ve := &VolumeError{Operation: op, Prefix: prefix, Volume: d.spec.SpecName, Kind: kindOf(err), Err: err}
 			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
+			if k.forced(csiclient.WithLabels(ctx, l), err, k.devicePaths(d.spec)) {
+				k.state.forgetDevice(unique)
+				return nil
+			}
 			k.state.markDeviceUncertain(unique)
 			k.keepDevice(d.spec)
 			out = ve

@@ -20,11 +20,8 @@ func (k *csiPlugin) claimDir(step, p string) error {
 // which the pod still holds. Nothing of it is removed; `cleanup` finishes
 // it through the driver, as a restarted kubelet would.
 func (k *Kubelet) keepVolume(v *volumeSpec, podUID string) {
-	if v.Block {
-		k.fs.keep(filepath.Dir(k.paths.BlockPublishPath(v.SpecName, podUID)))
-		k.fs.keep(filepath.Join(k.paths.PodDeviceMapPath(podUID), v.SpecName))
-	} else {
-		k.fs.keep(k.paths.PodVolumeDir(podUID, v.SpecName))
+	for _, p := range k.volumePaths(v, podUID) {
+		k.fs.keep(p)
 	}
 	k.keepDevice(v)
 }
@@ -32,11 +29,28 @@ func (k *Kubelet) keepVolume(v *volumeSpec, podUID string) {
 // keepDevice leaves a device (a staged volume) as it is after its unstage
 // failed, or while a kept pod volume still uses it.
 func (k *Kubelet) keepDevice(v *volumeSpec) {
+	for _, p := range k.devicePaths(v) {
+		k.fs.keep(p)
+	}
+}
+
+// volumePaths are the directories of a pod's volume: its mount or its
+// block publish path, with its vol_data.json.
+func (k *Kubelet) volumePaths(v *volumeSpec, podUID string) []string {
+	if v.Block {
+		return []string{filepath.Dir(k.paths.BlockPublishPath(v.SpecName, podUID)), filepath.Join(k.paths.PodDeviceMapPath(podUID), v.SpecName)}
+	}
+	return []string{k.paths.PodVolumeDir(podUID, v.SpecName)}
+}
+
+// devicePaths are the directories of a staged volume: globalmount and
+// its vol_data.json, or the block volume's staging and map paths.
+func (k *Kubelet) devicePaths(v *volumeSpec) []string {
 	switch {
 	case v.Block:
-		k.fs.keep(filepath.Dir(k.paths.GlobalMapPath(v.SpecName)))
-		k.fs.keep(k.paths.BlockStagingPath(v.SpecName))
+		return []string{filepath.Dir(k.paths.GlobalMapPath(v.SpecName)), k.paths.BlockStagingPath(v.SpecName)}
 	case v.persistent():
-		k.fs.keep(filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle)))
+		return []string{filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle))}
 	}
+	return nil
 }

@@ -199,7 +199,9 @@ func (k *csiPlugin) nodePublishVolume(ctx context.Context, req *csi.NodePublishV
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
-	k.fs.callStarted("NodePublishVolume", req.TargetPath)
+	if err := k.fs.callStarted("NodePublishVolume", req.TargetPath); err != nil {
+		return err
+	}
 	_, err = k.nodeClient.NodePublishVolume(ctx, req)
 	k.fs.callEnded("NodePublishVolume", req.TargetPath)
 	return classifyRPC(err)
@@ -294,7 +296,7 @@ func (m *csiMountMgr) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSp
 		return transient("%s", pluginLog("Unmounter.TearDownAt failed to get CSI client: %v", err))
 	}
 	if _, err := m.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: target}); err != nil {
-		return errors.New(pluginLog("Unmounter.TearDownAt failed: %v", err))
+		return withCause(pluginLog("Unmounter.TearDownAt failed: %v", err), err)
 	}
 	if err := m.removeMountDir(ctx, target); err != nil {
 		return errors.New(pluginLog("Unmounter.TearDownAt failed to clean mount dir [%s]: %v", target, err))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -288,4 +289,86 @@ func validReconstructed(uid string, v *volumeSpec) error {
 		return err
 	}
 	return manifests.ValidateSpecName(v.SpecName, field.NewPath("specVolID"))
+}
+
+// DriverWork lists what the journals under root record that only the
+// driver can undo and that is still there: the paths handed to it
+// (targets, staging paths, block publish paths) and the volumes whose
+// vol_data.json a journal copied. Nothing listed: `cleanup` can finish
+// without the driver (RecoverWithoutDriver).
+func DriverWork(root string) ([]string, error) {
+	journals, err := Journals(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if _, err := os.Lstat(p); err == nil && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, j := range journals {
+		jc, err := readJournal(j)
+		if err != nil {
+			return nil, err
+		}
+		for p := range jc.mountPaths {
+			add(p)
+		}
+		for p := range jc.inFlight {
+			add(p)
+		}
+		for dir := range jc.volData {
+			add(filepath.Join(dir, volDataFileName))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// RecoverWithoutDriver finishes, without the driver, the journals under
+// the root dir that list nothing for the driver (DriverWork is empty): the
+// directories and files the runs made are removed as Recover removes
+// them, and the journals go.
+func (k *Kubelet) RecoverWithoutDriver(ctx context.Context) *Outcome {
+	out := &Outcome{}
+	journals, err := Journals(k.paths.Root)
+	if err != nil {
+		out.MountErr = err
+		return out
+	}
+	for _, j := range journals {
+		jc, err := readJournal(j)
+		if err != nil {
+			k.fs.restoreLock()
+			out.MountErr = err
+			return out
+		}
+		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
+	}
+	// As in Recover: a symlink or a mount where the journals' dirs were
+	// stops everything.
+	if refused := k.fs.refusals(); len(refused) > 0 {
+		out.MountErr = fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0])
+		out.Leftovers = &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused}
+		return out
+	}
+	out.Leftovers = k.cleanup(context.WithoutCancel(ctx), false)
+	if out.Leftovers.NothingOnDisk() {
+		removed := true
+		for _, j := range journals {
+			if err := RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
+				k.fs.seen(err)
+				removed = false
+			}
+		}
+		out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.refusedSymlinks(), k.fs.refusals()
+		if removed {
+			RemoveSimDir(k.paths.Root)
+			k.removeEmptyCreated()
+		}
+	}
+	return out
 }

@@ -19,8 +19,17 @@ type Release struct {
 }
 
 // SupportedReleases says which releases the simulator reproduces, for
-// flags, usage text and `version`.
-func SupportedReleases() string { return fmt.Sprintf("1.%d to 1.%d", MinMinor, MaxMinor) }
+// flags, usage text and `version`; a pre-release is named as such
+// ("1.30 to 1.38 (1.38 is a pre-release: v1.38.0-beta.0)").
+func SupportedReleases() string {
+	s := fmt.Sprintf("1.%d to 1.%d", MinMinor, MaxMinor)
+	for _, v := range Releases() {
+		if p := v.PreRelease(); p != "" {
+			s += fmt.Sprintf(" (%s is a pre-release: %s)", v, p)
+		}
+	}
+	return s
+}
 
 // NewRelease parses a --kubelet-version ("1.36", "v1.36.3"; "" is the
 // newest) and --feature-gates ("A=true,B=false") pair.
@@ -96,11 +105,11 @@ func (r Release) TokenRequestUID() tokens.RequestUID {
 	}
 }
 
-// Describe is the release with the gates that differ from its defaults,
-// as the trace's header shows it.
+// Describe is the release (marked when a pre-release) with the gates that
+// differ from its defaults, as the trace's header shows it.
 func (r Release) Describe() string {
 	def, _ := NewFeatureGates(r.Version, "")
-	s := "kubelet " + r.Version.String()
+	s := "kubelet " + r.Version.Label()
 	changed := ""
 	for _, g := range r.Gates.names() {
 		if r.Gates.Enabled(g) != def.Enabled(g) {

@@ -26,6 +26,11 @@ type Plan struct {
 	Pods []PodPlan
 	// DefaultPod makes the default pod when the cluster has no pod.
 	DefaultPod *manifests.DefaultPod
+	// ProvisionDefault tells, once the driver has registered, whether the
+	// default pod's persistent volume is provisioned (a claim of a
+	// StorageClass of the driver, for the plan's Controller) instead of a
+	// PV with a made-up handle. Nil: never.
+	ProvisionDefault func(ctx context.Context, reg *Registration) bool
 	// AdmitDefaultPod runs the API server's admission on the default pod
 	// when one is made (the input's pods went through it when loaded).
 	AdmitDefaultPod func(pod *corev1.Pod) error
@@ -176,7 +181,7 @@ func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 	var mounted []*corev1.Pod
 	if err == nil {
 		k.warnNameMismatch(ctx, reg.DriverName)
-		pods, err := k.podPlans(plan, reg.DriverName)
+		pods, err := k.podPlans(ctx, plan, reg)
 		if err != nil {
 			out.MountErr = err
 		} else if !k.prepareController(ctx, plan, reg, pods, out) {
@@ -202,13 +207,14 @@ func teardownContext(ctx context.Context, plan Plan) context.Context {
 }
 
 // podPlans are the plan's pods, or the cluster's, or the default pod.
-func (k *Kubelet) podPlans(plan Plan, driver string) ([]PodPlan, error) {
+func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *Registration) ([]PodPlan, error) {
 	if len(plan.Pods) > 0 {
 		return plan.Pods, nil
 	}
 	if len(k.cluster.Pods()) == 0 && plan.DefaultPod != nil {
 		dp := *plan.DefaultPod
-		dp.Driver = driver
+		dp.Driver = reg.DriverName
+		dp.Provision = plan.ProvisionDefault != nil && plan.ProvisionDefault(ctx, reg)
 		dp.NodeName = k.cfg.NodeName
 		dp.AttachmentName = AttachmentName
 		pod, err := k.cluster.AddDefaultPod(dp)

@@ -83,7 +83,9 @@ func TestRunPod(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	e.k.runPod(ctx, e.pod("app-1"), -1, sched, &rep)
-	if time.Since(start) > 2*time.Second {
+	// A pod kept until its context would otherwise run on for good: the
+	// bound only has to be finite, and far above what load adds.
+	if time.Since(start) > 30*time.Second {
 		t.Errorf("RunPod(-1) did not end with its context")
 	}
 	e.unmountOK("app-1")

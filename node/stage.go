@@ -116,7 +116,7 @@ func (a *csiAttacher) saveStagingData(ctx context.Context, deviceMountPath strin
 	dataDir := filepath.Dir(deviceMountPath)
 	if err := a.fs.saveVolumeData(dataDir, data); err != nil {
 		a.removeMountDir(ctx, deviceMountPath)
-		return errors.New(pluginLog("failed to save volume info data: %v", err))
+		return withCause(pluginLog("failed to save volume info data: %v", err), err)
 	}
 	a.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
 	return nil
@@ -137,7 +137,9 @@ func (k *csiPlugin) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolum
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
-	k.fs.callStarted("NodeStageVolume", req.StagingTargetPath)
+	if err := k.fs.callStarted("NodeStageVolume", req.StagingTargetPath); err != nil {
+		return err
+	}
 	_, err = k.nodeClient.NodeStageVolume(ctx, req)
 	k.fs.callEnded("NodeStageVolume", req.StagingTargetPath)
 	return classifyRPC(err)
@@ -174,7 +176,7 @@ func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) 
 	}
 	if stage {
 		if err := a.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
-			return fmt.Errorf("%s", pluginLog("attacher.UnmountDevice failed: %v", err))
+			return withCause(pluginLog("attacher.UnmountDevice failed: %v", err), err)
 		}
 	}
 	if err := a.removeMountDir(ctx, deviceMountPath); err != nil {

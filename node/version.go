@@ -1,6 +1,7 @@
 package node
 
 import (
+	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,16 +13,90 @@ type Version struct {
 	Minor int
 }
 
-// Supported releases: MaxMinor is the one place that names the newest
-// (README, "Adding a release"); Releases, SupportedReleases, the flags'
-// help, `version` and the errors all follow it.
-const (
-	MinMinor = 30
-	MaxMinor = 37
+// releasesFile is the one list of the releases the project claims (its
+// comment says who else reads it).
+//
+//go:embed releases.txt
+var releasesFile string
+
+// claimed are the releases of releases.txt, parsed once; a malformed file
+// is a build defect that TestReleasesFile catches.
+var claimed = mustParseReleases(releasesFile)
+
+// Supported releases, from releases.txt: MinMinor the oldest, MaxMinor the
+// newest (a pre-release too). Releases, SupportedReleases, the flags'
+// help, `version` and the errors all follow them.
+var (
+	MinMinor = claimed[0].minor
+	MaxMinor = claimed[len(claimed)-1].minor
 )
 
-// DefaultVersion is the newest release simulated.
-var DefaultVersion = Version{Minor: MaxMinor}
+// DefaultVersion is the newest release simulated that is not a
+// pre-release: a user who names no release gets one that has shipped.
+var DefaultVersion = defaultVersion(claimed)
+
+// claimedRelease is one line of releases.txt.
+type claimedRelease struct {
+	tag   string // v1.38.0-beta.0
+	minor int
+	pre   bool // a pre-release tag (-alpha.N, -beta.N, -rc.N)
+}
+
+// mustParseReleases reads releases.txt: one v1.MINOR.PATCH[-PRE] tag a
+// line, minors consecutive and ascending, # comments.
+func mustParseReleases(text string) []claimedRelease {
+	rs, err := parseReleases(text)
+	if err != nil {
+		panic("node/releases.txt: " + err.Error())
+	}
+	return rs
+}
+
+func parseReleases(text string) ([]claimedRelease, error) {
+	var out []claimedRelease
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		core, pre, _ := strings.Cut(strings.TrimPrefix(line, "v"), "-")
+		parts := strings.Split(core, ".")
+		if !strings.HasPrefix(line, "v1.") || len(parts) != 3 {
+			return nil, fmt.Errorf("line %d: %q is not a tag like v1.37.2 or v1.38.0-beta.0", i+1, line)
+		}
+		minor, err1 := strconv.Atoi(parts[1])
+		_, err2 := strconv.Atoi(parts[2])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("line %d: %q is not a tag like v1.37.2 or v1.38.0-beta.0", i+1, line)
+		}
+		if n := len(out); n > 0 && minor != out[n-1].minor+1 {
+			return nil, fmt.Errorf("line %d: %s after %s: want one release per minor, oldest first", i+1, line, out[n-1].tag)
+		}
+		out = append(out, claimedRelease{tag: line, minor: minor, pre: pre != ""})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no release")
+	}
+	return out, nil
+}
+
+func defaultVersion(rs []claimedRelease) Version {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if !rs[i].pre {
+			return Version{Minor: rs[i].minor}
+		}
+	}
+	return Version{Minor: rs[0].minor}
+}
+
+// ClaimedTags are the tags of releases.txt, oldest first.
+func ClaimedTags() []string {
+	out := make([]string, len(claimed))
+	for i, r := range claimed {
+		out[i] = r.tag
+	}
+	return out
+}
 
 // Releases are the releases the simulator reproduces, oldest first.
 func Releases() []Version {
@@ -32,9 +107,10 @@ func Releases() []Version {
 	return out
 }
 
-// ParseVersion reads "1.36", "v1.36" or "v1.36.3".
+// ParseVersion reads "1.36", "v1.36", "v1.36.3" or "v1.38.0-beta.0": the
+// minor picks the rules, a patch or pre-release suffix changes nothing.
 func ParseVersion(s string) (Version, error) {
-	t := strings.TrimPrefix(s, "v")
+	t, _, _ := strings.Cut(strings.TrimPrefix(s, "v"), "-")
 	parts := strings.Split(t, ".")
 	if len(parts) < 2 || parts[0] != "1" {
 		return Version{}, fmt.Errorf("kubelet version %q: want 1.%d to 1.%d", s, MinMinor, MaxMinor)
@@ -44,6 +120,26 @@ func ParseVersion(s string) (Version, error) {
 		return Version{}, fmt.Errorf("kubelet version %q: want 1.%d to 1.%d", s, MinMinor, MaxMinor)
 	}
 	return Version{Minor: minor}, nil
+}
+
+// PreRelease is the pre-release tag whose code the release's rules were
+// checked against ("v1.38.0-beta.0"), or "" for a release that shipped.
+func (v Version) PreRelease() string {
+	for _, r := range claimed {
+		if r.minor == v.Minor && r.pre {
+			return r.tag
+		}
+	}
+	return ""
+}
+
+// Label is the release as users read it: "1.37", or
+// "1.38 (pre-release: v1.38.0-beta.0)".
+func (v Version) Label() string {
+	if p := v.PreRelease(); p != "" {
+		return fmt.Sprintf("%s (pre-release: %s)", v, p)
+	}
+	return v.String()
 }
 
 func (v Version) String() string { return fmt.Sprintf("1.%d", v.Minor) }
@@ -108,3 +204,16 @@ func (v Version) NodeExpansionNotRequired() bool { return v.Minor >= 34 }
 // it, as every subresource's (WipeObjectMetaSystemFields), and checks
 // nothing (pkg/registry/core/serviceaccount/storage/token.go).
 func (v Version) TokenRequestKeepsUID() bool { return v.Minor >= 34 }
+
+// CSIDriverAttachRequiredPath: from 1.38 the API server's CSIDriver
+// validation names the field spec.attachRequired; up to 1.37 its errors
+// said spec.attachedRequired (pkg/apis/storage/validation
+// validateCSIDriverSpec and ValidateCSIDriverUpdate, v1.37.2 against
+// v1.38.0-beta.0).
+func (v Version) CSIDriverAttachRequiredPath() bool { return v.Minor >= 38 }
+
+// CSINodeOwnerFromLiveNode: from 1.38 the kubelet reads its Node right
+// before it creates the CSINode and names the live Node's UID as the
+// owner; up to 1.37 the UID it learnt on start (nodeinfomanager.go
+// CreateCSINode, v1.37.2 against v1.38.0-beta.0).
+func (v Version) CSINodeOwnerFromLiveNode() bool { return v.Minor >= 38 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseVersion(t *testing.T) {
-	newest, next := DefaultVersion.String(), fmt.Sprintf("1.%d", MaxMinor+1)
+	newest, next := Version{Minor: MaxMinor}.String(), fmt.Sprintf("1.%d", MaxMinor+1)
 	tests := []struct {
 		in      string
 		want    int
@@ -17,6 +17,9 @@ func TestParseVersion(t *testing.T) {
 		{"v1.36.3", 36, ""},
 		{"1.30", 30, ""},
 		{"1.37", 37, ""},
+		{"1.38", 38, ""},
+		{"v1.38.0-beta.0", 38, ""},
+		{"v1.38.0", 38, ""},
 		{"1.29", 0, `kubelet version "1.29": want 1.30 to ` + newest},
 		{next, 0, `kubelet version "` + next + `": want 1.30 to ` + newest},
 		{"2.1", 0, `kubelet version "2.1": want 1.30 to ` + newest},
@@ -54,7 +57,7 @@ func TestCapabilityErrorsUncertain(t *testing.T) {
 // New fills the defaults: the newest release and the kubelet's 2 minute csiTimeout.
 func TestNewDefaults(t *testing.T) {
 	e := newUnregisteredEnv(t, "", newFakeDriver())
-	if e.k.release.Minor != MaxMinor || e.k.cfg.Timeout.String() != "2m0s" {
+	if e.k.release.Minor != DefaultVersion.Minor || e.k.cfg.Timeout.String() != "2m0s" {
 		t.Errorf("defaults: version %v, timeout %v", e.k.release.Version, e.k.cfg.Timeout)
 	}
 	if e.k.Paths().Root != e.root {
@@ -78,6 +81,8 @@ func TestVersionRules(t *testing.T) {
 		{"StatsWithoutUsageForCondition (11)", Version.StatsWithoutUsageForCondition, 32, 0},
 		{"ExpansionByClaimStatus (11)", Version.ExpansionByClaimStatus, 31, 0},
 		{"TokenRequestKeepsUID (4.2)", Version.TokenRequestKeepsUID, 34, 0},
+		{"CSIDriverAttachRequiredPath (14.3)", Version.CSIDriverAttachRequiredPath, 38, 0},
+		{"CSINodeOwnerFromLiveNode (13)", Version.CSINodeOwnerFromLiveNode, 38, 0},
 	}
 	for _, r := range rules {
 		for minor := MinMinor; minor <= MaxMinor; minor++ {
@@ -120,5 +125,36 @@ func TestVersionRuleBoundaries(t *testing.T) {
 				t.Errorf("%t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// releases.txt: 1.30 to 1.38, 1.38 a pre-release (marked in its label),
+// the default the newest that shipped; a malformed file is refused.
+func TestReleasesFile(t *testing.T) {
+	if MinMinor != 30 || MaxMinor != 38 || DefaultVersion.Minor != 37 {
+		t.Errorf("MinMinor %d, MaxMinor %d, default %v", MinMinor, MaxMinor, DefaultVersion)
+	}
+	if got := (Version{Minor: 38}).Label(); got != "1.38 (pre-release: v1.38.0-beta.0)" {
+		t.Errorf("1.38 label %q", got)
+	}
+	if got := (Version{Minor: 37}).Label(); got != "1.37" || (Version{Minor: 37}).PreRelease() != "" {
+		t.Errorf("1.37 label %q", got)
+	}
+	if tags := ClaimedTags(); len(tags) != 9 || tags[7] != "v1.37.2" || tags[8] != "v1.38.0-beta.0" {
+		t.Errorf("ClaimedTags = %v", tags)
+	}
+	for text, want := range map[string]string{
+		"":                    "no release",
+		"v1.30.1\nv1.32.0\n":  "line 2: v1.32.0 after v1.30.1: want one release per minor, oldest first",
+		"v1.30\n":             `line 1: "v1.30" is not a tag like v1.37.2 or v1.38.0-beta.0`,
+		"# c\nv1.30.x-rc.1\n": `line 2: "v1.30.x-rc.1" is not a tag like v1.37.2 or v1.38.0-beta.0`,
+	} {
+		if _, err := parseReleases(text); err == nil || err.Error() != want {
+			t.Errorf("parseReleases(%q) = %v, want %q", text, err, want)
+		}
+	}
+	rs, err := parseReleases("v1.30.2\nv1.31.0-rc.1\n")
+	if err != nil || defaultVersion(rs).Minor != 30 || !rs[1].pre {
+		t.Errorf("parseReleases = %+v, %v", rs, err)
 	}
 }

@@ -67,3 +67,21 @@ func (c *Controllers) start(ctx context.Context) (*driverCaps, error) {
 	c.identity = strconv.FormatInt(time.Now().UnixMilli(), 10) + "-" + strconv.Itoa(rand.IntN(10000)) + "-" + caps.name
 	return caps, nil
 }
+
+// Provisions tells whether the external-provisioner would serve claims
+// of the driver registered on the node: the controller socket names the
+// same driver and offers CREATE_DELETE_VOLUME. It asks the driver as
+// the provisioner does when it starts (once; Prepare reuses the answer).
+// why says what decided, for the trace.
+func (c *Controllers) Provisions(ctx context.Context, driver string) (ok bool, why string) {
+	caps, err := c.start(ctx)
+	switch {
+	case err != nil:
+		return false, fmt.Sprintf("the driver's controller capabilities could not be read (%v)", err)
+	case caps.name != driver:
+		return false, fmt.Sprintf("the controller socket %s serves driver %q, not %q", c.controllerText(), caps.name, driver)
+	case !caps.has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME):
+		return false, fmt.Sprintf("the driver's controller (%s) does not offer CREATE_DELETE_VOLUME", c.controllerText())
+	}
+	return true, fmt.Sprintf("the driver's controller (%s) offers CREATE_DELETE_VOLUME", c.controllerText())
+}

@@ -25,6 +25,12 @@ type CleanupConfig struct {
 	// when empty): a volume another live run holds is kept for it.
 	Endpoint, HoldersDir string
 
+	// Force (`cleanup --force`): an attachment or a volume the driver
+	// refused to unpublish or delete (NotFound: it no longer knows it) is
+	// dropped from the record, said in the trace, instead of keeping the
+	// record (and the root dir) for ever.
+	Force bool
+
 	driver string // GetPluginInfo's name, once asked
 }
 
@@ -93,8 +99,11 @@ func cleanupRecord(ctx context.Context, cfg *CleanupConfig, p string) []error {
 		_, err := client.ControllerUnpublishVolume(cctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: e.Handle, NodeId: e.NodeID})
 		cancel()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ControllerUnpublishVolume %s from node %s: %w", e.Handle, e.NodeID, err))
-			continue
+			err = fmt.Errorf("ControllerUnpublishVolume %s from node %s: %w", e.Handle, e.NodeID, err)
+			if !forced(ctx, *cfg, err, "attacher", "Detach", e.Handle, "the record of the attachment of "+e.Handle+" to node "+e.NodeID) {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		errs = appendErr(errs, r.write(entry{Kind: kindUnpublished, Handle: e.Handle, NodeID: e.NodeID}))
 	}
@@ -138,9 +147,27 @@ func cleanupVolume(ctx context.Context, cfg CleanupConfig, client csi.Controller
 	cctx, cancel := callCtx(ctx, cfg, "provision", "Delete", v.name)
 	defer cancel()
 	if _, err := client.DeleteVolume(cctx, &csi.DeleteVolumeRequest{VolumeId: handle}); err != nil {
-		return fmt.Errorf("DeleteVolume %s (volume %s): %w; the volume is left on the driver: handle %s", handle, v.name, err, handle)
+		err = fmt.Errorf("DeleteVolume %s (volume %s): %w; the volume is left on the driver: handle %s", handle, v.name, err, handle)
+		if !forced(ctx, cfg, err, "provision", "Delete", v.name, "the record of volume "+v.name+" (handle "+handle+")") {
+			return err
+		}
 	}
 	return r.write(entry{Kind: kindDeleted, Name: v.name, Handle: handle})
+}
+
+// forced tells whether --force drops what a refused call left in the
+// record: only after the driver answered (a status of its own), never
+// when it could not be reached or did not answer in time.
+func forced(ctx context.Context, cfg CleanupConfig, err error, component, op, volume, what string) bool {
+	if !cfg.Force || ctx.Err() != nil {
+		return false
+	}
+	if _, answered := csiclient.DriverStatus(err); !answered || csiclient.Classify(err) != csiclient.Answered {
+		return false
+	}
+	lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: component, Operation: op, Volume: volume})
+	cfg.Trace.Warn(lctx, "--force: dropped "+what+" after the driver refused: "+err.Error())
+	return true
 }
 
 func callCtx(ctx context.Context, cfg CleanupConfig, component, op, volume string) (context.Context, context.CancelFunc) {

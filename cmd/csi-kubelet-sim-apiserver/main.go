@@ -1,6 +1,7 @@
 // Command csi-kubelet-sim-apiserver is the control plane of
 // `csi-kubelet-sim --apiserver`: it starts etcd (an executable of its own,
-// Debian's etcd-server) on loopback, waits for it, then runs kube-apiserver
+// Debian's etcd-server) on unix sockets in its working dir (or loopback
+// ports), waits for it, then runs kube-apiserver
 // of the release the simulator follows in this process, with the flags the
 // simulator gives after "--". The simulator makes every file (CA, keys,
 // certificates) and picks the ports; this program only runs the two servers.
@@ -18,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,7 +40,25 @@ const exitEtcd = 4
 type etcdFlags struct {
 	bin, dataDir, log string
 	clientPort, peer  int
-	wait              time.Duration
+	// clientSocket and peerSocket are unix sockets in the helper's working
+	// dir (the simulator's 0700 control plane dir), named as etcd 3.4
+	// wants a unix URL's host: NAME:PORT. Given, etcd listens on no TCP
+	// port at all: only a process that can enter that dir (root, the API
+	// server) reaches its keys.
+	clientSocket, peerSocket string
+	wait                     time.Duration
+}
+
+// urls are etcd's client and peer URLs, and how to dial the client one.
+func (e etcdFlags) urls() (client, peer string, dial func(ctx context.Context, _, _ string) (net.Conn, error)) {
+	if e.clientSocket != "" {
+		sock := e.clientSocket
+		return "unix://" + e.clientSocket, "unix://" + e.peerSocket, func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", e.clientPort), fmt.Sprintf("http://127.0.0.1:%d", e.peer), nil
 }
 
 func main() {
@@ -49,10 +69,13 @@ func main() {
 	fs.StringVar(&e.log, "etcd-log", "", "etcd's log file")
 	fs.IntVar(&e.clientPort, "etcd-client-port", 0, "etcd's client port on 127.0.0.1")
 	fs.IntVar(&e.peer, "etcd-peer-port", 0, "etcd's peer port on 127.0.0.1")
+	fs.StringVar(&e.clientSocket, "etcd-client-socket", "", "etcd's client unix socket in the working dir, NAME:PORT (instead of --etcd-client-port)")
+	fs.StringVar(&e.peerSocket, "etcd-peer-socket", "", "etcd's peer unix socket in the working dir, NAME:PORT (instead of --etcd-peer-port)")
 	fs.DurationVar(&e.wait, "etcd-wait", 30*time.Second, "how long etcd may take to answer /health healthy")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
-	if e.dataDir == "" || e.clientPort == 0 || e.peer == 0 {
-		fmt.Fprintln(os.Stderr, "csi-kubelet-sim-apiserver: --etcd-data-dir, --etcd-client-port and --etcd-peer-port are required (the simulator gives them)")
+	sockets := e.clientSocket != "" && e.peerSocket != ""
+	if e.dataDir == "" || !sockets && (e.clientPort == 0 || e.peer == 0) {
+		fmt.Fprintln(os.Stderr, "csi-kubelet-sim-apiserver: --etcd-data-dir and --etcd-client-socket with --etcd-peer-socket (or --etcd-client-port with --etcd-peer-port) are required (the simulator gives them)")
 		os.Exit(2)
 	}
 	etcd, err := startEtcd(e)
@@ -100,8 +123,7 @@ type etcdProcess struct {
 }
 
 func startEtcd(e etcdFlags) (*etcdProcess, error) {
-	client := fmt.Sprintf("http://127.0.0.1:%d", e.clientPort)
-	peer := fmt.Sprintf("http://127.0.0.1:%d", e.peer)
+	client, peer, dial := e.urls()
 	cmd := exec.Command(e.bin,
 		"--name", "csi-kubelet-sim", "--data-dir", e.dataDir,
 		"--listen-client-urls", client, "--advertise-client-urls", client,
@@ -124,7 +146,11 @@ func startEtcd(e etcdFlags) (*etcdProcess, error) {
 	p := &etcdProcess{cmd: cmd, exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	go func() {
-		if err := p.waitHealthy(client+"/health", e.wait); err != nil && !errors.Is(err, errExited) {
+		health := client + "/health"
+		if dial != nil {
+			health = "http://etcd/health"
+		}
+		if err := p.waitHealthy(health, dial, e.wait); err != nil && !errors.Is(err, errExited) {
 			fmt.Fprintf(os.Stderr, "csi-kubelet-sim-apiserver: etcd did not start: %v (its log: %s)\n", err, e.log)
 			os.Exit(exitEtcd)
 		}
@@ -137,10 +163,13 @@ var errExited = errors.New("etcd exited")
 // waitHealthy polls etcd's /health until it answers healthy, etcd exits,
 // or the time is up. A port another etcd holds makes ours exit, so a
 // healthy answer comes from our process.
-func (p *etcdProcess) waitHealthy(url string, wait time.Duration) error {
+func (p *etcdProcess) waitHealthy(url string, dial func(ctx context.Context, _, _ string) (net.Conn, error), wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	hc := &http.Client{Timeout: time.Second}
+	if dial != nil {
+		hc.Transport = &http.Transport{DialContext: dial}
+	}
 	for {
 		select {
 		case <-p.exited:

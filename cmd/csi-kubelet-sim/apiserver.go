@@ -73,6 +73,8 @@ func apiserverError(err error) error {
 		return err // its code is said already
 	case errors.Is(err, context.Canceled):
 		return withCode(exitInterrupted, fmt.Errorf("interrupted while the API server started or took the input; it was stopped and removed"))
+	case errors.As(err, &refused) && refused.ServerFailed():
+		return withCode(exitEnvironment, fmt.Errorf("--apiserver: the control plane failed while it took the input: %w", err))
 	case errors.As(err, &refused), errors.As(err, &notEst):
 		return withCode(exitUsage, err)
 	}
@@ -105,6 +107,10 @@ func (o *apiserverOptions) start(ctx context.Context, co *commonOptions, ep csic
 		return withCode(exitUsage, err)
 	}
 	if o.applied, err = o.cp.Apply(ctx, docs, cluster.ApplyOptions{NodeName: co.NodeName}); err != nil {
+		var refused *cluster.RefusedError
+		if ctx.Err() == nil && errors.As(err, &refused) && refused.ServerError() && o.cp.ExitedWithin(time.Second) {
+			return withCode(exitEnvironment, fmt.Errorf("--apiserver: the control plane exited while it took the input (log: %s): %w", o.cp.Log, err))
+		}
 		return apiserverError(err)
 	}
 	if err := readBack(co.cluster, o.applied.Objects); err != nil {
@@ -120,7 +126,8 @@ func (o *apiserverOptions) start(ctx context.Context, co *commonOptions, ep csic
 			return withCode(exitEnvironment, err)
 		}
 	}
-	co.api = o.cp.KubeletTokens()
+	// The kubelet's TokenRequests are lines of the trace (attach).
+	co.api = &kubeletTokenRequests{api: o.cp.KubeletTokens()}
 	if err := o.writeKubeconfig(ctx, docs); err != nil {
 		return apiserverError(err)
 	}

@@ -9,9 +9,11 @@ import (
 
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
 )
@@ -26,6 +28,9 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	for _, line := range o.announcements() {
 		ss.announce(line)
 	}
+	if k, ok := ss.opts.api.(*kubeletTokenRequests); ok {
+		k.traceTo(ss.trace)
+	}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.stopTail = cancel
 	driverCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "driver", Operation: "API request"})
@@ -34,6 +39,7 @@ func (o *apiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	})
 	apiCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "API server"})
 	o.node = &cluster.NodeSide{CP: o.cp, Inner: plan.Controller, NodeName: ss.opts.NodeName,
+		StartNodeUID: registeredNodeUID(ss.opts.cluster, ss.opts.NodeName), OwnerFromLiveNode: ss.opts.release.CSINodeOwnerFromLiveNode(),
 		Note:    func(s string) { ss.trace.Note(apiCtx, false, s) },
 		Created: func() []cluster.Request { o.tail.Poll(); return o.tail.Requests() },
 		Done:    o.stop,
@@ -112,7 +118,11 @@ func (o *apiserverOptions) createDefaultPod(ctx context.Context, ss *session, po
 		return err
 	}
 	d.Source = "the default pod"
-	applied, err := o.cp.Apply(ctx, []cluster.Document{d}, cluster.ApplyOptions{NodeName: ss.opts.NodeName})
+	docs, err := defaultPodClaims(ss.opts.cluster, pod)
+	if err != nil {
+		return err
+	}
+	applied, err := o.cp.Apply(ctx, append(docs, d), cluster.ApplyOptions{NodeName: ss.opts.NodeName})
 	if err != nil {
 		return apiserverError(err)
 	}
@@ -123,6 +133,36 @@ func (o *apiserverOptions) createDefaultPod(ctx context.Context, ss *session, po
 		*pod = *p
 	}
 	return nil
+}
+
+// defaultPodClaims are the provisioned default volume's claim and the
+// StorageClass made for it (not the input's, created already): the
+// provisioner's PV binds the claim the API server has.
+func defaultPodClaims(c *manifests.Cluster, pod *corev1.Pod) ([]cluster.Document, error) {
+	var objs []any
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, ok := c.PersistentVolumeClaim(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		if !ok || claim.Spec.StorageClassName == nil || c.SourceOf("PersistentVolumeClaim", claim.Namespace, claim.Name) != manifests.DefaultPodSource {
+			continue
+		}
+		if sc, ok := c.StorageClass(*claim.Spec.StorageClassName); ok && c.SourceOf("StorageClass", "", sc.Name) == manifests.DefaultPodSource {
+			objs = append(objs, sc)
+		}
+		objs = append(objs, claim)
+	}
+	var docs []cluster.Document
+	for _, obj := range objs {
+		d, err := document(c, obj)
+		if err != nil {
+			return nil, err
+		}
+		d.Source = "the default pod"
+		docs = append(docs, d)
+	}
+	return docs, nil
 }
 
 // createScheduled creates the pods a schedule added (load's copies and
@@ -230,4 +270,13 @@ func (o *apiserverOptions) reportHeader(h loadreport.Header) loadreport.Header {
 		h.APIRequests = append(h.APIRequests, r.Time.Format("15:04:05.000")+" "+r.String())
 	}
 	return h
+}
+
+// registeredNodeUID is the UID of the Node the kubelet registered on
+// start (the API server's, put into the cluster by apiserverOptions.start).
+func registeredNodeUID(c *manifests.Cluster, name string) types.UID {
+	if n, ok := c.Node(name); ok {
+		return n.UID
+	}
+	return ""
 }

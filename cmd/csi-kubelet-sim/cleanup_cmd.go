@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,10 +23,23 @@ through the driver (NodeUnpublishVolume, NodeUnstageVolume), then their
 directories removed; then the volumes the runs' provisioner and attacher
 recorded are unpublished (ControllerUnpublishVolume) and deleted
 (DeleteVolume). Only what the journals and records list is touched; a root
-dir without either is left alone.`
+dir without either is left alone.
+
+Without the driver's socket, what needs no driver is finished (the control
+plane of an --apiserver run, the directories of a run killed before it
+mounted anything) and what needs it is named (exit 3).
+
+When the driver refuses (NotFound: it no longer knows the volume), cleanup
+exits 1 and keeps everything; --force then unmounts and removes the targets
+and staging paths the journal recorded (only those, unmounted first and
+checked in mountinfo before anything under them is removed) and drops the
+controller records, saying so line by line.`
 
 const cleanupExample = `  # after a run interrupted twice (its error names this command)
-  csi-kubelet-sim cleanup --root-dir /var/lib/kubelet-sim --endpoint unix:///run/csi/csi.sock`
+  csi-kubelet-sim cleanup --root-dir /var/lib/kubelet-sim --endpoint unix:///run/csi/csi.sock
+
+  # the driver no longer knows the volume (its error names this command)
+  csi-kubelet-sim cleanup --force --root-dir /var/lib/kubelet-sim --endpoint unix:///run/csi/csi.sock`
 
 // cleanupOptions are the flags of `cleanup`.
 type cleanupOptions struct {
@@ -59,6 +73,7 @@ func (co *cleanupOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
 	o.addTimeoutFlag(fs, node.DefaultTimeout, "timeout of each kubelet operation")
 	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail")
+	fs.BoolVar(&o.force, "force", false, "after the driver refused to unpublish, unstage, detach or delete (NotFound: it no longer knows the volume), unmount and remove the targets and staging paths the journal recorded, and drop the controller records, each said on a line of its own")
 }
 
 // complete takes the root dir (required), the driver's socket and the
@@ -97,9 +112,9 @@ func (co *cleanupOptions) run(ctx context.Context) error {
 			return withCode(exitEnvironment, fmt.Errorf("node name: %w", err))
 		}
 	}
-	if err := ep.Check(); err != nil {
-		return withCode(exitEnvironment, err)
-	}
+	// A missing driver socket is no reason to refuse at once: what needs
+	// no driver (a control plane's dir, the directories of a run killed
+	// before it mounted anything) is finished without one (cleanupRoot).
 	locks, roots, err := lockCleanupRoots(o.RootDir, s)
 	if err != nil {
 		return err
@@ -182,6 +197,9 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, lock *node.
 	if err := cleanupControlPlane(ss, root); err != nil {
 		return err
 	}
+	if err := ep.Check(); err != nil {
+		return cleanupWithoutDriver(ctx, ss, root, lock, err)
+	}
 	ss.header()
 	// After the kubelet's teardown, what the run's sidecars left: detach,
 	// then delete (sidecars.Cleanup), with the root dir still locked.
@@ -192,6 +210,51 @@ func cleanupRoot(ctx context.Context, o *commonOptions, root string, lock *node.
 	// calls take ctx); what they cut short is the interrupt's, not the
 	// driver's.
 	out.Interrupted = ctx.Err() != nil
+	exit := ss.exitErr(out)
+	if exit != nil && !o.force && exitCode(exit) == exitFailed && driverRefused(out) {
+		exit = withCode(exitFailed, fmt.Errorf("%w; cleanup --force removes what the journal recorded after the driver refused: it unmounts and removes the targets and staging paths listed there (nothing else) and drops the controller records: csi-kubelet-sim cleanup --force --root-dir %s --endpoint %s", exit, root, ep))
+	}
+	ss.summary(out, exit)
+	return exit
+}
+
+// driverRefused tells whether the driver answered a teardown call of
+// `cleanup` with an error (NotFound: it no longer knows the volume), as
+// opposed to not being reached or not answering in time.
+func driverRefused(out *node.Outcome) bool {
+	errs := append([]error{out.FirstVolumeError()}, out.TeardownErrs...)
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if _, ok := csiclient.DriverStatus(err); ok && csiclient.Classify(err) == csiclient.Answered {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanupWithoutDriver finishes a root dir whose driver socket is
+// missing, when nothing its journals and records list needs the driver
+// (a run killed before anything was mounted: its directories); otherwise
+// it names what does and exits 3, having done what needed no driver (the
+// control plane's dir, removed before).
+func cleanupWithoutDriver(ctx context.Context, ss *session, root string, lock *node.RootLock, epErr error) error {
+	work, err := node.DriverWork(root)
+	if err != nil {
+		lock.Release()
+		return rootErr(fmt.Errorf("cleanup --root-dir %s: %w", root, err))
+	}
+	if sidecars.HasRecords(root) {
+		work = append(work, "the volumes and attachments the run's provisioner and attacher recorded (ControllerUnpublishVolume, DeleteVolume)")
+	}
+	if len(work) > 0 {
+		lock.Release()
+		return withCode(exitEnvironment, fmt.Errorf("%w; what remains under %s needs the driver: %s; start it and run cleanup again", epErr, root, strings.Join(work, ", ")))
+	}
+	ss.announce(fmt.Sprintf("no driver at %s: nothing the journals list needs it; what the run made is removed without it", ss.endpoint))
+	ss.header()
+	out := ss.kubelet.RecoverWithoutDriver(ctx)
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)
 	return exit

@@ -151,13 +151,14 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}
-	newest := node.DefaultVersion.String()
+	// 1.38 is accepted as a pre-release; the default is the newest that shipped.
 	if v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.Module != "github.com/csi-kubelet-sim/csi-kubelet-sim" ||
-		len(v.Releases) != node.MaxMinor-29 || v.Releases[0] != "1.30" || v.Releases[len(v.Releases)-1] != newest || v.DefaultKube != newest {
+		len(v.Releases) != node.MaxMinor-29 || v.Releases[0] != "1.30" || v.Releases[len(v.Releases)-1] != "1.38" || v.DefaultKube != "1.37" ||
+		len(v.PreReleases) != 1 || v.PreReleases["1.38"] != "v1.38.0-beta.0" {
 		t.Errorf("version %+v", v)
 	}
 	text, _, _ := cli(t, "", "version")
-	if !strings.HasPrefix(text, "csi-kubelet-sim "+v.Version+" (simulates kubelet 1.30 to "+newest+", default "+newest+")\n") {
+	if !strings.HasPrefix(text, "csi-kubelet-sim "+v.Version+" (simulates kubelet 1.30 to 1.38 (1.38 is a pre-release: v1.38.0-beta.0), default 1.37)\n") {
 		t.Errorf("text %q", text)
 	}
 	if short, _, _ := cli(t, "", "--version"); short != "csi-kubelet-sim "+v.Version+"\n" {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
@@ -26,6 +27,10 @@ import (
 type conformanceAPI struct {
 	o        *apiserverOptions
 	nodeName string
+	// nodeUID, liveNode: the CSINode's owner as the release names it
+	// (cluster.NodeSide).
+	nodeUID  types.UID
+	liveNode bool
 
 	mu    sync.Mutex
 	trace *csiclient.Trace  // the running scenario's
@@ -91,7 +96,7 @@ func (o *conformanceOptions) startConformanceAPI(ctx context.Context, co *common
 	}
 	// The scenarios use the API server's CSIDriver (its defaults, its UID).
 	o.csiDrivers = o.cluster.CSIDrivers()
-	a := &conformanceAPI{o: &o.apiserver, nodeName: o.NodeName}
+	a := &conformanceAPI{o: &o.apiserver, nodeName: o.NodeName, nodeUID: registeredNodeUID(o.cluster, o.NodeName), liveNode: o.release.CSINodeOwnerFromLiveNode()}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.apiserver.stopTail = cancel
 	o.apiserver.tail = o.apiserver.cp.TailAudit(tctx, o.apiserver.identity.User, a.driverRequest)
@@ -165,6 +170,7 @@ func (a *conformanceAPI) Plan(ctx context.Context, c *manifests.Cluster, plan *n
 	a.begin(trace)
 	kubeletCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "API server"})
 	ns := &cluster.NodeSide{CP: a.o.cp, Inner: plan.Controller, NodeName: a.nodeName, Remove: remove,
+		StartNodeUID: a.nodeUID, OwnerFromLiveNode: a.liveNode,
 		Note: func(s string) {
 			trace.Note(kubeletCtx, false, s)
 			note("API server: %s", s)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,8 +16,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -33,6 +37,8 @@ type conformanceOptions struct {
 	Recursive        bool
 	VolumeHandle     string
 	VolumeAttributes map[string]string
+	ReadOnly         bool
+	TestDriver       string
 	Focus, Skip      string
 	JUnit            string
 	NodeName         string
@@ -44,6 +50,8 @@ type conformanceOptions struct {
 	apiserver        apiserverOptions
 
 	focus, skip *regexp.Regexp
+	testDriver  *testdriver.Definition
+	class       *conformance.VolumeClass
 	csiDrivers  []*storagev1.CSIDriver
 	cluster     *manifests.Cluster
 }
@@ -53,6 +61,8 @@ func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
 	addFileFlags(fs, &o.Filenames, &o.Recursive, "the driver's CSIDriver object: a file, a directory or - (repeatable; files may also be given as arguments); without it, scenarios come from the driver's capabilities and the kubelet behaves as without a CSIDriver")
 	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "handle of a pre-provisioned volume for the PersistentVolume (default: a 1Gi volume made by CreateVolume when the driver has CREATE_DELETE_VOLUME, else "+conformance.DefaultVolumeHandle+")")
 	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
+	fs.BoolVar(&o.ReadOnly, "read-only", false, "make the inline volumes readOnly: true (csi.readOnly), as drivers such as the secrets-store CSI driver require: NodePublishVolume then has readonly set")
+	fs.StringVar(&o.TestDriver, "testdriver", "", "Kubernetes' external storage test driver definition (the file of e2e.test -storage.testdriver, YAML or JSON), read strictly: its DriverInfo is checked against the driver and its InlineVolumes drive the inline volumes (docs/conformance.md)")
 	fs.StringVar(&o.Focus, "focus", "", "run only the scenarios whose name matches this regexp")
 	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
 	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
@@ -124,6 +134,9 @@ func (o *conformanceOptions) load(s streams) error {
 		}
 		o.NodeName = name
 	}
+	if err := o.loadTestDriver(s); err != nil {
+		return err
+	}
 	if len(o.Filenames) == 0 {
 		return nil
 	}
@@ -145,8 +158,8 @@ func (o *conformanceOptions) load(s streams) error {
 	if len(o.csiDrivers) == 0 {
 		return withCode(exitUsage, fmt.Errorf("-f: no CSIDriver object in %s", strings.Join(o.Filenames, ", ")))
 	}
-	if n := len(c.Pods()) + len(c.PersistentVolumes()); n > 0 {
-		warnTo(s)(fmt.Sprintf("conformance builds its own pods and volumes: the %d Pod and PersistentVolume object(s) given are ignored", n))
+	if n := len(c.PersistentVolumes()); n > 0 {
+		warnTo(s)(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
 	}
 	return nil
 }
@@ -193,6 +206,12 @@ const conformanceExample = `  # every scenario the CSIDriver object calls for
 
   # only the token scenarios, verbose, with a JUnit report for CI
   csi-kubelet-sim conformance --endpoint /run/csi/csi.sock csidriver.yaml --focus '^tokens/' -v --junit conformance.xml
+
+  # from the driver's Kubernetes storage test definition (e2e.test -storage.testdriver)
+  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock -f csidriver.yaml --testdriver test-driver.yaml
+
+  # a driver that, like the secrets-store CSI driver, needs read-only inline volumes
+  csi-kubelet-sim conformance --endpoint /run/csi/csi.sock -f csidriver.yaml --read-only --volume-attributes secretProviderClass=db
 
   # with a real API server; start the driver with KUBECONFIG=/tmp/driver.kubeconfig
   csi-kubelet-sim conformance --apiserver --endpoint /run/csi/csi.sock -f deploy/ --driver-kubeconfig /tmp/driver.kubeconfig`
@@ -259,17 +278,14 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 	}
 
 	host := conformance.Host{SELinux: hostHasSELinux()}
-	if err := o.checkSelection(info, obj, host); err != nil {
-		return err
-	}
-	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
-	p.rerun = o.rerunHint
-	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg := conformance.Config{
 		Conn:             o.apiserver.conn(dialer),
 		CSIDriver:        obj,
 		VolumeHandle:     o.VolumeHandle,
 		VolumeAttributes: o.VolumeAttributes,
+		InlineReadOnly:   o.ReadOnly,
+		TestDriver:       o.testDriver,
+		TestDriverFile:   o.TestDriver,
 		Focus:            o.focus,
 		Skip:             o.skip,
 		Timeout:          o.Timeout,
@@ -278,12 +294,20 @@ func (o *conformanceOptions) run(ctx context.Context) error {
 		NodeName:         o.NodeName,
 		Host:             host,
 		Parallel:         o.Parallel,
-		OnStart:          p.start,
-		OnResult:         p.result,
 		Teardown:         teardownContext(ctx),
 		Sensitive:        sensitive,
 		Input:            o.cluster,
+		Class:            o.class,
 	}
+	o.inlineFromTestDriver(&cfg)
+	o.fromPods(&cfg, info.Name, s)
+	if err := o.checkSelection(cfg, info); err != nil {
+		return err
+	}
+	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
+	p.rerun = o.rerunHint
+	p.header(o, info, obj, root, len(created) > 0, host)
+	cfg.OnStart, cfg.OnResult = p.start, p.result
 	if err := o.hook(ctx, &cfg, api, p, red, &undo); err != nil {
 		return err
 	}
@@ -351,12 +375,12 @@ func writeJUnit(path string, rep *conformance.Report) error {
 
 // checkSelection refuses --focus/--skip that leave no scenario to run: a
 // run of nothing would pass.
-func (o *conformanceOptions) checkSelection(info *conformance.DriverInfo, obj *storagev1.CSIDriver, host conformance.Host) error {
+func (o *conformanceOptions) checkSelection(cfg conformance.Config, info *conformance.DriverInfo) error {
 	if o.focus == nil && o.skip == nil {
 		return nil
 	}
 	var names []string
-	for _, sc := range conformance.Derive(info, obj, host) {
+	for _, sc := range conformance.Scenarios(cfg, info) {
 		if (o.focus == nil || o.focus.MatchString(sc.Name)) && (o.skip == nil || !o.skip.MatchString(sc.Name)) {
 			return nil
 		}
@@ -398,4 +422,157 @@ func (o *conformanceOptions) admitFunc(ctx context.Context, s streams) (func(*co
 // the API server's version skew is judged against.
 func (o *conformanceOptions) commonOptions(s streams) *commonOptions {
 	return &commonOptions{rootDirFlag: o.rootDirFlag, releaseFlags: o.releaseFlags, lockAs: "conformance", warnOut: s.Err}
+}
+
+// loadTestDriver reads --testdriver strictly; a bad file is bad input
+// (exit 2), named with its field.
+func (o *conformanceOptions) loadTestDriver(s streams) error {
+	if o.TestDriver == "" {
+		return nil
+	}
+	def, err := testdriver.Load(o.TestDriver)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("--testdriver: %w", err))
+	}
+	o.testDriver = def
+	if o.class, err = volumeClass(o.TestDriver, def, o.release.APIServerDefaults(), s); err != nil {
+		return withCode(exitUsage, fmt.Errorf("--testdriver: %w", err))
+	}
+	if n := len(def.InlineVolumes); n > 1 {
+		warnTo(s)(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
+	}
+	return nil
+}
+
+// inlineFromTestDriver gives the inline volumes the definition's first
+// InlineVolumes entry: its attributes (--volume-attributes on top) and its
+// readOnly (or --read-only's).
+func (o *conformanceOptions) inlineFromTestDriver(cfg *conformance.Config) {
+	if o.testDriver == nil || len(o.testDriver.InlineVolumes) == 0 {
+		return
+	}
+	v := o.testDriver.InlineVolumes[0]
+	// What the command line says wins over the file.
+	cfg.InlineAttributes = map[string]string{}
+	maps.Copy(cfg.InlineAttributes, v.Attributes)
+	maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
+	cfg.InlineReadOnly = cfg.InlineReadOnly || v.ReadOnly
+}
+
+// volumeClass is what the definition says of the provisioned volumes:
+// StorageClass.FromFile's parameters (without the external-provisioner's
+// own csi.storage.k8s.io/ keys), fsType and mountOptions, then
+// SupportedFsType (when the class names none and the default "" is not
+// supported), SupportedMountOption and RequiredMountOption, and
+// SupportedSizeRange.Min as the size. Nil when it says nothing of them.
+func volumeClass(file string, def *testdriver.Definition, defaults manifests.Defaults, s streams) (*conformance.VolumeClass, error) {
+	info := def.DriverInfo
+	c := &conformance.VolumeClass{}
+	if name := def.StorageClass.FromFile; name != "" {
+		path := testdriver.Path(file, name)
+		loader := &manifests.Loader{Defaults: defaults, Warn: warnTo(s)}
+		cl, err := loader.Load([]string{path})
+		if err != nil {
+			return nil, fmt.Errorf("%s: StorageClass.FromFile: %w", file, err)
+		}
+		classes := cl.StorageClasses()
+		if len(classes) != 1 {
+			return nil, fmt.Errorf("%s: StorageClass.FromFile: %s has %d StorageClass objects, want one", file, path, len(classes))
+		}
+		c = classOf(classes[0])
+	}
+	if _, dflt := info.SupportedFsType[""]; c.FsType == "" && !dflt && len(info.SupportedFsType) > 0 {
+		c.FsType = slices.Sorted(maps.Keys(info.SupportedFsType))[0]
+	}
+	for _, set := range []map[string]struct{}{info.SupportedMountOption, info.RequiredMountOption} {
+		for _, opt := range slices.Sorted(maps.Keys(set)) {
+			if !slices.Contains(c.MountOptions, opt) {
+				c.MountOptions = append(c.MountOptions, opt)
+			}
+		}
+	}
+	if min := info.SupportedSizeRange.Min; min != "" {
+		q, err := resource.ParseQuantity(min)
+		if err != nil {
+			return nil, fmt.Errorf("%s: DriverInfo.SupportedSizeRange.Min: %q: %w", file, min, err)
+		}
+		c.Size = q
+	}
+	if c.Parameters == nil && c.FsType == "" && len(c.MountOptions) == 0 && c.Size.IsZero() {
+		return nil, nil
+	}
+	return c, nil
+}
+
+// classOf is what a StorageClass says of its volumes: its parameters
+// without the external-provisioner's own csi.storage.k8s.io/ keys, its
+// fsType (csi.storage.k8s.io/fstype, or fstype), its mountOptions.
+func classOf(sc *storagev1.StorageClass) *conformance.VolumeClass {
+	c := &conformance.VolumeClass{Parameters: map[string]string{}}
+	for k, v := range sc.Parameters {
+		switch {
+		case k == "csi.storage.k8s.io/fstype" || strings.EqualFold(k, "fstype"):
+			c.FsType = v
+		case !strings.HasPrefix(k, "csi.storage.k8s.io/"):
+			c.Parameters[k] = v
+		}
+	}
+	c.MountOptions = slices.Clone(sc.MountOptions)
+	return c
+}
+
+// fromPods makes the first given Pod with a CSI volume of the driver the
+// source of the scenarios' volumes: its first inline volume's
+// volumeAttributes and readOnly, its first claim's StorageClass (see
+// classOf) and requested size. What it took is said on stderr.
+func (o *conformanceOptions) fromPods(cfg *conformance.Config, driver string, s streams) {
+	if o.cluster == nil {
+		return
+	}
+	for _, pod := range o.cluster.Pods() {
+		var took []string
+		inline, claim := false, false
+		for _, v := range pod.Spec.Volumes {
+			switch {
+			case v.CSI != nil && v.CSI.Driver == driver && !inline:
+				inline = true
+				cfg.InlineAttributes = map[string]string{}
+				maps.Copy(cfg.InlineAttributes, v.CSI.VolumeAttributes)
+				maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
+				cfg.InlineReadOnly = cfg.InlineReadOnly || (v.CSI.ReadOnly != nil && *v.CSI.ReadOnly)
+				took = append(took, fmt.Sprintf("the inline volume %q (volumeAttributes, readOnly %v)", v.Name, cfg.InlineReadOnly))
+			case v.PersistentVolumeClaim != nil && !claim:
+				if c := o.claimClass(pod.Namespace, v.PersistentVolumeClaim.ClaimName, driver); c != nil {
+					claim = true
+					cfg.Class = c
+					took = append(took, fmt.Sprintf("the claim %q's StorageClass and size", v.PersistentVolumeClaim.ClaimName))
+				}
+			}
+		}
+		if len(took) > 0 {
+			warnTo(s)(fmt.Sprintf("the scenarios' volumes follow pod %s/%s: %s", pod.Namespace, pod.Name, strings.Join(took, ", ")))
+			return
+		}
+	}
+	if n := len(o.cluster.Pods()); n > 0 {
+		warnTo(s)(fmt.Sprintf("conformance builds its own pods: none of the %d Pod(s) given has a CSI volume of %s, so they are ignored", n, driver))
+	}
+}
+
+// claimClass is the VolumeClass of a given claim whose StorageClass
+// provisions with the driver; nil otherwise.
+func (o *conformanceOptions) claimClass(namespace, name, driver string) *conformance.VolumeClass {
+	pvc, ok := o.cluster.PersistentVolumeClaim(namespace, name)
+	if !ok || pvc.Spec.StorageClassName == nil {
+		return nil
+	}
+	sc, ok := o.cluster.StorageClass(*pvc.Spec.StorageClassName)
+	if !ok || sc.Provisioner != driver {
+		return nil
+	}
+	c := classOf(sc)
+	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		c.Size = q
+	}
+	return c
 }

@@ -43,7 +43,7 @@ func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.Dri
 		return
 	}
 	w := p.s.Out
-	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", p.red.Text(info.Name), p.red.Text(info.VendorVersion), o.endpoint, o.release.Version, o.NodeName)
+	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", p.red.Text(info.Name), p.red.Text(info.VendorVersion), o.endpoint, o.release.Version.Label(), o.NodeName)
 	if strings.TrimSpace(o.FeatureGates) != "" {
 		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(o.FeatureGates), o.release.Version)
 	}
@@ -51,6 +51,9 @@ func (p *conformancePrinter) header(o *conformanceOptions, info *conformance.Dri
 		fmt.Fprintf(w, "  CSIDriver   %s from %s: %s\n", obj.Name, strings.Join(o.Filenames, ", "), csiDriverSummary(obj))
 	} else {
 		fmt.Fprintf(w, "  CSIDriver   none given: scenarios from the driver's capabilities; the kubelet behaves as without one (attach required, persistent volumes only)\n")
+	}
+	if o.testDriver != nil {
+		fmt.Fprintf(w, "  testdriver  %s: DriverInfo.Name %s, its declarations checked by testdriver/declarations\n", o.TestDriver, p.red.Text(o.testDriver.DriverInfo.Name))
 	}
 	fmt.Fprintf(w, "  node        %s\n", listOrNone(info.NodeCapabilityNames()))
 	controller := "no controller service"

@@ -51,7 +51,8 @@ func defaultPodReason(c *manifests.Cluster, files []string) string {
 		what = "no -f given"
 	}
 	return what + ": using the default pod default/" + manifests.DefaultPodName +
-		" (a claim bound to a PersistentVolume, and an inline volume when the driver's CSIDriver allows Ephemeral; --volume-handle, --pod-uid)"
+		" (a claim, provisioned by CreateVolume when the driver offers CREATE_DELETE_VOLUME, else bound to a PersistentVolume with handle " + manifests.DefaultVolumeHandle +
+		"; and an inline volume when the driver's CSIDriver allows Ephemeral; --volume-handle, --pod-uid)"
 }
 
 // selinuxFlag is --selinux: unset, the host is detected as `conformance`

@@ -35,7 +35,7 @@ func TestWatchInterrupts(t *testing.T) {
 			done := make(chan struct{})
 			exited := make(chan struct{})
 			go func() {
-				watchInterrupts(sigs, done, now, func() { cancelled.Add(1) }, func() { abandoned.Add(1) })
+				watchInterrupts(sigs, done, now, func() {}, func(os.Signal) { cancelled.Add(1) }, func() { abandoned.Add(1) })
 				close(exited)
 			}()
 			sigs <- os.Interrupt

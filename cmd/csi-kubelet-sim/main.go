@@ -4,8 +4,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -32,39 +36,66 @@ type teardownKey struct{}
 // enough not to be noticed.
 const sameDelivery = time.Second
 
+// stopSignals end a command with its teardown (exit 130): Ctrl-C, SIGTERM,
+// SIGHUP (the terminal or SSH session closed: the volumes must still be
+// unpublished; what the run prints then goes nowhere) and SIGQUIT (Ctrl-\,
+// whose goroutine dump Go's default handler would print before exiting 2
+// with everything left mounted: the dump is printed here, then the
+// teardown runs).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // interrupts returns a context that the first Ctrl-C (or SIGTERM) cancels,
 // ending the run and starting its teardown, and that carries a second
 // context, for the teardown, which a second signal cancels (one that comes
 // sameDelivery or more after the first): the call in flight is abandoned
 // and the command exits with what is left.
 func interrupts(parent context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancelCause(parent)
 	tctx, tcancel := context.WithCancel(context.WithoutCancel(parent))
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
-	go watchInterrupts(sigs, done, time.Now, cancel, tcancel)
+	go watchInterrupts(sigs, done, time.Now, func() { dumpGoroutines(os.Stderr) },
+		func(sig os.Signal) { cancel(interruptedBy{sig}) }, tcancel)
 	return context.WithValue(ctx, teardownKey{}, tctx), func() {
 		signal.Stop(sigs)
 		close(done)
-		cancel()
+		cancel(nil)
 		tcancel()
 	}
+}
+
+// interruptedBy is the cause of a run's end by a signal: Ctrl-C (SIGINT)
+// is how `run --hold forever` is meant to end; the others stop it from
+// outside.
+type interruptedBy struct{ sig os.Signal }
+
+func (e interruptedBy) Error() string { return "interrupted by " + e.sig.String() }
+
+// endedByCtrlC tells whether ctx ended by Ctrl-C (SIGINT).
+func endedByCtrlC(ctx context.Context) bool {
+	var ib interruptedBy
+	return errors.As(context.Cause(ctx), &ib) && ib.sig == os.Interrupt
 }
 
 // watchInterrupts cancels the run at the first signal and the teardown at
 // the first one that comes sameDelivery or more after it; the signals in
 // between are copies of the first (a group signal) and count for nothing.
-func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, now func() time.Time, cancel, abandon func()) {
+// Each SIGQUIT first dumps the goroutines (what a user pressing Ctrl-\
+// asks for), then counts as any other signal.
+func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, now func() time.Time, dump func(), cancel func(os.Signal), abandon func()) {
 	var first time.Time
 	for {
 		select {
-		case <-sigs:
+		case sig := <-sigs:
+			if sig == syscall.SIGQUIT {
+				dump()
+			}
 			t := now()
 			switch {
 			case first.IsZero():
 				first = t
-				cancel()
+				cancel(sig)
 			case t.Sub(first) >= sameDelivery:
 				abandon()
 			}
@@ -72,6 +103,21 @@ func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, now func() tim
 			return
 		}
 	}
+}
+
+// dumpGoroutines writes every goroutine's stack, as Go's own SIGQUIT
+// handler does.
+func dumpGoroutines(w io.Writer) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= 64<<20 {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	fmt.Fprintf(w, "SIGQUIT: goroutine dump follows; then the teardown, as for SIGTERM\n%s\n", buf)
 }
 
 // teardownContext is the context a command tears down with after ctx

@@ -21,6 +21,8 @@ import (
 
 // commonOptions are the flags `run` and `plan` share.
 type commonOptions struct {
+	// force is `cleanup --force` (node.Config.Force).
+	force        bool
 	Filenames    []string
 	Recursive    bool
 	NodeName     string
@@ -68,7 +70,7 @@ func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxAttempts, "max-attempts", 1, "attempts per kubelet operation; a real kubelet retries forever with its backoff (500ms doubling to 2m2s)")
 	fs.DurationVar(&o.RetryFor, "retry-for", 0, "keep retrying a failed operation with the kubelet's backoff for this long")
 	fs.StringVar(&o.PodUID, "pod-uid", "", "UID of the default pod (used when the manifests hold no Pod)")
-	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume")
+	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume (default: a volume provisioned by CreateVolume when the driver offers CREATE_DELETE_VOLUME, else sim-volume-1)")
 	o.serviceAccountOptions.addFlags(fs)
 	o.admission.addFlags(fs)
 	o.live.addFlags(fs)

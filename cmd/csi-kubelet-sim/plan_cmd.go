@@ -40,7 +40,9 @@ volume_context, secrets and tokens are the ones run would send; a claim with
 a StorageClass and no PV is provisioned and attached as run does it.
 
 Manifests come from -f and from the arguments; without a Pod the default pod
-is used, and the trace says so.`
+is used, and the trace says so: its persistent volume is provisioned when
+--controller-capabilities has CREATE_DELETE_VOLUME (the default), as run does
+against a driver that offers it.`
 
 const planExample = `  # what a staging driver would get for these manifests
   csi-kubelet-sim plan -f manifests/ --node-capabilities STAGE_UNSTAGE_VOLUME,SINGLE_NODE_MULTI_WRITER
@@ -104,6 +106,7 @@ func (o *planOptions) run(ctx context.Context) error {
 	plan := ss.plan(ctx, 0, node.RunningSchedule{})
 	// The same provisioner and attacher as `run`, answered by the plan.
 	plan.Controller = plannedSidecars(ss, conn)
+	plan.ProvisionDefault = ss.provisionDefault(false)
 	out := ss.lifecycle(ctx, plan)
 	exit := ss.exitErr(out)
 	hdr := ss.reportHeader(out, exit)

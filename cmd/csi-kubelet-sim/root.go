@@ -63,10 +63,11 @@ Exit codes: 0 success; 1 the driver failed a call or a check; 2 bad usage or inp
 root dir unusable, no answer at registration); 130 interrupted. A driver that does
 not answer an operation within --timeout failed it: 1.
 
-Ctrl-C or SIGTERM ends a command and tears its volumes down; a second one, a
-second or more after the first, abandons the teardown (then run cleanup). The
-copies of one signal sent to the whole process group (a terminal, timeout, CI)
-count once.`
+Ctrl-C, SIGTERM, SIGHUP (a closed terminal or SSH session) or SIGQUIT (after
+its goroutine dump on stderr) ends a command and tears its volumes down (exit
+130); a second one, a second or more after the first, abandons the teardown
+(then run cleanup). The copies of one signal sent to the whole process group
+(a terminal, timeout, CI) count once.`
 
 const rootExample = `  # the kubelet's calls for your pod, against your driver
   csi-kubelet-sim run -f pod.yaml -f csidriver.yaml --endpoint unix:///run/csi/csi.sock

@@ -39,7 +39,10 @@ NodeUnstageVolume and the kubelet's clean-up. Nothing is left behind.
 Manifests come from -f and from the arguments (files, directories, - for
 stdin), or with --kubeconfig and --pod from a running cluster: the pod and
 what its volumes reference, read-only. Without a Pod, a default pod with one volume per lifecycle mode the
-CSIDriver allows is used, and the trace says so. An input with nothing the
+CSIDriver allows is used, and the trace says so; its persistent volume is
+provisioned (a claim of a StorageClass of the driver) when the driver's
+controller offers CREATE_DELETE_VOLUME, else a PV with the handle
+sim-volume-1 (--volume-handle: one of the driver's own). An input with nothing the
 kubelet reads, or pods with no CSI volume of the driver, exits 2.
 
 A claim with a StorageClass of the driver and no PV is provisioned first, as
@@ -80,7 +83,7 @@ func newRunCommand(s streams) *cobra.Command {
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.commonOptions.addFlags(fs)
 	o.addEndpointFlag(fs, endpointUsage)
-	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C, which then ends the run with exit 0)")
+	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C, which then ends the run with exit 0; SIGTERM: 130)")
 	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period: a pod is synced (and requiresRepublish volumes republished) every sync-frequency plus up to 50% jitter")
 	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the sync frequency with jitter (for fast tests)")
 	fs.StringVar(&o.ServeOIDC, "serve-oidc", "", "serve the issuer's OIDC discovery and JWKS on this loopback address (e.g. 127.0.0.1:0) during the run")
@@ -134,8 +137,12 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.sidecars.controller
+	plan.ProvisionDefault = ss.provisionDefault(o.sidecars.KeepVolumes)
 	o.apiserver.attach(ctx, ss, &plan)
 	out := ss.lifecycle(ctx, plan)
+	// Ctrl-C is how --hold forever ends; SIGTERM, SIGHUP and SIGQUIT stop
+	// the run from outside (a timeout, a closed terminal): interrupts.
+	out.HoldEnded = out.HoldEnded && endedByCtrlC(ctx)
 	o.apiserver.finish(ss, out)
 	exit := ss.exitErr(out)
 	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {

@@ -88,9 +88,10 @@ func buildSession(command string, o *commonOptions, s streams, conn grpc.ClientC
 		Cluster:  o.cluster,
 		Conn:     conn,
 		Trace:    ss.trace,
-		Tokens:   ss.tokens,
+		Tokens:   ss.tokenIssuer(),
 		Command:  command,
 		Adopted:  rootDirs,
+		Force:    o.force,
 		RootLock: o.rootLock,
 	})
 	return ss
@@ -174,13 +175,13 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		return withCode(exitUsage, err)
 	}
 	if out.MountErr != nil {
-		if node.IsInTheWay(out.MountErr) {
+		if node.IsInTheWay(out.MountErr) || isEnvironmentErr(out.MountErr) {
 			return withCode(exitEnvironment, out.MountErr)
 		}
 		return withCode(exitUsage, out.MountErr)
 	}
 	volErr := out.FirstVolumeError()
-	if volErr != nil && node.IsInTheWay(volErr) {
+	if volErr != nil && (node.IsInTheWay(volErr) || isEnvironmentErr(volErr)) {
 		return withCode(exitEnvironment, volErr)
 	}
 	// A call that failed but whose operation later succeeded on a retry
@@ -289,7 +290,7 @@ func (ss *session) summary(out *node.Outcome, exit error) {
 	ss.printRunning(&running)
 	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", calls, failedCalls, round(driverTime), round(time.Since(ss.started)))
 	if out.HoldEnded {
-		p.Printf("  hold        ended by Ctrl-C or SIGTERM (--hold forever), as it is meant to end\n")
+		p.Printf("  hold        ended by Ctrl-C (--hold forever), as it is meant to end\n")
 	}
 	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
 	if l := out.Leftovers; l != nil && len(l.KubeletPaths) > 0 && l.Clean() {

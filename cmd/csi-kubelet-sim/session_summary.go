@@ -80,6 +80,9 @@ func (ss *session) jsonSummary(out *node.Outcome, running *node.RunningReport, c
 		"driver_ms": float64(driverTime.Microseconds()) / 1000, "total_ms": float64(time.Since(ss.started).Microseconds()) / 1000,
 		"volumes": vols, "interrupted": out.Interrupted, "hold_ended": out.HoldEnded, "pods": out.Pods,
 	}
+	if p := ss.opts.release.PreRelease(); p != "" {
+		m["kubelet_pre_release"] = p // the rules were checked against this tag only
+	}
 	if ss.sidecars != nil {
 		m["provisioned"] = ss.jsonProvisioned()
 	}

@@ -158,7 +158,7 @@ func cleanupSidecars(ctx context.Context, ss *session, node csiclient.Endpoint, 
 	if err != nil {
 		return []error{err}
 	}
-	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout, Endpoint: ep})
+	return sidecars.Cleanup(ctx, sidecars.CleanupConfig{RootDir: ss.opts.RootDir, Conn: conn, Trace: ss.trace, Timeout: ss.opts.Timeout, Endpoint: ep, Force: ss.opts.force})
 }
 
 // plannedSidecars are `plan`'s provisioner and attacher: those of `run`,

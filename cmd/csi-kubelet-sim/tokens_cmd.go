@@ -15,9 +15,10 @@ import (
 
 const tokensLong = `Service-account tokens as the kube-apiserver issues, publishes and checks
 them: the keys (keygen), a pod-bound token for a CSIDriver tokenRequests entry
-(mint), the JWKS (jwks), the OIDC discovery endpoints (serve), and a token's
-signature and claims (verify). run uses the same issuer for the tokens it
-hands the driver.`
+(mint), the JWKS (jwks), the OIDC discovery endpoints (serve), a token's
+signature and claims (verify), and the claims of the tokens a run handed the
+driver, from its -o json output (claims). run uses the same issuer for the
+tokens it hands the driver.`
 
 const tokensExample = `  csi-kubelet-sim tokens keygen --private-key sa.key --public-key sa.pub
   csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --audience vault \
@@ -26,7 +27,7 @@ const tokensExample = `  csi-kubelet-sim tokens keygen --private-key sa.key --pu
 // newTokensCommand is the `tokens` group; it runs nothing itself.
 func newTokensCommand(s streams) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "tokens keygen|mint|jwks|serve|verify",
+		Use:     "tokens keygen|mint|jwks|serve|verify|claims",
 		Short:   "Service-account tokens as the API server issues, publishes and checks them",
 		Long:    tokensLong,
 		Example: tokensExample,
@@ -50,6 +51,7 @@ func newTokensCommand(s streams) *cobra.Command {
 		newTokensJWKSCommand(s),
 		newTokensServeCommand(s),
 		newTokensVerifyCommand(s),
+		newTokensClaimsCommand(s),
 	)
 	return c
 }

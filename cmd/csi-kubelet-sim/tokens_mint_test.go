@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,10 @@ func TestTokensMintRelease(t *testing.T) {
 		{[]string{"--kubelet-version", "1.31"}, true, true},
 		{[]string{"--kubelet-version", "v1.31.14", "--feature-gates", "ServiceAccountTokenJTI=false"}, false, true},
 		{[]string{"--kubelet-version", "1.30", "--feature-gates", "ServiceAccountTokenPodNodeInfo=false"}, true, false},
+		// 1.38 removed the gates after GA: the claims stay.
+		{[]string{"--kubelet-version", "1.38"}, true, true},
+		{[]string{"--kubelet-version", "v1.38.0-beta.0"}, true, true},
+		{[]string{"--kubelet-version", "1.37", "--feature-gates", "ServiceAccountTokenJTI=true,ServiceAccountTokenNodeBinding=true"}, true, true},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			c := claims(t, tc.args...)
@@ -48,7 +53,9 @@ func TestTokensMintRelease(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--kubelet-version", "1.29"}, `csi-kubelet-sim: --kubelet-version: kubelet version "1.29": want 1.30 to ` + node.DefaultVersion.String() + "\n"},
+		{[]string{"--kubelet-version", "1.29"}, `csi-kubelet-sim: --kubelet-version: kubelet version "1.29": want 1.30 to ` + fmt.Sprintf("1.%d", node.MaxMinor) + "\n"},
+		{[]string{"--kubelet-version", "1.38", "--feature-gates", "ServiceAccountTokenJTI=true"},
+			"csi-kubelet-sim: --feature-gates: unrecognized feature gate: ServiceAccountTokenJTI (kubelet 1.38: removed in 1.38, GA and always on since 1.32; drop it from --feature-gates)\n"},
 		{[]string{"--kubelet-version", "1.37", "--feature-gates", "ServiceAccountTokenJTI=false"},
 			"csi-kubelet-sim: --feature-gates: cannot set feature gate ServiceAccountTokenJTI to false, feature is locked to true\n"},
 	} {

@@ -35,6 +35,9 @@ type versionInfo struct {
 	Platform      string   `json:"platform"`
 	Releases      []string `json:"kubelet_releases"`
 	DefaultKube   string   `json:"kubelet_default"`
+	// PreReleases: release -> the pre-release tag its rules were checked
+	// against (node/releases.txt), for a release that has not shipped.
+	PreReleases map[string]string `json:"kubelet_pre_releases,omitempty"`
 }
 
 // readVersionInfo reads the build info the Go toolchain stamps into the
@@ -50,6 +53,14 @@ func readVersionInfo() versionInfo {
 		DefaultKube:   node.DefaultVersion.String(),
 	}
 	v.Releases = kubeletReleases()
+	for _, r := range node.Releases() {
+		if p := r.PreRelease(); p != "" {
+			if v.PreReleases == nil {
+				v.PreReleases = map[string]string{}
+			}
+			v.PreReleases[r.String()] = p
+		}
+	}
 	bi, ok := readBuildInfo()
 	if !ok {
 		return v

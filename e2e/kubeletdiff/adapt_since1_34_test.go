@@ -3,14 +3,11 @@
 package kubeletdiff
 
 import (
-	"context"
-
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/mount-utils"
 
 	"k8s.io/kubernetes/pkg/kubelet/volumemanager/cache"
 	"k8s.io/kubernetes/pkg/kubelet/volumemanager/populator"
-	"k8s.io/kubernetes/pkg/kubelet/volumemanager/reconciler"
 	"k8s.io/kubernetes/pkg/volume"
 	"k8s.io/kubernetes/pkg/volume/csimigration"
 )
@@ -19,8 +16,6 @@ func newPopulator(client clientset.Interface, pods *podSource, dsw cache.Desired
 	migration csimigration.PluginManager, translator csimigration.InTreeToCSITranslator, mgr *volume.VolumePluginMgr) populator.DesiredStateOfWorldPopulator {
 	return populator.NewDesiredStateOfWorldPopulator(client, loopPeriod, pods, pods, dsw, asw, migration, translator, mgr)
 }
-
-func runReconciler(ctx context.Context, rc reconciler.Reconciler) { rc.Run(ctx, ctx.Done()) }
 
 func hostMounter(host interface{ GetMounter() mount.Interface }) mount.Interface {
 	return host.GetMounter()

@@ -1,7 +1,7 @@
 package kubeletdiff
 
 // The harness is one source tree for every release; where the kubelet's Go
-// API changed between 1.30 and 1.37, a small function hides it, defined once
+// API changed between 1.30 and 1.38, a small function hides it, defined once
 // per side of the release that changed it, in adapt_before1_XX_test.go
 // (build tag before1_XX: the code is of a release older than 1.XX) and
 // adapt_since1_XX_test.go (no such tag). The Makefile passes before1_XX for
@@ -19,3 +19,6 @@ package kubeletdiff
 //   before1_35  no DesiredStateOfWorld.GetVolumeNamesForPod; a mounted
 //               volume has one OuterVolumeSpecName
 //   before1_36  csimigration.NewPluginManager takes the feature gate
+//   before1_38  the actual state and the reconciler take no checkpoint of
+//               actuated pod volumes (allocation/state); the reconciler's
+//               Run takes a stop channel beside its context (1.34 to 1.37)

@@ -28,7 +28,6 @@ import (
 
 	"k8s.io/kubernetes/pkg/kubelet/volumemanager/cache"
 	"k8s.io/kubernetes/pkg/kubelet/volumemanager/populator"
-	"k8s.io/kubernetes/pkg/kubelet/volumemanager/reconciler"
 	"k8s.io/kubernetes/pkg/volume"
 	kubeletcsi "k8s.io/kubernetes/pkg/volume/csi"
 	volumetest "k8s.io/kubernetes/pkg/volume/testing"
@@ -129,7 +128,7 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 	// volumemanager.NewVolumeManager, with the fake SELinux translator.
 	nodeName := types.NodeName(in.nodeName)
 	k.dsw = cache.NewDesiredStateOfWorld(k.mgr, util.NewFakeSELinuxLabelTranslator())
-	k.asw = cache.NewActualStateOfWorld(nodeName, k.mgr)
+	k.asw = newActualStateOfWorld(nodeName, k.mgr)
 	k.events = record.NewFakeRecorder(10000)
 	// The block volume path handler is the kubelet's real one: it
 	// bind-mounts the device the driver published at
@@ -142,9 +141,8 @@ func runKubelet(t *testing.T, in *input, root, socket string, rec *recorder.Reco
 	translator := csitrans.New()
 	k.pods = &podSource{pods: map[types.UID]*corev1.Pod{}, removed: map[types.UID]bool{}}
 	k.dswp = newPopulator(k.client, k.pods, k.dsw, k.asw, newPluginManager(translator), translator, k.mgr)
-	rc := reconciler.NewReconciler(k.client, true /* controllerAttachDetachEnabled */, loopPeriod,
-		10*time.Minute /* waitForAttachTimeout */, nodeName, k.dsw, k.asw, k.dswp.HasAddedPods, oe,
-		hostMounter(host), host.GetHostUtil(), k.mgr, filepath.Join(root, "pods"))
+	rc := newReconciler(k.client, loopPeriod, 10*time.Minute /* waitForAttachTimeout */, nodeName, k.dsw, k.asw,
+		k.dswp.HasAddedPods, oe, hostMounter(host), host.GetHostUtil(), k.mgr, filepath.Join(root, "pods"))
 
 	var wg sync.WaitGroup
 	defer wg.Wait()

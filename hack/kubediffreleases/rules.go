@@ -82,6 +82,9 @@ func applyRules(s *selection, f fileDiff, read func(string) (string, bool)) {
 				return
 			}
 		}
+	case p == "node/releases.txt":
+		// A claimed release added or changed: the releases its lines name.
+		mentionedLines(s, f, p)
 	case p == "docs/kubelet.md", isProductGo(p):
 		mentionedLines(s, f, p)
 	}
@@ -98,7 +101,7 @@ func kubediffFile(s *selection, f fileDiff, read func(string) (string, bool)) {
 	base := path.Base(rel)
 	switch {
 	case rel == "go.mod" || rel == "go.sum":
-		s.add(s.rels[len(s.rels)-1].minor, f.path+": the default release's module file")
+		s.add(newestGA(s.rels).minor, f.path+": the default release's module file")
 	case strings.HasPrefix(base, "go.v") && (strings.HasSuffix(base, ".mod") || strings.HasSuffix(base, ".sum")):
 		name := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(base, "go."), ".mod"), ".sum")
 		for _, r := range s.rels {
@@ -162,9 +165,10 @@ func tagsOf(minor int) func(string) bool {
 
 var (
 	// A minor: 1.36 (also in v1.36.3, not in 11.36 or 1.361), a
-	// comparison with Minor, or a gate table's key (36: beta).
+	// comparison with Minor, a gate table's key (36: beta) or a step of
+	// a gate's lifecycle (ga: 36).
 	minorDotted = regexp.MustCompile(`1\.(\d{2})`)
-	minorCode   = regexp.MustCompile(`\bMinor\s*(?:>=|<=|>|<|==|!=)\s*(\d{2})\b|\b(\d{2})\s*:`)
+	minorCode   = regexp.MustCompile(`\bMinor\s*(?:>=|<=|>|<|==|!=)\s*(\d{2})\b|\b(\d{2})\s*:|\b(?:alpha|beta|on|ga|locked|removed):\s*(\d{2})\b`)
 	// The Makefile's lines that change which releases exist or how each
 	// one's harness is built.
 	makefileBuildLine = regexp.MustCompile(`^\s*KUBEDIFF_(RELEASES|TAGS|MINOR|MODFILE)\s*[:?+]?=`)

@@ -114,3 +114,52 @@ func TestNoBaseRunsAll(t *testing.T) {
 		t.Errorf("no reason given: %s", w.String())
 	}
 }
+
+// With a pre-release claimed (v1.38.0-beta.0): it parses; it is not "the
+// newest" that runs every time (v1.37.2 is, and goes first); it runs when
+// a change touches its rules, its module file, its line of
+// node/releases.txt or a case that covers it.
+func TestPreRelease(t *testing.T) {
+	withBeta := append(append([]string{}, testReleases...), "v1.38.0-beta.0")
+	rels, err := parseReleases(withBeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ga := newestGA(rels); ga.name != "v1.37.2" || !rels[len(rels)-1].pre || rels[len(rels)-1].minor != 38 {
+		t.Fatalf("newest GA %v, releases %+v", ga, rels)
+	}
+	run := func(diff string) []string {
+		s := newSelection(rels)
+		s.add(30, "oldest")
+		s.add(newestGA(rels).minor, "newest")
+		for _, f := range parseDiff(diff) {
+			applyRules(s, f, func(string) (string, bool) { return "", false })
+		}
+		return s.names()
+	}
+	always := []string{"v1.30.14", "v1.37.2"}
+	with38 := []string{"v1.30.14", "v1.37.2", "v1.38.0-beta.0"}
+	for name, c := range map[string]struct {
+		diff string
+		want []string
+	}{
+		"nothing of the kubelet's": {diffOf("README.md", nil, []string{"b"}), always},
+		"a rule from 1.38": {diffOf("node/version.go", nil, []string{"func (v Version) X() bool { return v.Minor >= 38 }"}),
+			with38},
+		"a gate removed at 1.38": {diffOf("node/features.go", nil, []string{"	ServiceAccountTokenJTI: {alpha: 29, beta: 30, on: 30, ga: 32, locked: 32, removed: 38},"}),
+			[]string{"v1.30.14", "v1.31.14", "v1.32.13", "v1.33.13", "v1.37.2", "v1.38.0-beta.0"}},
+		"its module file":          {diffOf("e2e/kubeletdiff/go.v1.38.0-beta.0.mod", nil, []string{"x"}), with38},
+		"the default module file":  {diffOf("e2e/kubeletdiff/go.sum", nil, []string{"x"}), always},
+		"its line of releases.txt": {diffOf("node/releases.txt", []string{"v1.38.0-beta.0"}, []string{"v1.38.0"}), with38},
+		"a docs row naming 1.38":   {diffOf("docs/kubelet.md", nil, []string{"| 1.38 | the same |"}), with38},
+		"a case of every release": {diffOf("e2e/kubeletdiff/difftable/table.go", nil, []string{`{Name: "z", MinMinor: 36},`}),
+			[]string{"v1.30.14", "v1.36.3", "v1.37.2", "v1.38.0-beta.0"}},
+	} {
+		if got := run(c.diff); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", name, got, c.want)
+		}
+	}
+	if got := newestGAFirst([]string{"v1.30.14", "v1.37.2", "v1.38.0-beta.0"}, "v1.37.2"); !reflect.DeepEqual(got, []string{"v1.37.2", "v1.30.14", "v1.38.0-beta.0"}) {
+		t.Errorf("newestGAFirst = %v", got)
+	}
+}
