@@ -176,13 +176,21 @@ func editDistance(a, b string) int {
 }
 
 // DidYouMean is the hint for a name (a driver's, a class's) that matches
-// none of the known ones: ` (did you mean "x"?)` when one is close enough
-// to be a typo of it, else "".
+// none of the known ones: ` (did you mean "x"?)` when one is a typo of it,
+// else "". A typo here is at most two edits: driver names share long
+// suffixes (.csi.k8s.io), so a third of the name would pair different
+// drivers.
 func DidYouMean(name string, known []string) string {
-	if s := suggest(name, known); s != "" && s != name {
-		return " (did you mean " + strconv.Quote(s) + "?)"
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d > 0 && d < bestD {
+			best, bestD = k, d
+		}
 	}
-	return ""
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + strconv.Quote(best) + "?)"
 }
 
 // CSIDriverNames are the names of the CSIDriver objects, for DidYouMean.

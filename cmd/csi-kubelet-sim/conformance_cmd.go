@@ -176,7 +176,7 @@ func (o *conformanceOptions) csiDriverFor(name string) (*storagev1.CSIDriver, er
 		if d.Name == name {
 			return d, nil
 		}
-		names = append(names, d.Name)
+		names = append(names, d.Name+manifests.DidYouMean(d.Name, []string{name}))
 	}
 	return nil, withCode(exitUsage, fmt.Errorf("no CSIDriver named %q, the name the driver registers (GetPluginInfo); given: %s", name, strings.Join(names, ", ")))
 }

@@ -20,6 +20,7 @@ func TestDriverNameDidYouMean(t *testing.T) {
 	dir := t.TempDir()
 	inline := writeTestFile(t, dir, "inline.yaml", csiDriverYAML+"---\n"+strings.Replace(inlinePodYAML, "driver: drv.example.com", "driver: drv.exmaple.com", 1))
 	pvFile := writeTestFile(t, dir, "pv.yaml", typoCSIDriver+pv)
+	typoFile := writeTestFile(t, dir, "csidriver.yaml", typoCSIDriver)
 	drvSock := csifake.ServeTest(t, csifake.New(csifake.Config{Name: testDriver, NodeID: "n1", ManageTargets: true}))
 	refSock := csifake.ServeTest(t, stagingDriver())
 	for _, tc := range []struct {
@@ -33,6 +34,8 @@ func TestDriverNameDidYouMean(t *testing.T) {
 			`driver name ref.csi.kubelet-sim.oi not found in the list of registered CSI drivers (did you mean "ref.csi.kubelet-sim.io"?)`,
 			`CSIDriver "ref.csi.kubelet-sim.oi" does not match the registered driver "ref.csi.kubelet-sim.io" (did you mean "ref.csi.kubelet-sim.io"?)`}},
 		{"validate", []string{"validate", "-f", inline}, []string{`no CSIDriver named "drv.exmaple.com" (did you mean "drv.example.com"?)`}},
+		{"conformance", []string{"conformance", "-f", typoFile, "--endpoint", refSock}, []string{
+			`no CSIDriver named "ref.csi.kubelet-sim.io", the name the driver registers (GetPluginInfo); given: ref.csi.kubelet-sim.oi (did you mean "ref.csi.kubelet-sim.io"?)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
