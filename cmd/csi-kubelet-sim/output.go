@@ -302,9 +302,60 @@ type printedWatch struct {
 	wrote bool
 }
 
+func (s *printedWatch) printed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wrote
+}
+
 func (s *printedWatch) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wrote = s.wrote || len(p) > 0
 	return s.out.Write(p)
+}
+
+// printFailureRecord prints the failure record of a command refused
+// before it ran, in the format its -o asks for (read from the arguments:
+// the flags were not all parsed); nothing without -o or with a bad one.
+func printFailureRecord(w io.Writer, cmd *cobra.Command, args []string, err error) {
+	if cmd == nil || cmd.Flags().Lookup("output") == nil {
+		return
+	}
+	f, perr := parseOutput(outputArg(args))
+	switch {
+	case perr != nil || f.name == "text":
+		return
+	case f.name == "json":
+		_, _ = w.Write(failureRecord(err))
+		return
+	}
+	render, rerr := newRenderer(f)
+	if rerr != nil {
+		return
+	}
+	rw := &recordWriter{out: w, render: render}
+	_, _ = rw.Write(failureRecord(err))
+	_ = rw.flush()
+}
+
+// outputArg is the last -o/--output value in args ("text" when none),
+// before a "--".
+func outputArg(args []string) string {
+	v := "text"
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return v
+		case (a == "-o" || a == "--output") && i+1 < len(args):
+			v = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--output="):
+			v = strings.TrimPrefix(a, "--output=")
+		case strings.HasPrefix(a, "-o") && !strings.HasPrefix(a, "--"):
+			v = strings.TrimPrefix(strings.TrimPrefix(a, "-o"), "=")
+		}
+	}
+	return v
 }

@@ -92,3 +92,31 @@ func TestJSONPathSkipsRecordsWithoutTheField(t *testing.T) {
 		t.Errorf("-o jsonpath={.method}: exit %d\n%q\nwant\n%q", code, out, want)
 	}
 }
+
+// A command refused before it ran (a flag cobra cannot parse: exit 2)
+// prints the failure record too, in the format -o asks for.
+func TestJSONSummaryOnFlagError(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "-o", "json", "--bogus"},
+		{"run", "--bogus", "--output=json"},
+		{"validate", "-ojson", "--hold", "1s"},
+	} {
+		stdout, stderr, code := cli(t, "", args...)
+		if code != exitUsage {
+			t.Fatalf("%v: exit %d, want 2\n%s", args, code, stderr)
+		}
+		rec := lastRecord(t, stdout)
+		if rec["kind"] != "summary" || rec["exit_code"] != float64(exitUsage) || !strings.Contains(rec["error"].(string), "unknown flag") {
+			t.Errorf("%v: last record %v, want a summary with exit_code 2 and the flag error", args, rec)
+		}
+	}
+	out, _, _ := cli(t, "", "run", "--bogus", "-o", "yaml")
+	var y map[string]any
+	if err := yaml.Unmarshal([]byte(out), &y); err != nil || y["exit_code"] != float64(exitUsage) {
+		t.Errorf("-o yaml: %v\n%s", err, out)
+	}
+	// Text output stays empty on stdout.
+	if out, _, _ := cli(t, "", "run", "--bogus"); out != "" {
+		t.Errorf("text: stdout %q", out)
+	}
+}

@@ -150,12 +150,19 @@ func completionUsage(c *cobra.Command, s streams) {
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, s streams) int {
-	out := newOutputSwitch(s.Out)
+	printed := &printedWatch{out: s.Out}
+	out := newOutputSwitch(printed)
 	s.Out = out
 	root := newRootCommand(s)
 	structuredOutput(root, out)
 	root.SetArgs(args)
-	return report(root.ExecuteContext(ctx), s.Err)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !printed.printed() {
+		// Refused before it ran (a flag cobra could not parse): the
+		// record -o asked for all the same.
+		printFailureRecord(printed, cmd, args, err)
+	}
+	return report(err, s.Err)
 }
 
 // report prints a failed command's one-line error and returns its code.
