@@ -252,7 +252,7 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 				out.set(jw)
 				defer out.set(out.base)
 				runErr := run(cmd, args)
-				if runErr != nil && !jw.wrote {
+				if runErr != nil && !jw.printed() {
 					_, _ = jw.Write(failureRecord(runErr))
 				}
 				return runErr
