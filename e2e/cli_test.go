@@ -73,7 +73,7 @@ func TestCLIVersionJSON(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r)
 	}
 	if v.Version == "" || v.Module != "github.com/csi-kubelet-sim/csi-kubelet-sim" || !strings.HasPrefix(v.Go, "go") ||
-		strings.Join(v.Releases, " ") != "1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37" || v.Default != "1.37" {
+		strings.Join(v.Releases, " ") != "1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 1.38" || v.Default != "1.37" {
 		t.Errorf("version %+v", v)
 	}
 }

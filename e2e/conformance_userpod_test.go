@@ -51,7 +51,7 @@ func TestConformanceUserPod(t *testing.T) {
 	if s := c.scenarios["lifecycle/ephemeral"]; s.Status != "pass" {
 		t.Errorf("lifecycle/ephemeral with the pod's readOnly inline volume: %s: %s", s.Status, s.Message)
 	}
-	if v := c.summary.Volume; v == nil || !strings.Contains(v.Error, `parameters:{key:"tier"  value:"pod"}`) || !strings.Contains(v.Error, "required_bytes:2097152") {
+	if v := c.summary.Volume; v == nil || !strings.Contains(oneSpace(v.Error), `parameters:{key:"tier" value:"pod"}`) || !strings.Contains(oneSpace(v.Error), "required_bytes:2097152") {
 		t.Errorf("CreateVolume %+v: want the claim's class's parameters and the claim's 2Mi", v)
 	}
 	if want := `the scenarios' volumes follow pod default/web: the claim "data"'s StorageClass and size, the inline volume "secrets" (volumeAttributes, readOnly true)`; !strings.Contains(c.sim.Stderr, want) {
