@@ -44,25 +44,8 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 		}
 		return out
 	}
-	for _, j := range journals {
-		jc, err := readJournal(j)
-		if err != nil {
-			// Refused before anything is touched: the lock file too
-			// goes back to what it was.
-			k.fs.restoreLock()
-			out.MountErr = err
-			return out
-		}
-		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
-	}
-	// A symlink or a mount where the journals' dirs were hides part of
-	// what the run left (a volume's publish behind a mount over its
-	// dir): tearing down the rest would unstage a device still
-	// published. Nothing is done until it is gone.
-	if refused := k.fs.refusals(); len(refused) > 0 {
-		out.MountErr = fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0])
-		out.Leftovers = &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused}
-		return out
+	if stop := k.adoptJournals(ctx, journals); stop != nil {
+		return stop
 	}
 	reg, err := k.register(ctx)
 	out.Registration, out.RegErr = reg, err
@@ -73,22 +56,52 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 	out.Pods = len(pods)
 	k.teardownAll(ctx, teardown{pods: pods, allDevices: true, after: after}, out)
 	if out.Leftovers.NothingOnDisk() && len(out.TeardownErrs) == 0 {
-		// From the root dir's descriptor: a directory mounted over the
-		// journal dir since is refused, its files untouched.
-		removed := true
-		for _, j := range journals {
-			if err := RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
-				k.fs.seen(err)
-				removed = false
-			}
-		}
-		out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.refusedSymlinks(), k.fs.refusals()
-		if removed {
-			RemoveSimDir(k.paths.Root)
-			k.removeEmptyCreated()
-		}
+		k.removeJournals(journals, out)
 	}
 	return out
+}
+
+// adoptJournals reads the journals and takes over what they list. It
+// returns the outcome to end with when nothing may be done: a journal
+// that cannot be read (refused before anything is touched: the lock file
+// too goes back to what it was), or a symlink or a mount where the
+// journals' dirs were, which hides part of what the run left (a volume's
+// publish behind a mount over its dir): tearing down the rest would
+// unstage a device still published.
+func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome {
+	for _, j := range journals {
+		jc, err := readJournal(j)
+		if err != nil {
+			k.fs.restoreLock()
+			return &Outcome{MountErr: err}
+		}
+		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
+	}
+	if refused := k.fs.refusals(); len(refused) > 0 {
+		return &Outcome{
+			MountErr:  fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0]),
+			Leftovers: &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused},
+		}
+	}
+	return nil
+}
+
+// removeJournals removes the journals once all they list is gone, from
+// the root dir's descriptor: a directory mounted over the journal dir
+// since is refused, its files untouched.
+func (k *Kubelet) removeJournals(journals []string, out *Outcome) {
+	removed := true
+	for _, j := range journals {
+		if err := RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
+			k.fs.seen(err)
+			removed = false
+		}
+	}
+	out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.refusedSymlinks(), k.fs.refusals()
+	if removed {
+		RemoveSimDir(k.paths.Root)
+		k.removeEmptyCreated()
+	}
 }
 
 // restoreLock gives the root dir's lock up as it was before it was taken.
@@ -333,42 +346,16 @@ func DriverWork(root string) ([]string, error) {
 // directories and files the runs made are removed as Recover removes
 // them, and the journals go.
 func (k *Kubelet) RecoverWithoutDriver(ctx context.Context) *Outcome {
-	out := &Outcome{}
 	journals, err := Journals(k.paths.Root)
 	if err != nil {
-		out.MountErr = err
-		return out
+		return &Outcome{MountErr: err}
 	}
-	for _, j := range journals {
-		jc, err := readJournal(j)
-		if err != nil {
-			k.fs.restoreLock()
-			out.MountErr = err
-			return out
-		}
-		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
+	if stop := k.adoptJournals(ctx, journals); stop != nil {
+		return stop
 	}
-	// As in Recover: a symlink or a mount where the journals' dirs were
-	// stops everything.
-	if refused := k.fs.refusals(); len(refused) > 0 {
-		out.MountErr = fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0])
-		out.Leftovers = &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused}
-		return out
-	}
-	out.Leftovers = k.cleanup(context.WithoutCancel(ctx), false)
+	out := &Outcome{Leftovers: k.cleanup(context.WithoutCancel(ctx), false)}
 	if out.Leftovers.NothingOnDisk() {
-		removed := true
-		for _, j := range journals {
-			if err := RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
-				k.fs.seen(err)
-				removed = false
-			}
-		}
-		out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.refusedSymlinks(), k.fs.refusals()
-		if removed {
-			RemoveSimDir(k.paths.Root)
-			k.removeEmptyCreated()
-		}
+		k.removeJournals(journals, out)
 	}
 	return out
 }
