@@ -33,11 +33,6 @@ type outputFormat struct {
 	arg  string // the template
 }
 
-// structured tells whether the command prints JSON to be rendered.
-func (f outputFormat) structured() bool {
-	return f.name == "yaml" || f.name == "jsonpath" || f.name == "go-template"
-}
-
 // outputValues are the -o forms, for help and completion.
 var outputValues = []string{"text", "json", "yaml", "jsonpath=", "jsonpath-file=", "go-template=", "go-template-file="}
 
