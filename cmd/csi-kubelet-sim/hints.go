@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -47,31 +46,4 @@ func grpcCode(err error) codes.Code {
 		return se.GRPCStatus().Code()
 	}
 	return codes.Unknown
-}
-
-// attachHint: a persistent volume failed on a driver whose CSIDriver says
-// attachRequired: false although the driver publishes through its
-// controller. The kubelet then skips attach, the node calls get no
-// publish_context, and drivers that need it fail there: the cause is the
-// CSIDriver, as `validate --endpoint` says; run says it too.
-func (ss *session) attachHint(out *node.Outcome) string {
-	if ss.conn == nil || ss.opts.cluster == nil {
-		return ""
-	}
-	for _, r := range out.Results {
-		for _, v := range r.Volumes {
-			if v.Err == nil || v.Mode != storagev1.VolumeLifecyclePersistent {
-				continue
-			}
-			d, ok := ss.opts.cluster.CSIDriver(v.Driver)
-			if !ok || d.Spec.AttachRequired == nil || *d.Spec.AttachRequired {
-				return ""
-			}
-			if !controllerPublishes(context.Background(), ss.conn, ss.opts.Timeout) {
-				return ""
-			}
-			return fmt.Sprintf(" (CSIDriver %s: %s; set attachRequired: true, or check with `validate --endpoint`)", d.Name, attachFalseButPublishes)
-		}
-	}
-	return ""
 }

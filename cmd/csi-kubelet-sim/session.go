@@ -198,7 +198,6 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		}
 		msg += notFoundHint(out)
 		if driverFailed {
-			msg += ss.attachHint(out)
 			return withCode(exitFailed, errors.New(msg+ss.cleanupHint(out)))
 		}
 		return withCode(exitUsage, errors.New(msg))

@@ -264,7 +264,7 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions)
 	return out, live, nil
 }
 
-// attachFalseButPublishes is validate's finding and run's hint.
+// attachFalseButPublishes is validate's finding.
 const attachFalseButPublishes = "attachRequired is false but the driver has PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume is never called and NodeStage/NodePublish get no publish_context"
 
 // controllerPublishes tells whether the driver has a controller service
