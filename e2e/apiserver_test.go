@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -297,7 +298,10 @@ func TestAPIServerKillThenCleanup(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("cleanup exit %d\n%s", r.Code, r)
 	}
-	if !strings.Contains(r.Stdout, "removed the control plane an interrupted --apiserver run left") {
+	// Gone by now, or still exiting (its parent-death signal under load):
+	// cleanup says it removed the dir, or stopped the helper and removed it.
+	if !strings.Contains(r.Stdout, "removed the control plane an interrupted --apiserver run left") &&
+		!regexp.MustCompile(`stopped the helper \S+ \(PID \d+\) an interrupted --apiserver run left, and removed its dir`).MatchString(r.Stdout) {
 		t.Errorf("cleanup does not say it removed the control plane:\n%s", r.Stdout)
 	}
 	assertNoControlPlane(t, root)

@@ -434,6 +434,12 @@ func (f *fileSystem) removeAt(p string, dir bool) error {
 	case unix.S_IFLNK:
 	default:
 		if err := f.ownFileAt(pfd, name, p, unix.O_PATH); err != nil {
+			// A file the driver's or the kubelet's bind mount is on (a
+			// block volume's map path): busy, worded as the kubelet's
+			// os.Remove words it.
+			if pe := (*os.PathError)(nil); errors.As(err, &pe) && errors.Is(pe.Err, unix.EBUSY) {
+				return &os.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
+			}
 			return err
 		}
 	}
