@@ -143,8 +143,9 @@ func readJUnit(t *testing.T, path string) junitSuites {
 
 // TestCIRecipe: the script passes the reference driver, with a JUnit file
 // and an HTML report that say so, and leaves nothing; a driver that fails a
-// call fails the job (exit 1) with the failure in both files; a driver that
-// does not start is exit 3 without a conformance run.
+// call fails the job (exit 1) with the failure in both files; a driver
+// started beside another process is stopped with it; a driver that does
+// not start is exit 3 without a conformance run.
 func TestCIRecipe(t *testing.T) {
 	t.Parallel()
 	t.Run("passes", func(t *testing.T) {
@@ -193,6 +194,16 @@ func TestCIRecipe(t *testing.T) {
 		}
 		if html, _ := os.ReadFile(filepath.Join(r.out, "report.html")); !regexp.MustCompile(`[1-9]\d* failed`).Match(html) {
 			t.Errorf("report.html does not say a scenario failed")
+		}
+		assertCILeftNothing(t, r)
+	})
+	t.Run("driver-in-a-wrapper", func(t *testing.T) {
+		// DRIVER_CMD starts the driver beside another process (as a
+		// wrapper script or a sidecar would): both are stopped.
+		t.Parallel()
+		r := runCIScript(t, "& exec sleep 600", "CONFORMANCE_ARGS=--focus ^registration/")
+		if r.code != 0 {
+			t.Fatalf("exit %d, want 0", r.code)
 		}
 		assertCILeftNothing(t, r)
 	})

@@ -61,14 +61,18 @@ if [ -e "$DRIVER_SOCKET" ]; then
 	exit 3
 fi
 driver_pid=""
+# shellcheck disable=SC2317 # reached through the EXIT trap
 stop_driver() {
 	local rc=$?
-	if [ -n "$driver_pid" ] && kill -0 "$driver_pid" 2>/dev/null; then
-		kill -TERM -- "-$driver_pid" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$driver_pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL -- "-$driver_pid" 2>/dev/null || true
-		wait "$driver_pid" 2>/dev/null || true
+	set +e # every step runs, and the exit code stays the run's
+	# The whole group: what the driver started (a wrapper script, sidecars)
+	# goes with it, even when its leader is gone already.
+	if [ -n "$driver_pid" ] && kill -0 -- "-$driver_pid" 2>/dev/null; then
+		kill -TERM -- "-$driver_pid" 2>/dev/null
+		for _ in $(seq 50); do kill -0 -- "-$driver_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL -- "-$driver_pid" 2>/dev/null
 	fi
+	[ -n "$driver_pid" ] && wait "$driver_pid" 2>/dev/null
 	# The socket is the driver's, made after the check above: ours to remove.
 	[ -S "$DRIVER_SOCKET" ] && rm -f "$DRIVER_SOCKET"
 	[ -n "$sockdir" ] && rmdir "$sockdir" 2>/dev/null
