@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"errors"
 	"fmt"
@@ -96,7 +98,7 @@ func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *volumeSp
 
 // nodeExpansionAllowed is NodeExpander.runPreCheck on the claim: whether
 // the node may expand to newSize, and whether the claim already has it.
-func nodeExpansionAllowed(rel Version, pvc *corev1.PersistentVolumeClaim, newSize resource.Quantity) (allow, alreadyUpdated bool) {
+func nodeExpansionAllowed(rel release.Version, pvc *corev1.PersistentVolumeClaim, newSize resource.Quantity) (allow, alreadyUpdated bool) {
 	statusCap := pvc.Status.Capacity[corev1.ResourceStorage]
 	resizeStatus := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
 	alreadyUpdated = statusCap.Cmp(newSize) >= 0 && resizeStatus == ""
@@ -146,7 +148,7 @@ func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, 
 // with the gate off; in 1.30 the gate alone decides.
 func (k *Kubelet) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
 	set := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != "" || pvc.Status.AllocatedResources != nil
-	if !k.release.Enabled(RecoverVolumeExpansionFailure) && !k.release.ExpansionByClaimStatus() {
+	if !k.release.Enabled(release.RecoverVolumeExpansionFailure) && !k.release.ExpansionByClaimStatus() {
 		return false
 	}
 	return set

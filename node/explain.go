@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"fmt"
 
@@ -21,7 +23,7 @@ func (k *Kubelet) explainNoSELinux(ctx context.Context, pod *corev1.Pod, v *volu
 
 func (k *Kubelet) noSELinuxReason(pod *corev1.Pod, v *volumeSpec, asked bool) string {
 	switch {
-	case !k.release.Enabled(SELinuxMountReadWriteOncePod):
+	case !k.release.Enabled(release.SELinuxMountReadWriteOncePod):
 		return "the SELinuxMountReadWriteOncePod feature gate is off"
 	case !k.selinux.Enabled:
 		return "the node has no SELinux (no /sys/fs/selinux, or --selinux=false; --selinux=true simulates an SELinux node)"
@@ -30,12 +32,12 @@ func (k *Kubelet) noSELinuxReason(pod *corev1.Pod, v *volumeSpec, asked bool) st
 	case len(containerSELinuxOptions(pod, v.PodVolume)) == 0:
 		return fmt.Sprintf("no container that mounts volume %q has seLinuxOptions (pod or container securityContext)", v.PodVolume)
 	case pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.SELinuxChangePolicy != nil &&
-		*pod.Spec.SecurityContext.SELinuxChangePolicy == corev1.SELinuxChangePolicyRecursive && k.release.Enabled(SELinuxChangePolicy):
+		*pod.Spec.SecurityContext.SELinuxChangePolicy == corev1.SELinuxChangePolicyRecursive && k.release.Enabled(release.SELinuxChangePolicy):
 		return "the pod's seLinuxChangePolicy is Recursive: the runtime relabels the files instead"
 	case v.PV == nil:
 		return "inline volumes never get the mount option"
 	case !k.volumeSupportsSELinuxMount(v):
-		if k.release.Enabled(SELinuxMount) {
+		if k.release.Enabled(release.SELinuxMount) {
 			return fmt.Sprintf("the PV's access modes %v: kubelet %s needs exactly one", v.PV.Spec.AccessModes, k.release.Version)
 		}
 		return fmt.Sprintf("the PV's access modes %v: with the SELinuxMount gate off (kubelet %s default), only a PV with exactly [ReadWriteOncePod] gets it", v.PV.Spec.AccessModes, k.release.Version)

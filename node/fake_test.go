@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"errors"
 	"os"
@@ -165,18 +167,18 @@ type envOption func(*Config)
 
 func withVersion(minor int) envOption {
 	return func(c *Config) {
-		g, _ := NewFeatureGates(Version{Minor: minor}, "")
-		c.Release = Release{Version: Version{Minor: minor}, Gates: g}
+		g, _ := release.NewFeatureGates(release.Version{Minor: minor}, "")
+		c.Release = release.Release{Version: release.Version{Minor: minor}, Gates: g}
 	}
 }
 
 // withGates sets the release and feature gates over its defaults.
 func withGates(t *testing.T, minor int, gates string) envOption {
-	g, err := NewFeatureGates(Version{Minor: minor}, gates)
+	g, err := release.NewFeatureGates(release.Version{Minor: minor}, gates)
 	if err != nil {
 		t.Fatalf("gates %q at 1.%d: %v", gates, minor, err)
 	}
-	return func(c *Config) { c.Release = Release{Version: Version{Minor: minor}, Gates: g} }
+	return func(c *Config) { c.Release = release.Release{Version: release.Version{Minor: minor}, Gates: g} }
 }
 
 // newEnv loads the manifests, starts a kubelet and registers the driver;

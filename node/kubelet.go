@@ -15,6 +15,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -62,7 +64,7 @@ type Config struct {
 	Timeout  time.Duration
 	// Release is the kubelet release and its gates; zero: the newest with
 	// its defaults.
-	Release Release
+	Release release.Release
 	// SELinux is the node's SELinux.
 	SELinux SELinux
 	// Retry bounds the kubelet's retries of failed operations.
@@ -93,8 +95,8 @@ func New(cfg Config) *Kubelet {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if !cfg.Release.valid() {
-		cfg.Release = DefaultRelease()
+	if !cfg.Release.Valid() {
+		cfg.Release = release.DefaultRelease()
 	}
 	if cfg.Cluster == nil {
 		cfg.Cluster = manifests.New()

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -18,7 +20,7 @@ import (
 // getter, the node's SELinux, and the registered drivers.
 type csiPlugin struct {
 	cfg     Config
-	release Release
+	release release.Release
 	paths   Paths
 	cluster *manifests.Cluster
 	conn    grpc.ClientConnInterface

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"math/rand/v2"
 	"sync"
@@ -42,7 +44,7 @@ const plegRelistPeriod = time.Second
 // of the pod when it did runtime work (postSync, RequestPodRelist), else at
 // the next periodic relist. The regular syncs count from this one.
 func (k *Kubelet) earlySync() (time.Duration, string) {
-	if k.release.Enabled(PLEGOnDemandRelist) {
+	if k.release.Enabled(release.PLEGOnDemandRelist) {
 		return 0, "pod sync: the pod's containers started, and PLEGOnDemandRelist relists the pod at once: its ContainerStarted event syncs the pod again, so requiresRepublish volumes are published again right after the first publish"
 	}
 	return time.Duration(rand.Float64() * float64(plegRelistPeriod)),

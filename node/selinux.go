@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -107,11 +109,11 @@ func containerSELinuxOptions(pod *corev1.Pod, podVolume string) []*corev1.SELinu
 // any access mode with the SELinuxMount gate (in 1.30 and 1.31 the PV still
 // needed a single access mode), else exactly [ReadWriteOncePod].
 func (k *Kubelet) volumeSupportsSELinuxMount(v *volumeSpec) bool {
-	if !k.release.Enabled(SELinuxMountReadWriteOncePod) || v.PV == nil {
+	if !k.release.Enabled(release.SELinuxMountReadWriteOncePod) || v.PV == nil {
 		return false
 	}
 	modes := v.PV.Spec.AccessModes
-	if k.release.Enabled(SELinuxMount) {
+	if k.release.Enabled(release.SELinuxMount) {
 		return k.release.SELinuxMountAnyAccessMode() || len(modes) == 1
 	}
 	return len(modes) == 1 && modes[0] == corev1.ReadWriteOncePod
@@ -120,7 +122,7 @@ func (k *Kubelet) volumeSupportsSELinuxMount(v *volumeSpec) bool {
 // pluginSupportsSELinuxMount is csiPlugin.SupportsSELinuxContextMount: the
 // CSIDriver's seLinuxMount.
 func (k *csiPlugin) pluginSupportsSELinuxMount(driver string) bool {
-	if !k.release.Enabled(SELinuxMountReadWriteOncePod) {
+	if !k.release.Enabled(release.SELinuxMountReadWriteOncePod) {
 		return false
 	}
 	d, ok := k.cluster.CSIDriver(driver)
@@ -161,7 +163,7 @@ func (k *Kubelet) mountSELinuxLabel(pod *corev1.Pod, v *volumeSpec) (string, err
 
 // podSELinuxLabel is GetMountSELinuxLabel for one pod and volume.
 func (k *Kubelet) podSELinuxLabel(pod *corev1.Pod, v *volumeSpec) (label string, pluginSupports bool, err error) {
-	if !k.release.Enabled(SELinuxMountReadWriteOncePod) || !k.selinux.Enabled {
+	if !k.release.Enabled(release.SELinuxMountReadWriteOncePod) || !k.selinux.Enabled {
 		return "", false, nil
 	}
 	pluginSupports = k.pluginSupportsSELinuxMount(v.Driver)
@@ -181,7 +183,7 @@ func (k *Kubelet) podSELinuxLabel(pod *corev1.Pod, v *volumeSpec) (label string,
 		return "", pluginSupports, nil
 	}
 	label = labels[0]
-	if k.release.Enabled(SELinuxChangePolicy) && pod.Spec.SecurityContext != nil &&
+	if k.release.Enabled(release.SELinuxChangePolicy) && pod.Spec.SecurityContext != nil &&
 		pod.Spec.SecurityContext.SELinuxChangePolicy != nil &&
 		*pod.Spec.SecurityContext.SELinuxChangePolicy == corev1.SELinuxChangePolicyRecursive {
 		label = ""

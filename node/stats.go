@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"fmt"
 
@@ -64,7 +66,7 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	// after the stats call, and from 1.32 a driver with it may answer
 	// without usage (the code was removed in 1.37).
 	conditionCapable := false
-	if k.release.Enabled(CSIVolumeHealth) && k.release.AsksVolumeCondition() {
+	if k.release.Enabled(release.CSIVolumeHealth) && k.release.AsksVolumeCondition() {
 		if conditionCapable, err = k.nodeSupports(ctx, volumeConditionCapability); err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"crypto"
 	"sync"
@@ -32,7 +34,7 @@ type TokenOptions struct {
 // always follow the release (the JTI and PodNodeInfo gates). The issuer
 // and its key are made when a CSIDriver first asks for a token.
 type TokenSource struct {
-	release Release
+	release release.Release
 	cluster *manifests.Cluster
 	opts    TokenOptions
 
@@ -46,7 +48,7 @@ var _ TokenIssuer = (*TokenSource)(nil)
 
 // NewTokenSource returns the token path of a cluster of this release:
 // ServiceAccount UIDs and the pods' nodes come from the cluster's objects.
-func NewTokenSource(r Release, c *manifests.Cluster, o TokenOptions) *TokenSource {
+func NewTokenSource(r release.Release, c *manifests.Cluster, o TokenOptions) *TokenSource {
 	return &TokenSource{release: r, cluster: c, opts: o}
 }
 

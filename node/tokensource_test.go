@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -108,7 +110,7 @@ func TestTokenRequestUIDByRelease(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {
-			r, err := NewRelease(fmt.Sprintf("1.%d", tc.minor), tc.gates)
+			r, err := release.NewRelease(fmt.Sprintf("1.%d", tc.minor), tc.gates)
 			if err != nil {
 				t.Fatal(err)
 			}

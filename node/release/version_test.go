@@ -1,4 +1,4 @@
-package node
+package release
 
 import (
 	"fmt"
@@ -51,17 +51,6 @@ func TestCapabilityErrorsUncertain(t *testing.T) {
 	}
 	if s := (Version{Minor: 36}).String(); s != "1.36" {
 		t.Errorf("String = %q", s)
-	}
-}
-
-// New fills the defaults: the newest release and the kubelet's 2 minute csiTimeout.
-func TestNewDefaults(t *testing.T) {
-	e := newUnregisteredEnv(t, "", newFakeDriver())
-	if e.k.release.Minor != DefaultVersion.Minor || e.k.cfg.Timeout.String() != "2m0s" {
-		t.Errorf("defaults: version %v, timeout %v", e.k.release.Version, e.k.cfg.Timeout)
-	}
-	if e.k.Paths().Root != e.root {
-		t.Errorf("Paths().Root = %q, want %q", e.k.Paths().Root, e.root)
 	}
 }
 

@@ -1,4 +1,13 @@
-package node
+// Package release is the kubelet release whose behaviour is reproduced: its
+// version and named rules (version.go, as k8s.io/component-base/version
+// names a release), its feature gates with the user's overrides
+// (features.go, after pkg/features/kube_features.go), and the Release that
+// every release-dependent decision of the kubelet is asked of (release.go).
+// It is node's lowest layer with rootdir: it imports no sibling package.
+//
+// release.go: the kubelet's release as one object, as the kubelet reads
+// its version and its --feature-gates once at start (cmd/kubelet/app/server.go).
+package release
 
 import (
 	"fmt"
@@ -55,7 +64,7 @@ func DefaultRelease() Release {
 }
 
 // valid tells whether r was built (a zero Release has no gates).
-func (r Release) valid() bool { return r.Minor != 0 && r.Gates != nil }
+func (r Release) Valid() bool { return r.Minor != 0 && r.Gates != nil }
 
 // Enabled tells whether a gate is on in this release.
 func (r Release) Enabled(g Gate) bool { return r.Gates.Enabled(g) }

@@ -1,4 +1,4 @@
-package node
+package release
 
 import (
 	"fmt"
@@ -217,7 +217,7 @@ func TestNewRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Minor != tc.wantMinor || r.Gates.Version() != r.Version || !r.valid() {
+			if r.Minor != tc.wantMinor || r.Gates.Version() != r.Version || !r.Valid() {
 				t.Errorf("release %v (gates of %v)", r.Version, r.Gates.Version())
 			}
 			if got := r.Describe(); got != tc.wantDescribe {
@@ -238,7 +238,7 @@ func TestNewRelease(t *testing.T) {
 	if d := DefaultRelease(); d.Minor != 37 || d.Describe() != "kubelet 1.37" {
 		t.Errorf("DefaultRelease = %s", d.Describe())
 	}
-	if (Release{}).valid() {
+	if (Release{}).Valid() {
 		t.Errorf("the zero Release is valid")
 	}
 }
