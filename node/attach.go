@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +24,7 @@ func (k *csiPlugin) attachRequired(driver string) bool {
 // VolumeAttachment, which must be attached).
 func (k *Kubelet) waitForAttach(ctx context.Context, v *volumeSpec) error {
 	if node, ok := k.cluster.Node(k.cfg.NodeName); ok {
-		unique := UniqueVolumeName(v.Driver, v.Handle)
+		unique := rootdir.UniqueVolumeName(v.Driver, v.Handle)
 		found := false
 		for _, av := range node.Status.VolumesAttached {
 			if string(av.Name) == unique {
@@ -35,7 +37,7 @@ func (k *Kubelet) waitForAttach(ctx context.Context, v *volumeSpec) error {
 	} else {
 		k.trace.Note(ctx, true, "no Node object given: the attach/detach controller is taken to have reported the volume in node.status.volumesAttached")
 	}
-	name := AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
+	name := rootdir.AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
 	va, ok := k.cluster.VolumeAttachment(name)
 	if !ok {
 		return fmt.Errorf("volume %v has GET error for volume attachment %v: volumeattachments.storage.k8s.io %q not found", v.Handle, name, name)
@@ -58,7 +60,7 @@ func (k *csiPlugin) publishContext(ctx context.Context, v *volumeSpec) (map[stri
 	if !k.attachRequired(v.Driver) {
 		return nil, nil
 	}
-	name := AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
+	name := rootdir.AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
 	va, ok := k.cluster.VolumeAttachment(name)
 	if !ok {
 		return nil, fmt.Errorf("volumeattachments.storage.k8s.io %q not found", name)

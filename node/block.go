@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,36 +23,6 @@ const fsTypeBlockName = "block"
 
 // Block paths of csi_block.go and csi_util.go (docs/kubelet.md §1.4).
 
-// VolumeDevicesDir is <root>/plugins/kubernetes.io/csi/volumeDevices.
-func (p Paths) VolumeDevicesDir() string { return filepath.Join(p.PluginDir(), "volumeDevices") }
-
-// BlockStagingPath is NodeStage's staging_target_path for a block volume
-// (no hashing).
-func (p Paths) BlockStagingPath(specName string) string {
-	return filepath.Join(p.VolumeDevicesDir(), "staging", specName)
-}
-
-// BlockPublishPath is NodePublish's target_path for a block volume: a file
-// the driver creates.
-func (p Paths) BlockPublishPath(specName, podUID string) string {
-	return filepath.Join(p.VolumeDevicesDir(), "publish", specName, podUID)
-}
-
-// GlobalMapPath is where the kubelet bind-mounts the published device per pod.
-func (p Paths) GlobalMapPath(specName string) string {
-	return filepath.Join(p.VolumeDevicesDir(), escapeQualifiedName(specName), "dev")
-}
-
-// BlockDataDir holds the block vol_data.json.
-func (p Paths) BlockDataDir(specName string) string {
-	return filepath.Join(p.VolumeDevicesDir(), escapeQualifiedName(specName), "data")
-}
-
-// PodDeviceMapPath is the directory of the pod's device symlinks.
-func (p Paths) PodDeviceMapPath(podUID string) string {
-	return filepath.Join(p.PodDir(podUID), "volumeDevices", escapeQualifiedName(pluginName))
-}
-
 // newBlockVolumeMapper is csiPlugin.NewBlockVolumeMapper: the data dir and
 // its vol_data.json (no lifecycle mode, no SELinux key), written every time
 // a mapper is made.
@@ -59,20 +31,20 @@ func (b *csiBlockMapper) newBlockVolumeMapper(ctx context.Context, v *volumeSpec
 	if err := b.claimDir("csi.NewBlockVolumeMapper", filepath.Dir(dataDir)); err != nil {
 		return err
 	}
-	if err := b.fs.mkdirAll(dataDir, 0o750); err != nil {
-		return errors.New(pluginLog("failed to create data dir %s:  %v", dataDir, err))
+	if err := b.fs.MkdirAll(dataDir, 0o750); err != nil {
+		return errors.New(rootdir.PluginLog("failed to create data dir %s:  %v", dataDir, err))
 	}
 	data := map[string]string{
 		"specVolID":    v.SpecName,
 		"volumeHandle": v.Handle,
 		"driverName":   v.Driver,
 		"nodeName":     b.cfg.NodeName,
-		"attachmentID": AttachmentName(v.Handle, v.Driver, b.cfg.NodeName),
+		"attachmentID": rootdir.AttachmentName(v.Handle, v.Driver, b.cfg.NodeName),
 	}
-	if err := b.fs.saveVolumeData(dataDir, data); err != nil {
-		return withCause(pluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err), err)
+	if err := b.fs.SaveVolumeData(dataDir, data); err != nil {
+		return rootdir.WithCause(rootdir.PluginLog("csi.NewBlockVolumeMapper failed to save volume info data: %v", err), err)
 	}
-	b.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
+	b.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, rootdir.VolDataFileName))
 	return nil
 }
 
@@ -156,10 +128,10 @@ func (b *csiBlockMapper) blockPublishContext(ctx context.Context, v *volumeSpec,
 	if !b.attachRequired(v.Driver) {
 		return map[string]string{}, nil
 	}
-	name := AttachmentName(v.Handle, v.Driver, b.cfg.NodeName)
+	name := rootdir.AttachmentName(v.Handle, v.Driver, b.cfg.NodeName)
 	va, ok := b.cluster.VolumeAttachment(name)
 	if !ok {
-		return nil, transient("%s", pluginLog("blockMapper.%s failed to get volume attachment [id=%v]: volumeattachments.storage.k8s.io %q not found", op, name, name))
+		return nil, transient("%s", rootdir.PluginLog("blockMapper.%s failed to get volume attachment [id=%v]: volumeattachments.storage.k8s.io %q not found", op, name, name))
 	}
 	b.trace.Note(ctx, true, "publish_context: GET VolumeAttachment "+name)
 	meta := copyMap(va.Status.AttachmentMetadata)
@@ -178,12 +150,12 @@ func (b *csiBlockMapper) setUpDevice(ctx context.Context, v *volumeSpec) (string
 		return "", err
 	}
 	if err := b.driverRegistered(v.Driver); err != nil {
-		return "", transient("%s", pluginLog("blockMapper.SetUpDevice failed to get CSI client: %v", err))
+		return "", transient("%s", rootdir.PluginLog("blockMapper.SetUpDevice failed to get CSI client: %v", err))
 	}
 	stagingPath := b.paths.BlockStagingPath(v.SpecName)
 	stage, err := b.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
-		return "", errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
+		return "", errors.New(rootdir.PluginLog("blockMapper.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
 	}
 	if !stage {
 		b.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume, and no staging directory")
@@ -192,15 +164,15 @@ func (b *csiBlockMapper) setUpDevice(ctx context.Context, v *volumeSpec) (string
 	secrets := map[string]string{}
 	if ref := v.StageSecretRef; ref != nil {
 		if secrets, err = b.credentialsFromSecret(ref); err != nil {
-			return "", transient("%s", pluginLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
+			return "", transient("%s", rootdir.PluginLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
 		}
 	}
 	if err := b.claimDir("blockMapper.stageVolumeForBlock", stagingPath); err != nil {
 		return "", err
 	}
-	b.fs.markMountPath(stagingPath)
-	if err := b.fs.mkdirAll(stagingPath, 0o750); err != nil {
-		return "", errors.New(pluginLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", stagingPath, err))
+	b.fs.MarkMountPath(stagingPath)
+	if err := b.fs.MkdirAll(stagingPath, 0o750); err != nil {
+		return "", errors.New(rootdir.PluginLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", stagingPath, err))
 	}
 	b.trace.Note(ctx, true, "mkdir "+stagingPath+" (0750)")
 	err = b.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
@@ -228,7 +200,7 @@ func (b *csiBlockMapper) mapPodDevice(ctx context.Context, pod *corev1.Pod, v *v
 		return "", err
 	}
 	if err := b.driverRegistered(v.Driver); err != nil {
-		return "", transient("%s", pluginLog("blockMapper.MapPodDevice failed to get CSI client: %v", err))
+		return "", transient("%s", rootdir.PluginLog("blockMapper.MapPodDevice failed to get CSI client: %v", err))
 	}
 	volumeContext := copyMap(v.Attributes)
 	if d, ok := b.cluster.CSIDriver(v.Driver); ok && d.Spec.PodInfoOnMount != nil && *d.Spec.PodInfoOnMount {
@@ -237,16 +209,16 @@ func (b *csiBlockMapper) mapPodDevice(ctx context.Context, pod *corev1.Pod, v *v
 	secrets := map[string]string{}
 	if ref := v.PublishSecretRef; ref != nil {
 		if secrets, err = b.credentialsFromSecret(ref); err != nil {
-			return "", transient("%s", pluginLog("blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
+			return "", transient("%s", rootdir.PluginLog("blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef %s/%s: %v", ref.Namespace, ref.Name, err))
 		}
 	}
 	publishPath := b.paths.BlockPublishPath(v.SpecName, string(pod.UID))
 	if err := b.claimDir("blockMapper.publishVolumeForBlock", filepath.Dir(publishPath)); err != nil {
 		return "", err
 	}
-	b.fs.markMountPath(publishPath)
-	if err := b.fs.mkdirAll(filepath.Dir(publishPath), 0o750); err != nil {
-		return "", errors.New(pluginLog("blockMapper.publishVolumeForBlock failed to create dir %s:  %v", filepath.Dir(publishPath), err))
+	b.fs.MarkMountPath(publishPath)
+	if err := b.fs.MkdirAll(filepath.Dir(publishPath), 0o750); err != nil {
+		return "", errors.New(rootdir.PluginLog("blockMapper.publishVolumeForBlock failed to create dir %s:  %v", filepath.Dir(publishPath), err))
 	}
 	b.trace.Note(ctx, true, "mkdir "+filepath.Dir(publishPath)+" (0750); the device file itself is left to the driver")
 	err = b.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{
@@ -277,19 +249,19 @@ func (b *csiBlockMapper) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v 
 	// that is the simulator's (a symlink or a mount swapped in over its
 	// dir since would bind another file).
 	if pub := b.paths.BlockPublishPath(v.SpecName, string(pod.UID)); devicePath == pub {
-		if err := b.fs.checkPath(filepath.Dir(pub)); err != nil {
+		if err := b.fs.CheckPath(filepath.Dir(pub)); err != nil {
 			return err
 		}
 	}
-	if err := b.fs.mkdirAll(globalMapPath, 0o750); err != nil {
+	if err := b.fs.MkdirAll(globalMapPath, 0o750); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, globalMapPath:%s, podUID: %s, bindMount: %v: %v", devicePath, globalMapPath, pod.UID, true, err)
 	}
-	b.fs.markMountPath(linkPath)
+	b.fs.MarkMountPath(linkPath)
 	fi, err := os.Stat(linkPath)
 	switch {
 	case os.IsNotExist(err):
-		b.fs.remember(linkPath)
-		f, err := b.fs.createAt(linkPath, 0o750)
+		b.fs.Remember(linkPath)
+		f, err := b.fs.CreateAt(linkPath, 0o750)
 		if err != nil {
 			return fmt.Errorf("blkUtil.MapDevice failed: failed to open file %s: %w", linkPath, err)
 		}
@@ -310,17 +282,17 @@ func (b *csiBlockMapper) mapBlockVolume(ctx context.Context, pod *corev1.Pod, v 
 		}
 		b.trace.Note(ctx, false, fmt.Sprintf("bind-mounted %s at %s", devicePath, linkPath))
 	}
-	if err := b.fs.mkdirAll(podMapPath, 0o750); err != nil {
+	if err := b.fs.MkdirAll(podMapPath, 0o750); err != nil {
 		return err
 	}
 	symlink := filepath.Join(podMapPath, v.SpecName)
-	_ = b.fs.removeAt(symlink, false)
-	b.fs.remember(symlink)
-	if err := b.fs.symlinkInRoot(devicePath, symlink); err != nil {
+	_ = b.fs.RemoveAt(symlink, false)
+	b.fs.Remember(symlink)
+	if err := b.fs.SymlinkInRoot(devicePath, symlink); err != nil {
 		return fmt.Errorf("blkUtil.MapDevice failed. devicePath: %s, podVolumeMapPath:%s, volumeMapName: %s, bindMount: %v: %w", devicePath, podMapPath, v.SpecName, false, err)
 	}
 	b.trace.Note(ctx, true, fmt.Sprintf("linked %s -> %s", symlink, devicePath))
-	loop, err := attachFileDevice(linkPath)
+	loop, err := rootdir.AttachFileDevice(linkPath)
 	if err != nil {
 		return fmt.Errorf("blkUtil.AttachFileDevice failed. globalMapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)
 	}
@@ -337,27 +309,27 @@ func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *vo
 	// Nothing is unmounted, removed or handed to the driver through a
 	// symlink or a mount swapped in on the way since the map.
 	for _, d := range []string{globalMapPath, b.paths.PodDeviceMapPath(string(pod.UID)), filepath.Dir(publishPath)} {
-		if err := b.fs.checkPath(d); err != nil {
+		if err := b.fs.CheckPath(d); err != nil {
 			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", err}
 		}
 	}
 	if !b.cfg.DryRun {
-		if err := detachFileDevice(linkPath); err != nil {
+		if err := rootdir.DetachFileDevice(linkPath); err != nil {
 			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s: %v", globalMapPath, pod.UID, err)}
 		}
 		symlink := filepath.Join(b.paths.PodDeviceMapPath(string(pod.UID)), v.SpecName)
 		if fi, err := os.Lstat(symlink); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			_ = b.fs.removeAt(symlink, false)
+			_ = b.fs.RemoveAt(symlink, false)
 		}
-		if err := b.fs.unmapBindMountDevice(linkPath); err != nil {
+		if err := b.fs.UnmapBindMountDevice(linkPath); err != nil {
 			return &prefixedError{"UnmapVolume.UnmapBlockVolume failed", fmt.Errorf("blkUtil.DetachFileDevice failed. globalUnmapPath:%s, podUID: %s, bindMount: %v: %v", globalMapPath, pod.UID, true, err)}
 		}
 	}
 	if err := b.driverRegistered(v.Driver); err != nil {
-		return transient("%s", pluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
+		return transient("%s", rootdir.PluginLog("blockMapper.UnmapPodDevice failed to get CSI client: %v", err))
 	}
 	if _, err := b.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: publishPath}); err != nil {
-		return withCause(pluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err), err)
+		return rootdir.WithCause(rootdir.PluginLog("blockMapper.unpublishVolumeForBlock failed: %v", err), err)
 	}
 	return nil
 }
@@ -367,25 +339,25 @@ func (b *csiBlockMapper) unmapVolume(ctx context.Context, pod *corev1.Pod, v *vo
 // device files and the global map path go.
 func (b *csiBlockMapper) unmapDevice(ctx context.Context, v *volumeSpec) error {
 	if err := b.driverRegistered(v.Driver); err != nil {
-		return transient("%s", pluginLog("blockMapper.TearDownDevice failed to get CSI client: %v", err))
+		return transient("%s", rootdir.PluginLog("blockMapper.TearDownDevice failed to get CSI client: %v", err))
 	}
 	stagingPath := b.paths.BlockStagingPath(v.SpecName)
 	for _, d := range []string{filepath.Dir(stagingPath), b.paths.GlobalMapPath(v.SpecName)} {
-		if err := b.fs.checkPath(d); err != nil {
+		if err := b.fs.CheckPath(d); err != nil {
 			return err
 		}
 	}
 	if _, err := os.Stat(stagingPath); err == nil {
 		stage, err := b.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 		if err != nil {
-			return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
+			return errors.New(rootdir.PluginLog("blockMapper.unstageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: %v", err))
 		}
 		if stage {
 			if err := b.nodeUnstageVolume(ctx, v.Handle, stagingPath); err != nil {
-				return withCause(pluginLog("blockMapper.unstageVolumeForBlock failed: %v", err), err)
+				return rootdir.WithCause(rootdir.PluginLog("blockMapper.unstageVolumeForBlock failed: %v", err), err)
 			}
-			if _, err := b.fs.removeOwnedTree(stagingPath); err != nil {
-				return errors.New(pluginLog("blockMapper.unstageVolumeForBlock failed to remove staging path after NodeUnstageVolume() error [%s]: %v", stagingPath, err))
+			if _, err := b.fs.RemoveOwnedTree(stagingPath); err != nil {
+				return errors.New(rootdir.PluginLog("blockMapper.unstageVolumeForBlock failed to remove staging path after NodeUnstageVolume() error [%s]: %v", stagingPath, err))
 			}
 		}
 	} else if os.IsNotExist(err) {
@@ -394,7 +366,7 @@ func (b *csiBlockMapper) unmapDevice(ctx context.Context, v *volumeSpec) error {
 		return err
 	}
 	b.cleanupOrphanDeviceFiles(ctx, v)
-	if _, err := b.fs.removeOwnedTree(b.paths.GlobalMapPath(v.SpecName)); err != nil {
+	if _, err := b.fs.RemoveOwnedTree(b.paths.GlobalMapPath(v.SpecName)); err != nil {
 		return fmt.Errorf("failed to remove directory %s: %v", b.paths.GlobalMapPath(v.SpecName), err)
 	}
 	return nil
@@ -403,12 +375,12 @@ func (b *csiBlockMapper) unmapDevice(ctx context.Context, v *volumeSpec) error {
 // cleanupOrphanDeviceFiles removes the publish dir and the staging path if
 // empty, then the volume's dir (data and dev) on one filesystem.
 func (b *csiBlockMapper) cleanupOrphanDeviceFiles(ctx context.Context, v *volumeSpec) {
-	_ = b.fs.removeAt(filepath.Dir(b.paths.BlockPublishPath(v.SpecName, "x")), true)
-	_ = b.fs.removeAt(b.paths.BlockStagingPath(v.SpecName), true)
+	_ = b.fs.RemoveAt(filepath.Dir(b.paths.BlockPublishPath(v.SpecName, "x")), true)
+	_ = b.fs.RemoveAt(b.paths.BlockStagingPath(v.SpecName), true)
 	volumeDir := filepath.Dir(b.paths.GlobalMapPath(v.SpecName))
-	if mounted, _ := isMountPoint(volumeDir); !mounted {
+	if mounted, _ := rootdir.IsMountPoint(volumeDir); !mounted {
 		// The kubelet removes the whole tree; the simulator only what it made.
-		if removed, _ := b.fs.removeOwnedTree(volumeDir); len(removed) > 0 {
+		if removed, _ := b.fs.RemoveOwnedTree(volumeDir); len(removed) > 0 {
 			b.trace.Note(ctx, true, "removed "+volumeDir)
 		}
 	}

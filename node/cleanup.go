@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/moby/sys/mountinfo"
-	"golang.org/x/sys/unix"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
@@ -101,7 +102,7 @@ func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 	l := &Leftovers{}
 	k.checkMounts(ctx, l)
 	k.cleanupOrphanedPodDirs(ctx)
-	for _, p := range k.fs.keptPaths() {
+	for _, p := range k.fs.KeptPaths() {
 		if _, err := os.Lstat(p); err == nil {
 			l.Left = append(l.Left, Leftover{Path: p, What: "volume", Owner: OwnerSimulator, Why: "kept as it is after its teardown failed; `csi-kubelet-sim cleanup` finishes it through the driver"})
 		}
@@ -111,24 +112,24 @@ func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 		k.removeCreated(ctx, created[i], l)
 	}
 	slices.Sort(l.KubeletPaths)
-	k.fs.finish(l.NothingOnDisk())
+	k.fs.Finish(l.NothingOnDisk())
 	if !l.NothingOnDisk() {
-		l.Journal = k.fs.journalPathOrKept()
-	} else if j := k.fs.journalPathOrKept(); j != "" {
+		l.Journal = k.fs.JournalPathOrKept()
+	} else if j := k.fs.JournalPathOrKept(); j != "" {
 		// Its removal was refused (a mount over the journal dir).
 		l.Journal = j
 	} else {
 		k.removeEmptyCreated()
 	}
 	if removeRoot && l.NothingOnDisk() && l.Journal == "" {
-		k.fs.releaseLock()
-		RemoveSimDir(k.paths.Root)
+		k.fs.ReleaseLock()
+		rootdir.RemoveSimDir(k.paths.Root)
 		if err := os.Remove(k.paths.Root); err != nil && !os.IsNotExist(err) {
 			l.Errors = append(l.Errors, fmt.Errorf("remove root dir %s: %w", k.paths.Root, err))
 		}
 	}
-	l.Symlinks = k.fs.refusedSymlinks()
-	l.Refused = k.fs.refusals()
+	l.Symlinks = k.fs.RefusedSymlinks()
+	l.Refused = k.fs.Refusals()
 	return l
 }
 
@@ -137,14 +138,14 @@ func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 func (k *Kubelet) removeEmptyCreated() {
 	created := k.fs.Created()
 	for i := len(created) - 1; i >= 0; i-- {
-		_ = k.fs.removePath(created[i])
+		_ = k.fs.RemovePath(created[i])
 	}
 }
 
 // removeCreated removes one path the simulation created, after reporting
 // what others put in it.
 func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
-	if k.fs.isKept(p) {
+	if k.fs.IsKept(p) {
 		return
 	}
 	fi, err := os.Lstat(p)
@@ -157,10 +158,10 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 		// reported as the driver's, nor is anything removed (refused,
 		// exit 2). A path handed to the driver is its mount point.
 		at := p
-		if k.fs.isMountPath(p) {
+		if k.fs.IsMountPath(p) {
 			at = filepath.Dir(p)
 		}
-		if err := k.fs.checkPath(at); IsSymlinkRefused(err) {
+		if err := k.fs.CheckPath(at); rootdir.IsSymlinkRefused(err) {
 			return
 		}
 		k.reportForeign(ctx, p, l)
@@ -168,7 +169,7 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 	if isKubeletKept(k.paths, p) {
 		l.KubeletPaths = append(l.KubeletPaths, p)
 	}
-	if err := k.fs.removePath(p); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+	if err := k.fs.RemovePath(p); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
 		l.Errors = append(l.Errors, fmt.Errorf("remove %s: %w", p, err))
 	}
 }
@@ -196,11 +197,13 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 	points = slices.Compact(points)
 	for _, p := range points {
 		switch {
-		case p == k.paths.Root || k.fs.isKept(p):
+		case p == k.paths.Root || k.fs.IsKept(p):
 		case k.inFlightMount(ctx, p, l):
-		case k.fs.isMountPath(p):
+		case k.fs.IsMountPath(p):
 			k.trace.Warn(ctx, "left mounted by the driver after it answered OK: "+p+" (unmounting it: the simulator made this path for the driver)")
-			k.fs.unmountAll(p, l)
+			if err := k.fs.UnmountAll(p); err != nil {
+				l.Errors = append(l.Errors, err)
+			}
 			// Said unmounted only when mountinfo no longer has it: a mount
 			// laid over a directory above it hides it from umount(2).
 			if still, err := mountsAtOrUnder(p); err != nil || slices.Contains(still, p) {
@@ -209,7 +212,7 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 				continue
 			}
 			l.Mounts = append(l.Mounts, p)
-			k.fs.removeEmptyMountPath(p)
+			k.fs.RemoveEmptyMountPath(p)
 		case k.insideOwned(p):
 			k.trace.Warn(ctx, "a mount the driver made inside the simulator's directories, not at a path it was given: "+p+" (left mounted)")
 			l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "not at a path the simulator handed out, so left mounted"})
@@ -223,7 +226,7 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 // mounted under the new one is reported from mountinfo, and left: the
 // simulator acts only at the paths it handed out.
 func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
-	now := k.fs.rootNow()
+	now := k.fs.RootNow()
 	if now == "" || now == filepath.Clean(k.paths.Root) {
 		return false
 	}
@@ -247,7 +250,7 @@ func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
 // holds (its loop devices). It is left, and a later `cleanup` asks the
 // driver again.
 func (k *Kubelet) inFlightMount(ctx context.Context, p string, l *Leftovers) bool {
-	op, ok := k.fs.callInFlight(p)
+	op, ok := k.fs.CallInFlight(p)
 	if !ok {
 		return false
 	}
@@ -259,47 +262,11 @@ func (k *Kubelet) inFlightMount(ctx context.Context, p string, l *Leftovers) boo
 // insideOwned tells whether p lies inside a directory the simulator made.
 func (k *Kubelet) insideOwned(p string) bool {
 	for d := filepath.Dir(p); len(d) > len(k.paths.Root); d = filepath.Dir(d) {
-		if k.fs.isOwned(d) {
+		if k.fs.IsOwned(d) {
 			return true
 		}
 	}
 	return false
-}
-
-// removeEmptyMountPath removes what the driver made at a path the
-// simulator handed it, once its leftover mount is gone, as the kubelet's
-// removeMountDir does for a publish target: an empty directory (rmdir),
-// or the empty file a block publish binds its device onto. Anything with
-// content stays.
-func (f *fileSystem) removeEmptyMountPath(p string) {
-	fi, err := os.Lstat(p)
-	switch {
-	case err != nil:
-	case fi.IsDir():
-		_ = f.removeAt(p, true)
-	case fi.Mode().IsRegular() && fi.Size() == 0:
-		if mnt, err := isMountPoint(p); err == nil && !mnt {
-			_ = f.removeAt(p, false)
-		}
-	}
-}
-
-// unmountAll unmounts what is stacked at p, a path mountinfo gives (a
-// real path), after checking that no directory on the way has become a
-// symlink since: umount(2) resolves the path again.
-func (f *fileSystem) unmountAll(p string, l *Leftovers) {
-	if err := f.checkPath(filepath.Dir(p)); err != nil {
-		l.Errors = append(l.Errors, fmt.Errorf("unmount %s: %w", p, err))
-		return
-	}
-	for range 16 {
-		if err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
-			if !errors.Is(err, unix.EINVAL) {
-				l.Errors = append(l.Errors, fmt.Errorf("unmount %s: %w", p, err))
-			}
-			return
-		}
-	}
 }
 
 // reportForeign reports what is inside a directory the simulation created
@@ -312,10 +279,10 @@ func (k *Kubelet) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 	}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if k.fs.isOwned(p) || k.fs.isKept(p) || (dir == k.paths.Root && e.Name() == journalDir) {
+		if k.fs.IsOwned(p) || k.fs.IsKept(p) || (dir == k.paths.Root && e.Name() == rootdir.JournalDir) {
 			continue
 		}
-		if mnt, _ := isMountPoint(p); mnt {
+		if mnt, _ := rootdir.IsMountPoint(p); mnt {
 			continue // reported by checkMounts
 		}
 		what := "file"
@@ -336,22 +303,22 @@ func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
 			continue
 		}
 		podDir := k.paths.PodDir(uid)
-		if k.fs.isKept(podDir) {
+		if k.fs.IsKept(podDir) {
 			continue
 		}
 		volumes := filepath.Join(podDir, "volumes")
-		csiDir := filepath.Join(volumes, escapeQualifiedName(pluginName))
+		csiDir := filepath.Join(volumes, rootdir.EscapeQualifiedName(rootdir.PluginName))
 		if vols, _ := os.ReadDir(csiDir); len(vols) > 0 {
 			k.trace.Warn(ctx, fmt.Sprintf("orphaned pod %q found, but volume paths are still present on disk", uid))
 			continue
 		}
 		devices := filepath.Join(podDir, "volumeDevices")
 		removed := true
-		for _, d := range []string{csiDir, volumes, filepath.Join(devices, escapeQualifiedName(pluginName)), devices, filepath.Join(podDir, "plugins"), podDir} {
-			if !k.fs.isOwned(d) {
+		for _, d := range []string{csiDir, volumes, filepath.Join(devices, rootdir.EscapeQualifiedName(rootdir.PluginName)), devices, filepath.Join(podDir, "plugins"), podDir} {
+			if !k.fs.IsOwned(d) {
 				continue
 			}
-			if err := k.fs.removeAt(d, true); err != nil && !os.IsNotExist(err) {
+			if err := k.fs.RemoveAt(d, true); err != nil && !os.IsNotExist(err) {
 				k.trace.Warn(ctx, fmt.Sprintf("housekeeping: %v", err))
 				removed = false
 				break
@@ -366,7 +333,7 @@ func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
 // isKubeletKept tells whether the kubelet itself leaves this path behind
 // after a full teardown: the per-driver plugin dir, and the globalmount of
 // a volume whose driver does not stage.
-func isKubeletKept(p Paths, path string) bool {
+func isKubeletKept(p rootdir.Paths, path string) bool {
 	rel, err := filepath.Rel(p.PluginDir(), path)
 	if err != nil || strings.HasPrefix(rel, "..") || rel == "." {
 		return false
@@ -409,7 +376,7 @@ func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
 		return nil
 	}
-	if !k.fs.isOwned(dir) && !k.fs.isMountPath(dir) {
+	if !k.fs.IsOwned(dir) && !k.fs.IsMountPath(dir) {
 		return fmt.Errorf("%s is not recorded in the journal", dir)
 	}
 	mounts, err := mountsAtOrUnder(dir)
@@ -417,13 +384,11 @@ func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
 		return err
 	}
 	for _, m := range mounts {
-		if !k.fs.isMountPath(m) {
+		if !k.fs.IsMountPath(m) {
 			return fmt.Errorf("%s is a mount the journal did not record", m)
 		}
-		l := &Leftovers{}
-		k.fs.unmountAll(m, l)
-		if len(l.Errors) > 0 {
-			return l.Errors[0]
+		if err := k.fs.UnmountAll(m); err != nil {
+			return err
 		}
 		if still, err := mountsAtOrUnder(m); err != nil || len(still) > 0 {
 			return fmt.Errorf("%s is still mounted after umount", m)
@@ -439,7 +404,7 @@ func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
 		return err
 	}
 	return k.forceWalk(dir, func(p string, isDir bool) error {
-		if err := k.fs.removeAt(p, isDir); err != nil {
+		if err := k.fs.RemoveAt(p, isDir); err != nil {
 			return err
 		}
 		k.trace.Note(ctx, false, "--force: removed "+p)
@@ -455,7 +420,7 @@ func (k *Kubelet) forceWalk(dir string, do func(p string, isDir bool) error) err
 	if err != nil {
 		return err
 	}
-	if !k.fs.isOwned(dir) && !k.fs.isMountPath(dir) {
+	if !k.fs.IsOwned(dir) && !k.fs.IsMountPath(dir) {
 		return fmt.Errorf("%s is not recorded in the journal", dir)
 	}
 	if fi.IsDir() {
@@ -485,26 +450,4 @@ func mountsAtOrUnder(dir string) ([]string, error) {
 	}
 	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return slices.Compact(out), nil
-}
-
-// rootNow is where the root dir the run opened is now: the path of its
-// descriptor (the kernel follows renames), "" when it was never opened.
-func (f *fileSystem) rootNow() string {
-	f.mu.Lock()
-	fd := f.rootfd
-	f.mu.Unlock()
-	if fd <= 0 {
-		return ""
-	}
-	// Still the same directory at its path (however the path is spelt,
-	// through a symlinked parent too): not moved.
-	var atFD, atPath unix.Stat_t
-	if unix.Fstat(fd, &atFD) == nil && unix.Stat(f.root, &atPath) == nil && atFD.Dev == atPath.Dev && atFD.Ino == atPath.Ino {
-		return filepath.Clean(f.root)
-	}
-	now, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
-	if err != nil {
-		return ""
-	}
-	return now
 }

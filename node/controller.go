@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +48,7 @@ func (k *Kubelet) finishController(plan Plan) func(context.Context) []error {
 // (or uncertain) or mounted by a pod. The attach/detach controller does
 // not detach such a volume, and its PV is not released.
 func (k *Kubelet) volumeInUse(driver, handle string) bool {
-	unique := UniqueVolumeName(driver, handle)
+	unique := rootdir.UniqueVolumeName(driver, handle)
 	if _, ok := k.state.device(unique); ok {
 		return true
 	}

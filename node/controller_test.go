@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"errors"
 	"testing"
@@ -60,7 +62,7 @@ func TestRunController(t *testing.T) {
 // volumeInUse is true while the device is staged or a pod mounts it.
 func TestVolumeInUse(t *testing.T) {
 	k := &Kubelet{state: newActualState()}
-	unique := UniqueVolumeName("d", "h")
+	unique := rootdir.UniqueVolumeName("d", "h")
 	if k.volumeInUse("d", "h") {
 		t.Fatal("in use before anything")
 	}

@@ -98,24 +98,6 @@ func classifyRPC(err error) error {
 	return err
 }
 
-// pluginLog prefixes a message as the CSI plugin's log() helper does.
-func pluginLog(format string, a ...any) string {
-	return "kubernetes.io/csi: " + fmt.Sprintf(format, a...)
-}
-
-// causeError is a message worded as the kubelet words it (the cause
-// flattened with %v) that still unwraps to the cause, so that the command
-// can tell the machine's errors (ENOSPC: exit 3) from the input's.
-type causeError struct {
-	msg   string
-	cause error
-}
-
-func (e *causeError) Error() string { return e.msg }
-func (e *causeError) Unwrap() error { return e.cause }
-
-func withCause(msg string, cause error) error { return &causeError{msg: msg, cause: cause} }
-
 // VolumeError is a failed kubelet operation on one volume, worded as the
 // pod event the kubelet emits (generateVolumeMsg in operation_executor.go):
 // `MountVolume.SetUp failed for volume "pv-1" : <cause>`.

@@ -6,6 +6,7 @@ package node
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // The release and its gates (node/release).
@@ -22,4 +23,29 @@ var (
 	ParseVersion      = release.ParseVersion
 	Releases          = release.Releases
 	SupportedReleases = release.SupportedReleases
+)
+
+// The root dir: its lock, its journals, its names, the file system under it
+// (node/rootdir).
+type (
+	RootHeldError = rootdir.RootHeldError
+	RootLock      = rootdir.RootLock
+	SymlinkError  = rootdir.SymlinkError
+)
+
+var (
+	AttachmentName   = rootdir.AttachmentName
+	CheckRoot        = rootdir.CheckRoot
+	HeldAbove        = rootdir.HeldAbove
+	HeldRoots        = rootdir.HeldRoots
+	IsForeignFile    = rootdir.IsForeignFile
+	IsInTheWay       = rootdir.IsInTheWay
+	IsSymlinkRefused = rootdir.IsSymlinkRefused
+	Journals         = rootdir.Journals
+	LiveJournalOwner = rootdir.LiveJournalOwner
+	LockRoot         = rootdir.LockRoot
+	OpenSimDir       = rootdir.OpenSimDir
+	RemoveInSimDir   = rootdir.RemoveInSimDir
+	RemoveSimDir     = rootdir.RemoveSimDir
+	UniqueVolumeName = rootdir.UniqueVolumeName
 )

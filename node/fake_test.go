@@ -290,3 +290,10 @@ func volErr(t *testing.T, res *PodResult) *VolumeError {
 	}
 	return ve
 }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"bytes"
 	"os"
 	"path/filepath"
@@ -68,7 +70,7 @@ func FuzzDefaultPodPaths(f *testing.F) {
 	f.Add("Ref.CSI", "0D4E8E0C-7F1A-4B9E-9A63-2C7E5B1F3A10")
 	f.Fuzz(func(t *testing.T, driver, uid string) {
 		c := manifests.New()
-		pod, err := c.AddDefaultPod(manifests.DefaultPod{Driver: driver, UID: types.UID(uid), NodeName: "node-1", AttachmentName: AttachmentName})
+		pod, err := c.AddDefaultPod(manifests.DefaultPod{Driver: driver, UID: types.UID(uid), NodeName: "node-1", AttachmentName: rootdir.AttachmentName})
 		if err != nil {
 			return
 		}
@@ -86,7 +88,7 @@ func FuzzDefaultPodPaths(f *testing.F) {
 // publish.go, stage.go and block.go do, and checks each one.
 func checkVolumePaths(t *testing.T, uid string, v *volumeSpec) {
 	t.Helper()
-	p := Paths{Root: fuzzRoot}
+	p := rootdir.Paths{Root: fuzzRoot}
 	want := []struct {
 		name  string
 		path  string

@@ -15,6 +15,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 
 	"time"
@@ -57,7 +59,7 @@ type Config struct {
 	Adopted []string
 	// RootLock is the root dir's lock: released (its file removed) when
 	// the run leaves nothing, and kept otherwise. Nil: none.
-	RootLock *RootLock
+	RootLock *rootdir.RootLock
 
 	RootDir  string
 	NodeName string
@@ -107,12 +109,12 @@ func New(cfg Config) *Kubelet {
 	p := &csiPlugin{
 		cfg:        cfg,
 		release:    cfg.Release,
-		paths:      Paths{Root: cfg.RootDir},
+		paths:      rootdir.Paths{Root: cfg.RootDir},
 		cluster:    cfg.Cluster,
 		conn:       &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
 		trace:      cfg.Trace,
 		tokens:     cfg.Tokens,
-		fs:         newFileSystem(cfg.RootDir),
+		fs:         rootdir.NewFileSystem(cfg.RootDir),
 		selinux:    cfg.SELinux,
 		drivers:    &csiDrivers{registered: map[string]*Registration{}},
 		sentTokens: &tokenRecord{last: map[string]string{}},
@@ -134,13 +136,13 @@ func New(cfg Config) *Kubelet {
 		}
 		k.tokens = NewTokenSource(cfg.Release, cfg.Cluster, o)
 	}
-	k.fs.command = cfg.Command
-	k.fs.lock = cfg.RootLock
+	k.fs.Command = cfg.Command
+	k.fs.Lock = cfg.RootLock
 	for _, d := range cfg.Adopted {
-		k.fs.rememberKind(d, recordDir)
+		k.fs.RememberKind(d, rootdir.RecordDir)
 	}
 	return k
 }
 
 // Paths returns the kubelet's directory layout.
-func (k *Kubelet) Paths() Paths { return k.paths }
+func (k *Kubelet) Paths() rootdir.Paths { return k.paths }

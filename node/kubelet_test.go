@@ -1,7 +1,10 @@
 package node
 
-import "github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-import "testing"
+import (
+	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+)
 
 // New fills the defaults: the newest release and the kubelet's 2 minute csiTimeout.
 func TestNewDefaults(t *testing.T) {

@@ -127,7 +127,7 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 		}
 	} else if v.persistent() {
 		dmp := k.paths.DeviceMountPath(v.Driver, v.Handle)
-		if _, err := k.fs.loadVolumeData(filepath.Dir(dmp)); err == nil {
+		if _, err := k.fs.LoadVolumeData(filepath.Dir(dmp)); err == nil {
 			vr.StagingPath = dmp
 		}
 	}
@@ -150,7 +150,7 @@ func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
 	}
 	k.state.markPodDirs(string(pod.UID))
 	for _, d := range []string{dir, dir + "/volumes", dir + "/plugins"} {
-		if err := k.fs.mkdirAll(d, 0o750); err != nil {
+		if err := k.fs.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 // or a volume is not someone else's; the error says whose it is not, and
 // nothing is touched.
 func (k *csiPlugin) claimDir(step, p string) error {
-	if err := k.fs.claim(p); err != nil {
+	if err := k.fs.Claim(p); err != nil {
 		return &opError{kind: Transient, err: fmt.Errorf("%s: %w", step, err)}
 	}
 	return nil
@@ -21,7 +21,7 @@ func (k *csiPlugin) claimDir(step, p string) error {
 // it through the driver, as a restarted kubelet would.
 func (k *Kubelet) keepVolume(v *volumeSpec, podUID string) {
 	for _, p := range k.volumePaths(v, podUID) {
-		k.fs.keep(p)
+		k.fs.Keep(p)
 	}
 	k.keepDevice(v)
 }
@@ -30,7 +30,7 @@ func (k *Kubelet) keepVolume(v *volumeSpec, podUID string) {
 // failed, or while a kept pod volume still uses it.
 func (k *Kubelet) keepDevice(v *volumeSpec) {
 	for _, p := range k.devicePaths(v) {
-		k.fs.keep(p)
+		k.fs.Keep(p)
 	}
 }
 

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 
 	"sync"
@@ -21,7 +23,7 @@ import (
 type csiPlugin struct {
 	cfg     Config
 	release release.Release
-	paths   Paths
+	paths   rootdir.Paths
 	cluster *manifests.Cluster
 	conn    grpc.ClientConnInterface
 	// nodeClient and identityClient call the driver through conn.
@@ -29,7 +31,7 @@ type csiPlugin struct {
 	identityClient csi.IdentityClient
 	trace          *csiclient.Trace
 	tokens         TokenIssuer
-	fs             *fileSystem
+	fs             *rootdir.FileSystem
 	selinux        SELinux
 	drivers        *csiDrivers
 	// sentTokens are the tokens last sent per pod volume, to tell a

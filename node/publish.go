@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"errors"
 	"fmt"
@@ -25,10 +27,10 @@ type mounterArgs struct {
 func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, args mounterArgs) error {
 	target := m.paths.TargetPath(string(pod.UID), v.SpecName)
 	if err := m.driverRegistered(v.Driver); err != nil {
-		return transient("%s", pluginLog("mounter.SetUpAt failed to get CSI client: %v", err))
+		return transient("%s", rootdir.PluginLog("mounter.SetUpAt failed to get CSI client: %v", err))
 	}
 	if err := m.supportsVolumeLifecycleMode(v); err != nil {
-		return transient("%s", pluginLog("mounter.SetupAt failed to check volume lifecycle mode: %s", err))
+		return transient("%s", rootdir.PluginLog("mounter.SetupAt failed to check volume lifecycle mode: %s", err))
 	}
 	stagingPath, publishContext, err := m.stagingForPublish(ctx, v)
 	if err != nil {
@@ -37,7 +39,7 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	if stagingPath != "" {
 		// The staging path handed to the driver again: not through a
 		// symlink or a mount swapped in since it was staged.
-		if err := m.fs.checkPath(filepath.Dir(stagingPath)); err != nil {
+		if err := m.fs.CheckPath(filepath.Dir(stagingPath)); err != nil {
 			return err
 		}
 	}
@@ -51,7 +53,7 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 	}
 	vmg, err := m.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
-		return transient("%s", pluginLog("mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
+		return transient("%s", rootdir.PluginLog("mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
 	}
 	var fsGroup *int64
 	if vmg {
@@ -68,7 +70,7 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 		// mount point): the journal keeps its copy of vol_data.json, so
 		// that `cleanup` can still unpublish it.
 		if !args.IsRemount {
-			m.fs.forgetVolumeData(parentDir)
+			m.fs.ForgetVolumeData(parentDir)
 		}
 		return err
 	}
@@ -90,7 +92,7 @@ func (m *csiMountMgr) setUp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 			// volume that stays mounted: the journal keeps its copy, so
 			// that `cleanup` can still unpublish it (recover.go).
 			if !args.IsRemount {
-				m.fs.forgetVolumeData(parentDir)
+				m.fs.ForgetVolumeData(parentDir)
 			}
 		}
 		return err
@@ -110,7 +112,7 @@ func (m *csiMountMgr) stagingForPublish(ctx context.Context, v *volumeSpec) (str
 	}
 	stage, err := m.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
-		return "", nil, errors.New(pluginLog("mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: %v", err))
+		return "", nil, errors.New(rootdir.PluginLog("mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: %v", err))
 	}
 	stagingPath := ""
 	if stage {
@@ -118,7 +120,7 @@ func (m *csiMountMgr) stagingForPublish(ctx context.Context, v *volumeSpec) (str
 	}
 	publishContext, err := m.publishContext(ctx, v)
 	if err != nil {
-		return "", nil, transient("%s", pluginLog("mounter.SetUpAt failed to fetch publishContext: %v", err))
+		return "", nil, transient("%s", rootdir.PluginLog("mounter.SetUpAt failed to fetch publishContext: %v", err))
 	}
 	return stagingPath, publishContext, nil
 }
@@ -129,9 +131,9 @@ func (m *csiMountMgr) makeTargetParent(ctx context.Context, parentDir, target st
 	if err := m.claimDir("mounter.SetUpAt", parentDir); err != nil {
 		return err
 	}
-	m.fs.markMountPath(target)
-	if err := m.fs.mkdirAll(parentDir, 0o750); err != nil {
-		return errors.New(pluginLog("mounter.SetUpAt failed to create dir %#v:  %v", parentDir, err))
+	m.fs.MarkMountPath(target)
+	if err := m.fs.MkdirAll(parentDir, 0o750); err != nil {
+		return errors.New(rootdir.PluginLog("mounter.SetUpAt failed to create dir %#v:  %v", parentDir, err))
 	}
 	m.trace.Note(ctx, true, "mkdir "+parentDir+" (0750); the target itself is left to the driver")
 	return nil
@@ -154,7 +156,7 @@ func (m *csiMountMgr) publishAttributes(ctx context.Context, pod *corev1.Pod, v 
 	}
 	tokenAttrs, inSecrets, err := m.serviceAccountTokenAttrs(ctx, pod, v.Driver)
 	if err != nil {
-		return nil, nil, transient("%s", pluginLog("mounter.SetUpAt failed to get service accoount token attributes: %v", err))
+		return nil, nil, transient("%s", rootdir.PluginLog("mounter.SetUpAt failed to get service accoount token attributes: %v", err))
 	}
 	m.noteTokenChange(ctx, pod, v, tokenAttrs, args.IsRemount)
 	if inSecrets {
@@ -174,15 +176,15 @@ func (m *csiMountMgr) saveTargetVolumeData(ctx context.Context, v *volumeSpec, p
 		"driverName":          v.Driver,
 		"nodeName":            m.cfg.NodeName,
 		"volumeLifecycleMode": string(v.Mode),
-		"attachmentID":        AttachmentName(v.Handle, v.Driver, m.cfg.NodeName),
+		"attachmentID":        rootdir.AttachmentName(v.Handle, v.Driver, m.cfg.NodeName),
 	}
 	if seLinuxMount {
 		volData["seLinuxMountContext"] = label
 	}
-	if err := m.fs.saveVolumeData(parentDir, volData); err != nil {
+	if err := m.fs.SaveVolumeData(parentDir, volData); err != nil {
 		return err
 	}
-	m.trace.Note(ctx, true, "wrote "+filepath.Join(parentDir, volDataFileName))
+	m.trace.Note(ctx, true, "wrote "+filepath.Join(parentDir, rootdir.VolDataFileName))
 	return nil
 }
 
@@ -199,11 +201,11 @@ func (k *csiPlugin) nodePublishVolume(ctx context.Context, req *csi.NodePublishV
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
-	if err := k.fs.callStarted("NodePublishVolume", req.TargetPath); err != nil {
+	if err := k.fs.CallStarted("NodePublishVolume", req.TargetPath); err != nil {
 		return err
 	}
 	_, err = k.nodeClient.NodePublishVolume(ctx, req)
-	k.fs.callEnded("NodePublishVolume", req.TargetPath)
+	k.fs.CallEnded("NodePublishVolume", req.TargetPath)
 	return classifyRPC(err)
 }
 
@@ -285,22 +287,22 @@ func hasReadWriteOnce(modes []corev1.PersistentVolumeAccessMode) bool {
 // left it unmounted and empty, vol_data.json and their parent.
 func (m *csiMountMgr) tearDown(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
 	target := m.paths.TargetPath(string(pod.UID), v.SpecName)
-	if _, err := m.fs.loadVolumeData(filepath.Dir(target)); err != nil {
+	if _, err := m.fs.LoadVolumeData(filepath.Dir(target)); err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			err = errors.New(pluginLog("failed to open volume data file [%s]: %v", pe.Path, err))
+			err = errors.New(rootdir.PluginLog("failed to open volume data file [%s]: %v", pe.Path, err))
 		}
-		return &prefixedError{"UnmountVolume.NewUnmounter failed", errors.New(pluginLog("unmounter failed to load volume data file [%s]: %v", target, err))}
+		return &prefixedError{"UnmountVolume.NewUnmounter failed", errors.New(rootdir.PluginLog("unmounter failed to load volume data file [%s]: %v", target, err))}
 	}
 	if err := m.driverRegistered(v.Driver); err != nil {
-		return transient("%s", pluginLog("Unmounter.TearDownAt failed to get CSI client: %v", err))
+		return transient("%s", rootdir.PluginLog("Unmounter.TearDownAt failed to get CSI client: %v", err))
 	}
 	if _, err := m.nodeClient.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: v.Handle, TargetPath: target}); err != nil {
-		return withCause(pluginLog("Unmounter.TearDownAt failed: %v", err), err)
+		return rootdir.WithCause(rootdir.PluginLog("Unmounter.TearDownAt failed: %v", err), err)
 	}
 	if err := m.removeMountDir(ctx, target); err != nil {
-		return errors.New(pluginLog("Unmounter.TearDownAt failed to clean mount dir [%s]: %v", target, err))
+		return errors.New(rootdir.PluginLog("Unmounter.TearDownAt failed to clean mount dir [%s]: %v", target, err))
 	}
-	m.fs.forgetVolumeData(filepath.Dir(target))
+	m.fs.ForgetVolumeData(filepath.Dir(target))
 	return nil
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"errors"
 	"fmt"
@@ -33,14 +35,14 @@ import (
 // held, as Run's Plan.Controller does.
 func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []error) *Outcome {
 	out := &Outcome{}
-	journals, err := Journals(k.paths.Root)
+	journals, err := rootdir.Journals(k.paths.Root)
 	if err == nil && len(journals) == 0 {
 		if after != nil {
 			out.TeardownErrs = after(ctx)
 		}
 		out.Leftovers = &Leftovers{}
 		if len(out.TeardownErrs) == 0 && ctx.Err() == nil {
-			k.fs.releaseLock()
+			k.fs.ReleaseLock()
 		}
 		return out
 	}
@@ -70,17 +72,17 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 // unstage a device still published.
 func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome {
 	for _, j := range journals {
-		jc, err := readJournal(j)
+		jc, err := rootdir.ReadJournal(j)
 		if err != nil {
-			k.fs.restoreLock()
+			k.fs.RestoreLock()
 			return &Outcome{MountErr: err}
 		}
-		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
+		k.fs.Adopt(jc, k.refuseRecord(ctx, j, jc))
 	}
-	if refused := k.fs.refusals(); len(refused) > 0 {
+	if refused := k.fs.Refusals(); len(refused) > 0 {
 		return &Outcome{
 			MountErr:  fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0]),
-			Leftovers: &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused},
+			Leftovers: &Leftovers{Symlinks: k.fs.RefusedSymlinks(), Refused: refused},
 		}
 	}
 	return nil
@@ -92,34 +94,26 @@ func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome
 func (k *Kubelet) removeJournals(journals []string, out *Outcome) {
 	removed := true
 	for _, j := range journals {
-		if err := RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
-			k.fs.seen(err)
+		if err := rootdir.RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
+			k.fs.Seen(err)
 			removed = false
 		}
 	}
-	out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.refusedSymlinks(), k.fs.refusals()
+	out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.RefusedSymlinks(), k.fs.Refusals()
 	if removed {
-		RemoveSimDir(k.paths.Root)
+		rootdir.RemoveSimDir(k.paths.Root)
 		k.removeEmptyCreated()
 	}
-}
-
-// restoreLock gives the root dir's lock up as it was before it was taken.
-func (f *fileSystem) restoreLock() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lock.Restore()
-	f.lock = nil
 }
 
 // refuseRecord reports a journal record that names a path the simulator
 // would not have made: it is not acted on. An intent of a run killed
 // before its vol_data.json record is not taken either, but it is no
 // forgery: not reported.
-func (k *Kubelet) refuseRecord(ctx context.Context, journal string, jc *journalContents) func(kind, p string, err error) {
+func (k *Kubelet) refuseRecord(ctx context.Context, journal string, jc *rootdir.JournalContents) func(kind, p string, err error) {
 	n := 0
 	return func(kind, p string, err error) {
-		if k.fs.unfinishedIntent(kind, p, jc) {
+		if k.fs.UnfinishedIntent(kind, p, jc) {
 			return
 		}
 		if n++; n <= 20 {
@@ -157,7 +151,7 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 		k.recordReconstructedDevice(v)
 	}
 	k.restoreJournaledVolumeData(ctx)
-	for _, f := range k.ownedMatches(filepath.Join(k.paths.Root, "pods", "*", "volumes", escapeQualifiedName(pluginName), "*", volDataFileName)) {
+	for _, f := range k.ownedMatches(filepath.Join(k.paths.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*", rootdir.VolDataFileName)) {
 		uid := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(f)))))
 		if v := k.fsVolumeFromData(filepath.Dir(f)); v != nil {
 			add(uid, v)
@@ -169,8 +163,8 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 			add(uid, v)
 		}
 	}
-	for _, f := range k.ownedMatches(filepath.Join(k.paths.PluginDir(), "*", "*", volDataFileName)) {
-		if data, err := k.fs.loadVolumeData(filepath.Dir(f)); err == nil {
+	for _, f := range k.ownedMatches(filepath.Join(k.paths.PluginDir(), "*", "*", rootdir.VolDataFileName)) {
+		if data, err := k.fs.LoadVolumeData(filepath.Dir(f)); err == nil {
 			v := &volumeSpec{SpecName: data["volumeHandle"], Driver: data["driverName"], Handle: data["volumeHandle"],
 				Mode: storagev1.VolumeLifecyclePersistent, PV: &corev1.PersistentVolume{}}
 			if err := manifests.ValidateDriverName(v.Driver, field.NewPath("driverName")); err != nil {
@@ -180,7 +174,7 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 			k.recordReconstructedDevice(v)
 		}
 	}
-	for _, f := range k.ownedMatches(filepath.Join(k.paths.VolumeDevicesDir(), "*", "data", volDataFileName)) {
+	for _, f := range k.ownedMatches(filepath.Join(k.paths.VolumeDevicesDir(), "*", "data", rootdir.VolDataFileName)) {
 		if v := k.blockVolumeFromData(filepath.Base(filepath.Dir(filepath.Dir(f)))); v != nil {
 			k.recordReconstructedDevice(v)
 		}
@@ -198,7 +192,7 @@ func (k *Kubelet) ownedMatches(pattern string) []string {
 	paths, _ := filepath.Glob(pattern)
 	var out []string
 	for _, p := range paths {
-		if k.fs.isOwned(p) || k.fs.isMountPath(p) {
+		if k.fs.IsOwned(p) || k.fs.IsMountPath(p) {
 			out = append(out, p)
 		}
 	}
@@ -206,7 +200,7 @@ func (k *Kubelet) ownedMatches(pattern string) []string {
 }
 
 func (k *Kubelet) fsVolumeFromData(dir string) *volumeSpec {
-	data, err := k.fs.loadVolumeData(dir)
+	data, err := k.fs.LoadVolumeData(dir)
 	if err != nil {
 		return nil
 	}
@@ -220,32 +214,32 @@ func (k *Kubelet) fsVolumeFromData(dir string) *volumeSpec {
 // unpublishes it; `cleanup` is there to finish what the run left, so it
 // rebuilds the volume and unpublishes it through the driver.
 func (k *Kubelet) restoreJournaledVolumeData(ctx context.Context) {
-	dirs, copies := k.fs.journaledVolumeData()
-	pattern := filepath.Join(k.paths.Root, "pods", "*", "volumes", escapeQualifiedName(pluginName), "*")
+	dirs, copies := k.fs.JournaledVolumeData()
+	pattern := filepath.Join(k.paths.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*")
 	for _, dir := range dirs {
 		if ok, _ := filepath.Match(pattern, dir); !ok {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(dir, volDataFileName)); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(dir, rootdir.VolDataFileName)); !os.IsNotExist(err) {
 			continue
 		}
 		uid, v := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir)))), volumeFromData(copies[dir])
 		if err := validReconstructed(uid, v); err != nil || v.SpecName != filepath.Base(dir) {
 			continue
 		}
-		if err := k.fs.checkPath(dir); err != nil {
-			k.trace.Warn(ctx, "not restoring "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+		if err := k.fs.CheckPath(dir); err != nil {
+			k.trace.Warn(ctx, "not restoring "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		if err := k.fs.mkdirAll(dir, 0o750); err != nil {
-			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+		if err := k.fs.MkdirAll(dir, 0o750); err != nil {
+			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		if err := k.fs.saveVolumeData(dir, copies[dir]); err != nil {
-			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+		if err := k.fs.SaveVolumeData(dir, copies[dir]); err != nil {
+			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		k.trace.Note(ctx, false, "restored "+filepath.Join(dir, volDataFileName)+" from the journal: a failed republish removed it while the volume stayed published, and a real kubelet would never unpublish it (docs/kubelet.md §1.7)")
+		k.trace.Note(ctx, false, "restored "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: a failed republish removed it while the volume stayed published, and a real kubelet would never unpublish it (docs/kubelet.md §1.7)")
 	}
 }
 
@@ -261,7 +255,7 @@ func volumeFromData(data map[string]string) *volumeSpec {
 }
 
 func (k *Kubelet) blockVolumeFromData(specName string) *volumeSpec {
-	data, err := k.fs.loadVolumeData(k.paths.BlockDataDir(specName))
+	data, err := k.fs.LoadVolumeData(k.paths.BlockDataDir(specName))
 	if err != nil {
 		return nil
 	}
@@ -285,7 +279,7 @@ func (k *Kubelet) recordReconstructedDevice(v *volumeSpec) {
 		if _, err := os.Stat(k.paths.BlockDataDir(v.SpecName)); err != nil {
 			return
 		}
-	} else if _, err := k.fs.loadVolumeData(filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle))); err != nil {
+	} else if _, err := k.fs.LoadVolumeData(filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle))); err != nil {
 		return
 	}
 	k.state.recordDevice(unique, v, uncertain(errors.New("reconstructed")))
@@ -310,7 +304,7 @@ func validReconstructed(uid string, v *volumeSpec) error {
 // vol_data.json a journal copied. Nothing listed: `cleanup` can finish
 // without the driver (RecoverWithoutDriver).
 func DriverWork(root string) ([]string, error) {
-	journals, err := Journals(root)
+	journals, err := rootdir.Journals(root)
 	if err != nil {
 		return nil, err
 	}
@@ -323,18 +317,18 @@ func DriverWork(root string) ([]string, error) {
 		}
 	}
 	for _, j := range journals {
-		jc, err := readJournal(j)
+		jc, err := rootdir.ReadJournal(j)
 		if err != nil {
 			return nil, err
 		}
-		for p := range jc.mountPaths {
+		for p := range jc.MountPaths {
 			add(p)
 		}
-		for p := range jc.inFlight {
+		for p := range jc.InFlight {
 			add(p)
 		}
-		for dir := range jc.volData {
-			add(filepath.Join(dir, volDataFileName))
+		for dir := range jc.VolData {
+			add(filepath.Join(dir, rootdir.VolDataFileName))
 		}
 	}
 	slices.Sort(out)
@@ -346,7 +340,7 @@ func DriverWork(root string) ([]string, error) {
 // directories and files the runs made are removed as Recover removes
 // them, and the journals go.
 func (k *Kubelet) RecoverWithoutDriver(ctx context.Context) *Outcome {
-	journals, err := Journals(k.paths.Root)
+	journals, err := rootdir.Journals(k.paths.Root)
 	if err != nil {
 		return &Outcome{MountErr: err}
 	}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"fmt"
 	"os"
@@ -147,7 +149,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	drv := newFakeDriver(capStage)
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
 	e.mountOK("app-1") // and the process dies: no teardown
-	if err := CheckRoot(e.root); err == nil {
+	if err := rootdir.CheckRoot(e.root); err == nil {
 		t.Fatalf("CheckRoot accepted a root dir with an unfinished run")
 	}
 	drv.ClearCalls()
@@ -169,10 +171,10 @@ func TestRecoverAfterCrash(t *testing.T) {
 	if !out.Leftovers.Clean() {
 		t.Errorf("leftovers after recover: %+v", out.Leftovers)
 	}
-	if js, _ := Journals(e.root); len(js) != 0 {
+	if js, _ := rootdir.Journals(e.root); len(js) != 0 {
 		t.Errorf("journals left: %v", js)
 	}
-	if err := CheckRoot(e.root); err != nil {
+	if err := rootdir.CheckRoot(e.root); err != nil {
 		t.Errorf("CheckRoot after recover: %v", err)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(e.root, "pods")); len(entries) != 0 {

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"errors"
 	"fmt"
 
@@ -13,7 +15,7 @@ func (k *csiPlugin) credentialsFromSecret(ref *corev1.SecretReference) (map[stri
 	creds := map[string]string{}
 	s, ok := k.cluster.Secret(ref.Namespace, ref.Name)
 	if !ok {
-		return creds, errors.New(pluginLog("failed to find the secret %s in the namespace %s with error: secrets %q not found", ref.Name, ref.Namespace, ref.Name))
+		return creds, errors.New(rootdir.PluginLog("failed to find the secret %s in the namespace %s with error: secrets %q not found", ref.Name, ref.Namespace, ref.Name))
 	}
 	for key, v := range s.Data {
 		creds[key] = string(v)

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +24,7 @@ import (
 func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec, seLinuxLabel string) error {
 	deviceMountPath := a.paths.DeviceMountPath(v.Driver, v.Handle)
 	if err := a.driverRegistered(v.Driver); err != nil {
-		return transient("%s", pluginLog("attacher.MountDevice failed to create newCsiDriverClient: %v", err))
+		return transient("%s", rootdir.PluginLog("attacher.MountDevice failed to create newCsiDriverClient: %v", err))
 	}
 	stage, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
@@ -69,7 +71,7 @@ func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volum
 	}
 	vmg, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
-		return transient("%s", pluginLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
+		return transient("%s", rootdir.PluginLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
 	}
 	if !early {
 		if err := a.saveStagingData(ctx, deviceMountPath, data); err != nil {
@@ -102,9 +104,9 @@ func (a *csiAttacher) makeDeviceMountPath(ctx context.Context, deviceMountPath s
 	if err := a.claimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
 		return err
 	}
-	a.fs.markMountPath(deviceMountPath)
-	if err := a.fs.mkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
-		return errors.New(pluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
+	a.fs.MarkMountPath(deviceMountPath)
+	if err := a.fs.MkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
+		return errors.New(rootdir.PluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
 	}
 	a.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
 	return nil
@@ -114,11 +116,11 @@ func (a *csiAttacher) makeDeviceMountPath(ctx context.Context, deviceMountPath s
 // it cannot, globalmount goes again.
 func (a *csiAttacher) saveStagingData(ctx context.Context, deviceMountPath string, data map[string]string) error {
 	dataDir := filepath.Dir(deviceMountPath)
-	if err := a.fs.saveVolumeData(dataDir, data); err != nil {
+	if err := a.fs.SaveVolumeData(dataDir, data); err != nil {
 		a.removeMountDir(ctx, deviceMountPath)
-		return withCause(pluginLog("failed to save volume info data: %v", err), err)
+		return rootdir.WithCause(rootdir.PluginLog("failed to save volume info data: %v", err), err)
 	}
-	a.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, volDataFileName))
+	a.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, rootdir.VolDataFileName))
 	return nil
 }
 
@@ -137,11 +139,11 @@ func (k *csiPlugin) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolum
 		return err
 	}
 	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
-	if err := k.fs.callStarted("NodeStageVolume", req.StagingTargetPath); err != nil {
+	if err := k.fs.CallStarted("NodeStageVolume", req.StagingTargetPath); err != nil {
 		return err
 	}
 	_, err = k.nodeClient.NodeStageVolume(ctx, req)
-	k.fs.callEnded("NodeStageVolume", req.StagingTargetPath)
+	k.fs.CallEnded("NodeStageVolume", req.StagingTargetPath)
 	return classifyRPC(err)
 }
 
@@ -151,7 +153,7 @@ func (k *csiPlugin) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolum
 // nothing to do (and nothing is removed).
 func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) error {
 	deviceMountPath := a.paths.DeviceMountPath(driver, handle)
-	refs, err := a.fs.mountRefs(deviceMountPath)
+	refs, err := a.fs.MountRefs(deviceMountPath)
 	if err == nil && hasMountRefs(deviceMountPath, refs) {
 		err = fmt.Errorf("the device mount path %q is still mounted by other references %v", deviceMountPath, refs)
 	}
@@ -159,7 +161,7 @@ func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) 
 		return &opError{kind: Transient, err: fmt.Errorf("GetDeviceMountRefs check failed: %w", err)}
 	}
 	dataDir := filepath.Dir(deviceMountPath)
-	data, err := a.fs.loadVolumeData(dataDir)
+	data, err := a.fs.LoadVolumeData(dataDir)
 	if errors.Is(err, os.ErrNotExist) {
 		a.trace.Note(ctx, false, "no vol_data.json beside globalmount: nothing to unstage; the kubelet removes nothing")
 		return nil
@@ -168,19 +170,19 @@ func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) 
 		return err
 	}
 	if err := a.driverRegistered(data["driverName"]); err != nil {
-		return transient("%s", pluginLog("attacher.UnmountDevice failed to create newCsiDriverClient: %v", err))
+		return transient("%s", rootdir.PluginLog("attacher.UnmountDevice failed to create newCsiDriverClient: %v", err))
 	}
 	stage, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
-		return errors.New(pluginLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: %v", err))
+		return errors.New(rootdir.PluginLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: %v", err))
 	}
 	if stage {
 		if err := a.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
-			return withCause(pluginLog("attacher.UnmountDevice failed: %v", err), err)
+			return rootdir.WithCause(rootdir.PluginLog("attacher.UnmountDevice failed: %v", err), err)
 		}
 	}
 	if err := a.removeMountDir(ctx, deviceMountPath); err != nil {
-		return errors.New(pluginLog("failed to clean up global mount %s: %s", dataDir, err))
+		return errors.New(rootdir.PluginLog("failed to clean up global mount %s: %s", dataDir, err))
 	}
 	return nil
 }
@@ -213,7 +215,7 @@ func hasMountRefs(mountPath string, refs []string) bool {
 
 // removeMountDir runs the kubelet's clean-up and says what it removed.
 func (k *csiPlugin) removeMountDir(ctx context.Context, p string) error {
-	removed, err := k.fs.removeMountDir(p)
+	removed, err := k.fs.RemoveMountDir(p)
 	for _, r := range removed {
 		k.trace.Note(ctx, true, "removed "+r)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // protoEqual fails the test with both messages in text form when they differ.
@@ -257,7 +258,7 @@ func TestDeviceDirInTheWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ve := volErr(t, e.mount("app-1"))
-	if !IsInTheWay(ve) {
+	if !rootdir.IsInTheWay(ve) {
 		t.Fatalf("error = %v, want the device dir in the way", ve)
 	}
 	if n := len(only(e.drv.Calls(), "NodeStageVolume")); n != 0 {
@@ -276,7 +277,7 @@ func TestGlobalmountIsAFile(t *testing.T) {
 	gm := globalmountVol1(e.root)
 	// Made as the simulator's own, so that the kubelet's check refuses it
 	// rather than the ownership check.
-	if err := e.k.fs.mkdirAll(filepath.Dir(gm), 0o750); err != nil {
+	if err := e.k.fs.MkdirAll(filepath.Dir(gm), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(gm, nil, 0o600); err != nil {

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,9 +56,9 @@ func (v *volumeSpec) mountOptions() []string {
 // uniqueName is the kubelet's key for the volume in its caches.
 func (v *volumeSpec) uniqueName(podUID string) string {
 	if v.persistent() {
-		return UniqueVolumeName(v.Driver, v.Handle)
+		return rootdir.UniqueVolumeName(v.Driver, v.Handle)
 	}
-	return pluginName + "/" + podUID + "-" + v.PodVolume
+	return rootdir.PluginName + "/" + podUID + "-" + v.PodVolume
 }
 
 // SkippedVolume is a pod volume the simulation does not mount, and why.
@@ -126,7 +128,7 @@ func inlineSpec(pod *corev1.Pod, v corev1.Volume) *volumeSpec {
 		PodVolume:  v.Name,
 		SpecName:   v.Name,
 		Driver:     v.CSI.Driver,
-		Handle:     InlineVolumeHandle(string(pod.UID), v.Name),
+		Handle:     rootdir.InlineVolumeHandle(string(pod.UID), v.Name),
 		Mode:       storagev1.VolumeLifecycleEphemeral,
 		Attributes: v.CSI.VolumeAttributes,
 	}

@@ -63,7 +63,7 @@ func DefaultRelease() Release {
 	return r
 }
 
-// valid tells whether r was built (a zero Release has no gates).
+// Valid tells whether r was built (a zero Release has no gates).
 func (r Release) Valid() bool { return r.Minor != 0 && r.Gates != nil }
 
 // Enabled tells whether a gate is on in this release.

@@ -1,4 +1,7 @@
-package node
+package rootdir
+
+// blockdev.go follows pkg/volume/util/volumepathhandler
+// (volume_path_handler_linux.go): AttachFileDevice, DetachFileDevice.
 
 import (
 	"errors"
@@ -15,13 +18,13 @@ import (
 // the loop device that keeps a pod's device open, and the bind mount of the
 // published device.
 
-// attachFileDevice is VolumePathHandler.AttachFileDevice: the loop device
+// AttachFileDevice is VolumePathHandler.AttachFileDevice: the loop device
 // backed by path, attached when there is none. The kubelet runs `losetup -f
 // --show path`; the simulator does what losetup does (LOOP_CTL_GET_FREE,
 // LOOP_CONFIGURE) on a descriptor of the device, so that it knows the device
 // it attached by that descriptor rather than by a name another process may
 // take in between (loopdev).
-func attachFileDevice(path string) (string, error) {
+func AttachFileDevice(path string) (string, error) {
 	if dev, err := loopDeviceFor(path); err == nil {
 		return dev, nil
 	}
@@ -32,8 +35,8 @@ func attachFileDevice(path string) (string, error) {
 	return s.Path(), nil
 }
 
-// detachFileDevice is VolumePathHandler.DetachFileDevice.
-func detachFileDevice(path string) error {
+// DetachFileDevice is VolumePathHandler.DetachFileDevice.
+func DetachFileDevice(path string) error {
 	return detachFileDeviceWith(path, loopdev.DetachOptions{Tries: detachTries, Wait: detachWait})
 }
 
@@ -82,11 +85,11 @@ func loopDeviceFor(path string) (string, error) {
 	return devs[0].Path(), nil
 }
 
-// unmapBindMountDevice is VolumePathHandler's: the kubelet unmounts the
+// UnmapBindMountDevice is VolumePathHandler's: the kubelet unmounts the
 // per-pod map file only when it is a device node (a driver that published a
 // regular file leaves a bind mount the kubelet cannot remove, and the
 // kubelet then retries forever without calling NodeUnpublishVolume).
-func (f *fileSystem) unmapBindMountDevice(linkPath string) error {
+func (f *FileSystem) UnmapBindMountDevice(linkPath string) error {
 	fi, err := os.Lstat(linkPath)
 	if os.IsNotExist(err) {
 		return nil
@@ -102,16 +105,16 @@ func (f *fileSystem) unmapBindMountDevice(linkPath string) error {
 			return fmt.Errorf("failed to unmount linkPath %s: %v", linkPath, err)
 		}
 	}
-	if err := f.removeAt(linkPath, false); err != nil && !os.IsNotExist(err) {
+	if err := f.RemoveAt(linkPath, false); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("failed to remove file %s: %v", linkPath, err)
 	}
 	return nil
 }
 
-// isMountPoint reads the mount table only, which needs none of a
+// IsMountPoint reads the mount table only, which needs none of a
 // mounter's settings: mount.New("") would fork and exec `umount` on every
 // call to probe its not-mounted behaviour (fs.go's newFileSystem says the
 // same), and cleanup asks this for every path it removes.
-func isMountPoint(p string) (bool, error) {
+func IsMountPoint(p string) (bool, error) {
 	return (&mount.Mounter{}).IsMountPoint(p)
 }

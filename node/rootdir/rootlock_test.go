@@ -1,4 +1,4 @@
-package node
+package rootdir
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ func TestLockRootOneOwner(t *testing.T) {
 		t.Errorf("RootHolder = %v, %v", o, ok)
 	}
 	l.Release()
-	if _, err := os.Lstat(filepath.Join(root, journalDir)); !os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(root, JournalDir)); !os.IsNotExist(err) {
 		t.Errorf("journal dir left after release: %v", err)
 	}
 	if _, ok := RootHolder(root); ok {
@@ -76,9 +76,9 @@ func TestLockRootRace(t *testing.T) {
 // reported; a refusing command gives it back as it was.
 func TestLockRootStale(t *testing.T) {
 	root := t.TempDir()
-	must(t, os.Mkdir(filepath.Join(root, journalDir), 0o700))
+	must(t, os.Mkdir(filepath.Join(root, JournalDir), 0o700))
 	old := `{"pid":999999999,"start_ticks":1,"started":"2026-01-01T00:00:00Z","cmd":"load"}` + "\n"
-	lockPath := filepath.Join(root, journalDir, lockFileName)
+	lockPath := filepath.Join(root, JournalDir, LockFileName)
 	must(t, os.WriteFile(lockPath, []byte(old), 0o600))
 	l, err := LockRoot(root, "run")
 	if err != nil {
@@ -97,7 +97,7 @@ func TestLockRootStale(t *testing.T) {
 // journal would be written elsewhere.
 func TestLockRootSymlinkedJournalDir(t *testing.T) {
 	root, elsewhere := t.TempDir(), t.TempDir()
-	must(t, os.Symlink(elsewhere, filepath.Join(root, journalDir)))
+	must(t, os.Symlink(elsewhere, filepath.Join(root, JournalDir)))
 	_, err := LockRoot(root, "run")
 	if !IsSymlinkRefused(err) {
 		t.Fatalf("LockRoot = %v, want a symlink refused", err)

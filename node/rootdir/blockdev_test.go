@@ -1,4 +1,4 @@
-package node
+package rootdir
 
 import (
 	"os"
@@ -22,7 +22,7 @@ func TestIsMountPointRunsNothing(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	dir := t.TempDir()
 	for _, p := range []string{dir, "/proc", filepath.Join(dir, "absent")} {
-		mnt, err := isMountPoint(p)
+		mnt, err := IsMountPoint(p)
 		if p == "/proc" && (!mnt || err != nil) {
 			t.Errorf("isMountPoint(/proc) = %t, %v; want a mount point", mnt, err)
 		}
@@ -45,7 +45,7 @@ func TestDetachFileDeviceBesideOthers(t *testing.T) {
 	if !looptest.InPrivateMounts(t) {
 		return
 	}
-	looptest.Stress(t, 50, looptest.Teardown{Attach: attachFileDevice, Detach: detachFileDevice})
+	looptest.Stress(t, 50, looptest.Teardown{Attach: AttachFileDevice, Detach: DetachFileDevice})
 }
 
 // TestDetachFileDeviceBesideOthers's window made certain: the device is
@@ -56,7 +56,7 @@ func TestDetachFileDeviceDeferredThenReused(t *testing.T) {
 	if !looptest.InPrivateMounts(t) {
 		return
 	}
-	if !looptest.DeferredThenReused(t, looptest.Teardown{Attach: attachFileDevice, Detach: detachFileDevice}) {
+	if !looptest.DeferredThenReused(t, looptest.Teardown{Attach: AttachFileDevice, Detach: DetachFileDevice}) {
 		t.Skip("the freed number went to another process first: the window could not be set up")
 	}
 }

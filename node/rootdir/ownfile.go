@@ -1,4 +1,7 @@
-package node
+package rootdir
+
+// ownfile.go: the simulator's own files (lock, journal, vol_data.json) are
+// checked to still be the inode it made; the kubelet trusts its node.
 
 import (
 	"errors"

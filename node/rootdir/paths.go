@@ -1,4 +1,8 @@
-package node
+package rootdir
+
+// paths.go follows pkg/kubelet/kubelet_getters.go (the pod and plugin dirs) and
+// pkg/volume/csi: csi_attacher.go (the device mount path), csi_block.go (the
+// block paths), csi_plugin.go (the names) and getAttachmentName.
 
 import (
 	"crypto/sha256"
@@ -9,8 +13,8 @@ import (
 
 // Names and files of the kubelet's CSI volume plugin (csi_plugin.go).
 const (
-	pluginName      = "kubernetes.io/csi"
-	volDataFileName = "vol_data.json"
+	PluginName      = "kubernetes.io/csi"
+	VolDataFileName = "vol_data.json"
 	globalMountDir  = "globalmount"
 )
 
@@ -20,8 +24,8 @@ type Paths struct {
 	Root string
 }
 
-// escapeQualifiedName is k8s.io/utils/strings.EscapeQualifiedName.
-func escapeQualifiedName(in string) string { return strings.ReplaceAll(in, "/", "~") }
+// EscapeQualifiedName is k8s.io/utils/strings.EscapeQualifiedName.
+func EscapeQualifiedName(in string) string { return strings.ReplaceAll(in, "/", "~") }
 
 // PodDir is <root>/pods/<uid>.
 func (p Paths) PodDir(podUID string) string { return filepath.Join(p.Root, "pods", podUID) }
@@ -29,7 +33,7 @@ func (p Paths) PodDir(podUID string) string { return filepath.Join(p.Root, "pods
 // PodVolumeDir is the directory holding vol_data.json and the mount dir of
 // one volume of one pod: <root>/pods/<uid>/volumes/kubernetes.io~csi/<spec>.
 func (p Paths) PodVolumeDir(podUID, specName string) string {
-	return filepath.Join(p.PodDir(podUID), "volumes", escapeQualifiedName(pluginName), escapeQualifiedName(specName))
+	return filepath.Join(p.PodDir(podUID), "volumes", EscapeQualifiedName(PluginName), EscapeQualifiedName(specName))
 }
 
 // TargetPath is NodePublish's target_path for a filesystem volume
@@ -48,7 +52,7 @@ func (p Paths) DeviceMountPath(driver, volumeHandle string) string {
 }
 
 // PluginDir is <root>/plugins/kubernetes.io/csi.
-func (p Paths) PluginDir() string { return filepath.Join(p.Root, "plugins", pluginName) }
+func (p Paths) PluginDir() string { return filepath.Join(p.Root, "plugins", PluginName) }
 
 // RegistrationDir is where node-driver-registrar puts its socket.
 func (p Paths) RegistrationDir() string { return filepath.Join(p.Root, "plugins_registry") }
@@ -68,5 +72,35 @@ func InlineVolumeHandle(podUID, podVolumeName string) string {
 // UniqueVolumeName is the kubelet's name for a PV volume in its caches and
 // in node.status.volumesAttached (GetUniqueVolumeName, "^" separator).
 func UniqueVolumeName(driver, volumeHandle string) string {
-	return pluginName + "/" + driver + "^" + volumeHandle
+	return PluginName + "/" + driver + "^" + volumeHandle
+}
+
+// VolumeDevicesDir is <root>/plugins/kubernetes.io/csi/volumeDevices.
+func (p Paths) VolumeDevicesDir() string { return filepath.Join(p.PluginDir(), "volumeDevices") }
+
+// BlockStagingPath is NodeStage's staging_target_path for a block volume
+// (no hashing).
+func (p Paths) BlockStagingPath(specName string) string {
+	return filepath.Join(p.VolumeDevicesDir(), "staging", specName)
+}
+
+// BlockDataDir holds the block vol_data.json.
+func (p Paths) BlockDataDir(specName string) string {
+	return filepath.Join(p.VolumeDevicesDir(), EscapeQualifiedName(specName), "data")
+}
+
+// PodDeviceMapPath is the directory of the pod's device symlinks.
+func (p Paths) PodDeviceMapPath(podUID string) string {
+	return filepath.Join(p.PodDir(podUID), "volumeDevices", EscapeQualifiedName(PluginName))
+}
+
+// BlockPublishPath is NodePublish's target_path for a block volume: a file
+// the driver creates.
+func (p Paths) BlockPublishPath(specName, podUID string) string {
+	return filepath.Join(p.VolumeDevicesDir(), "publish", specName, podUID)
+}
+
+// GlobalMapPath is where the kubelet bind-mounts the published device per pod.
+func (p Paths) GlobalMapPath(specName string) string {
+	return filepath.Join(p.VolumeDevicesDir(), EscapeQualifiedName(specName), "dev")
 }

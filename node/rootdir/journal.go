@@ -1,4 +1,8 @@
-package node
+package rootdir
+
+// journal.go has no kubelet counterpart: the kubelet reconstructs from its
+// root dir (pkg/kubelet/volumemanager/reconciler/reconstruct.go); the
+// simulator, a guest on the node, writes down what it made.
 
 import (
 	"bufio"
@@ -17,24 +21,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// journalDir is where a run writes down, under the root dir, every path it
+// JournalDir is where a run writes down, under the root dir, every path it
 // creates, the moment it creates it. It is how the simulator knows what is
 // its own: on a real node the root dir holds the kubelet's and other
 // programs' files and mounts, which the simulator never touches. After a
 // crash or kill -9, `cleanup` reads the journal to finish the run's
 // teardown; a later `run` finds it and refuses to start over it.
-const journalDir = ".csi-kubelet-sim"
+const JournalDir = ".csi-kubelet-sim"
 
 // journal record kinds.
 const (
-	recordRun   = "run"   // the header: who wrote the journal
-	recordDir   = "dir"   // a directory the simulator created
+	RecordRun   = "run"   // the header: who wrote the journal
+	RecordDir   = "dir"   // a directory the simulator created
 	recordFile  = "file"  // a file or symlink the simulator created
 	recordMount = "mount" // a path that is or was a mount point (handed to the driver, or bind-mounted by the kubelet)
 	// a copy of a vol_data.json the simulator wrote, with its directory:
 	// `cleanup` rebuilds a volume from it when a failed operation took the
 	// file itself away (see reconstructFromJournal).
-	recordVolData = "voldata"
+	RecordVolData = "voldata"
 	// a driver call that makes a mount (NodeStageVolume,
 	// NodePublishVolume) at a path, before it is sent; recordCalled is its
 	// outcome. An intent without its outcome is a call the driver may
@@ -49,8 +53,8 @@ const (
 // Test-only: it is how the e2e tests crash a run at every step.
 const testKillAtEnv = "CSI_KUBELET_SIM_TEST_KILL_AT"
 
-// journalRecord is one line of a journal.
-type journalRecord struct {
+// JournalRecord is one line of a journal.
+type JournalRecord struct {
 	Kind       string            `json:"k"`
 	Path       string            `json:"p,omitempty"`
 	Op         string            `json:"op,omitempty"`
@@ -63,7 +67,7 @@ type journalRecord struct {
 
 // owner is the header's process, to name it: whether it still runs is
 // the journal's flock's to tell (journalWriter).
-func (r journalRecord) owner() LockOwner {
+func (r JournalRecord) owner() LockOwner {
 	return LockOwner{PID: r.PID, StartTicks: r.StartTicks, Started: r.Started, Command: r.Command}
 }
 
@@ -79,7 +83,7 @@ const maxJournalRecord = 1 << 20
 // flock on it for its whole life: that, not the header's PID, is how a
 // later command tells a live writer (journalWriter).
 type journal struct {
-	path    string
+	Path    string
 	f       *os.File
 	steps   int
 	killAt  int          // testKillAtEnv; 0: never
@@ -95,19 +99,19 @@ func openJournal(root, command string) (*journal, error) {
 	}
 	defer unix.Close(dirfd)
 	name := fmt.Sprintf("run-%d-%d.journal", os.Getpid(), time.Now().UnixNano())
-	p := filepath.Join(root, journalDir, name)
+	p := filepath.Join(root, JournalDir, name)
 	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", p, err)
 	}
-	j := &journal{path: p, f: os.NewFile(uintptr(fd), p)}
+	j := &journal{Path: p, f: os.NewFile(uintptr(fd), p)}
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		j.f.Close()
 		return nil, fmt.Errorf("journal %s: lock: %w", p, err)
 	}
 	j.killAt, _ = strconv.Atoi(os.Getenv(testKillAtEnv))
 	self := selfOwner(command)
-	if err := j.write(journalRecord{Kind: recordRun, PID: self.PID, StartTicks: self.StartTicks, Started: time.Now().UTC(), Command: command}); err != nil {
+	if err := j.Write(JournalRecord{Kind: RecordRun, PID: self.PID, StartTicks: self.StartTicks, Started: time.Now().UTC(), Command: command}); err != nil {
 		// A journal without its header (ENOSPC) names no run: it would
 		// only be left behind, and refuse the next run on this root.
 		j.f.Close()
@@ -118,20 +122,20 @@ func openJournal(root, command string) (*journal, error) {
 	return j, nil
 }
 
-func (j *journal) write(r journalRecord) error {
+func (j *journal) Write(r JournalRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
 	if len(b) > maxJournalRecord {
-		return fmt.Errorf("journal %s: a %s record of %d bytes, over the %d a record may have", j.path, r.Kind, len(b), maxJournalRecord)
+		return fmt.Errorf("journal %s: a %s record of %d bytes, over the %d a record may have", j.Path, r.Kind, len(b), maxJournalRecord)
 	}
 	if j.steps++; j.steps == j.killAt {
 		_ = unix.Kill(os.Getpid(), unix.SIGKILL)
 		select {} // the signal is on its way
 	}
 	if _, err := j.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("journal %s: %w", j.path, err)
+		return fmt.Errorf("journal %s: %w", j.Path, err)
 	}
 	j.written.Add(1)
 	return nil
@@ -166,24 +170,24 @@ func (j *journal) remove() error {
 	defer j.f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(j.f.Fd()), &st); err != nil {
-		return fmt.Errorf("journal %s: %w", j.path, err)
+		return fmt.Errorf("journal %s: %w", j.Path, err)
 	}
-	root := filepath.Dir(filepath.Dir(j.path))
-	if err := RemoveInSimDir(root, filepath.Base(j.path), &st); err != nil {
+	root := filepath.Dir(filepath.Dir(j.Path))
+	if err := RemoveInSimDir(root, filepath.Base(j.Path), &st); err != nil {
 		return err
 	}
 	RemoveSimDir(root)
 	return nil
 }
 
-func (j *journal) close() { j.f.Close() }
+func (j *journal) Close() { j.f.Close() }
 
 // Journals lists the journals of earlier runs under root: runs that did not
 // finish their teardown. A journal dir that is a symlink or a mount point
 // is refused: the journal would be read from, and removed in, somewhere
 // else.
 func Journals(root string) ([]string, error) {
-	dir := filepath.Join(root, journalDir)
+	dir := filepath.Join(root, JournalDir)
 	fd, err := openJournalDir(root, false)
 	if IsSymlinkRefused(err) {
 		return nil, err
@@ -198,23 +202,23 @@ func Journals(root string) ([]string, error) {
 	return paths, nil
 }
 
-// journalContents is what a journal says a run owns.
-type journalContents struct {
-	header     journalRecord
-	owned      map[string]string // path -> recordDir or recordFile
+// JournalContents is what a journal says a run owns.
+type JournalContents struct {
+	header     JournalRecord
+	Owned      map[string]string // path -> recordDir or recordFile
 	order      []string          // owned paths, oldest first
-	mountPaths map[string]bool
-	volData    map[string]map[string]string // dir -> the vol_data.json last written there
-	// inFlight are the mount paths of driver calls announced and never
+	MountPaths map[string]bool
+	VolData    map[string]map[string]string // dir -> the vol_data.json last written there
+	// InFlight are the mount paths of driver calls announced and never
 	// answered: the run died while the driver was in them.
-	inFlight map[string]string // path -> method
+	InFlight map[string]string // path -> method
 }
 
-// journalRecordFits tells whether the vol_data.json record of data fits
+// JournalRecordFits tells whether the vol_data.json record of data fits
 // a journal line: a volume whose record would not is refused before
 // anything of it is made, as `cleanup` could not read it back.
-func journalRecordFits(dir string, data map[string]string) error {
-	b, err := json.Marshal(journalRecord{Kind: recordVolData, Path: dir, Data: data})
+func JournalRecordFits(dir string, data map[string]string) error {
+	b, err := json.Marshal(JournalRecord{Kind: RecordVolData, Path: dir, Data: data})
 	if err != nil {
 		return err
 	}
@@ -236,16 +240,16 @@ func openJournalFile(p string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), p), nil
 }
 
-// readJournal reads a journal. A torn last line (the process was killed
+// ReadJournal reads a journal. A torn last line (the process was killed
 // mid-write) is an intent whose action never happened; a line over
 // maxJournalRecord makes the journal damaged: refused.
-func readJournal(p string) (*journalContents, error) {
+func ReadJournal(p string) (*JournalContents, error) {
 	f, err := openJournalFile(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	jc, err := parseJournal(f)
+	jc, err := ParseJournal(f)
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", p, err)
 	}
@@ -255,16 +259,16 @@ func readJournal(p string) (*journalContents, error) {
 // errRecordTooLong is a journal line over maxJournalRecord.
 var errRecordTooLong = errors.New("too long")
 
-// parseJournal reads journal lines of up to maxJournalRecord bytes; a
+// ParseJournal reads journal lines of up to maxJournalRecord bytes; a
 // longer one is refused, read no further than the bound. The last line,
 // when it has no newline, was torn by a kill during its write: its
 // action was never taken (each is taken only once its record is written
 // and synced whole), so it is dropped. A line that is not a record
 // elsewhere is skipped: after a power loss the unsynced tail may hold any
 // bytes, and every record taken is checked again (journalcheck.go).
-func parseJournal(r io.Reader) (*journalContents, error) {
-	jc := &journalContents{owned: map[string]string{}, mountPaths: map[string]bool{},
-		volData: map[string]map[string]string{}, inFlight: map[string]string{}}
+func ParseJournal(r io.Reader) (*JournalContents, error) {
+	jc := &JournalContents{Owned: map[string]string{}, MountPaths: map[string]bool{},
+		VolData: map[string]map[string]string{}, InFlight: map[string]string{}}
 	br := bufio.NewReaderSize(r, 64<<10)
 	for n := 1; ; n++ {
 		line, err := readRecordLine(br)
@@ -298,10 +302,10 @@ func readRecordLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// journalWriter tells whether the journal's writer still runs: another
+// JournalWriter tells whether the journal's writer still runs: another
 // process holds its flock (the kernel drops it when the writer dies, kill
 // -9 included, before the process is even reaped); the header names it.
-func journalWriter(p string) (LockOwner, bool) {
+func JournalWriter(p string) (LockOwner, bool) {
 	f, err := openJournalFile(p)
 	if err != nil {
 		return LockOwner{}, false
@@ -318,7 +322,7 @@ func journalWriter(p string) (LockOwner, bool) {
 	if !live {
 		return LockOwner{}, false
 	}
-	var header journalRecord
+	var header JournalRecord
 	if line, err := readRecordLine(bufio.NewReader(f)); err == nil {
 		_ = json.Unmarshal(line, &header)
 	}
@@ -326,26 +330,26 @@ func journalWriter(p string) (LockOwner, bool) {
 }
 
 // add takes one journal line; one that is not a record is skipped.
-func (jc *journalContents) add(line []byte) {
-	var r journalRecord
+func (jc *JournalContents) add(line []byte) {
+	var r JournalRecord
 	if len(line) == 0 || json.Unmarshal(line, &r) != nil {
 		return
 	}
 	switch r.Kind {
-	case recordRun:
+	case RecordRun:
 		jc.header = r
-	case recordDir, recordFile:
-		if _, dup := jc.owned[r.Path]; !dup {
+	case RecordDir, recordFile:
+		if _, dup := jc.Owned[r.Path]; !dup {
 			jc.order = append(jc.order, r.Path)
 		}
-		jc.owned[r.Path] = r.Kind
+		jc.Owned[r.Path] = r.Kind
 	case recordMount:
-		jc.mountPaths[r.Path] = true
-	case recordVolData:
-		jc.volData[r.Path] = r.Data
+		jc.MountPaths[r.Path] = true
+	case RecordVolData:
+		jc.VolData[r.Path] = r.Data
 	case recordCall:
-		jc.inFlight[r.Path] = r.Op
+		jc.InFlight[r.Path] = r.Op
 	case recordCalled:
-		delete(jc.inFlight, r.Path)
+		delete(jc.InFlight, r.Path)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package rootdir
 
 import (
 	"maps"
@@ -14,16 +14,16 @@ func TestSaveAndLoadVolumeData(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "v")
 	must(t, os.Mkdir(dir, 0o750))
-	f := newFileSystem(root)
+	f := NewFileSystem(root)
 	data := map[string]string{"volumeHandle": "vol-1", "driverName": "d", "specVolID": "pv-1"}
-	if err := f.saveVolumeData(dir, data); err != nil {
+	if err := f.SaveVolumeData(dir, data); err != nil {
 		t.Fatal(err)
 	}
 	const want = `{"driverName":"d","specVolID":"pv-1","volumeHandle":"vol-1"}` + "\n"
 	if got := readFile(dir + "/vol_data.json"); got != want {
 		t.Errorf("vol_data.json = %q, want %q", got, want)
 	}
-	got, err := f.loadVolumeData(dir)
+	got, err := f.LoadVolumeData(dir)
 	if err != nil || !maps.Equal(got, data) {
 		t.Errorf("loadVolumeData = %v, %v", got, err)
 	}
@@ -31,7 +31,7 @@ func TestSaveAndLoadVolumeData(t *testing.T) {
 		t.Errorf("Created = %q", f.Created())
 	}
 	// Rewriting an existing file is not a new creation.
-	if err := f.saveVolumeData(dir, data); err != nil || len(f.Created()) != 1 {
+	if err := f.SaveVolumeData(dir, data); err != nil || len(f.Created()) != 1 {
 		t.Errorf("second save: %v, created %q", err, f.Created())
 	}
 }
@@ -40,14 +40,14 @@ func TestLoadVolumeDataErrors(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "v")
 	must(t, os.Mkdir(dir, 0o750))
-	f := newFileSystem(root)
-	if _, err := f.loadVolumeData(dir); !os.IsNotExist(err) {
+	f := NewFileSystem(root)
+	if _, err := f.LoadVolumeData(dir); !os.IsNotExist(err) {
 		t.Errorf("missing file: %v, want not-exist", err)
 	}
 	if err := os.WriteFile(dir+"/vol_data.json", []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.loadVolumeData(dir)
+	_, err := f.LoadVolumeData(dir)
 	if err == nil || !strings.HasPrefix(err.Error(), "kubernetes.io/csi: failed to parse volume data file "+dir+"/vol_data.json: ") {
 		t.Errorf("bad file: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestRemoveMountDir(t *testing.T) {
 			root := t.TempDir()
 			vol := filepath.Join(root, "pv-1")
 			tc.setup(vol)
-			removed, err := newFileSystem(root).removeMountDir(vol + "/mount")
+			removed, err := NewFileSystem(root).RemoveMountDir(vol + "/mount")
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)) {
 				t.Errorf("error = %v, want prefix %q", err, tc.wantErr)
 			}
@@ -127,27 +127,20 @@ func TestRemoveMountDir(t *testing.T) {
 
 func TestMkdirAllRemembers(t *testing.T) {
 	root := t.TempDir()
-	f := newFileSystem(root)
-	if err := f.mkdirAll(root+"/a/b/c", 0o750); err != nil {
+	f := NewFileSystem(root)
+	if err := f.MkdirAll(root+"/a/b/c", 0o750); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{root + "/a", root + "/a/b", root + "/a/b/c"}
 	if !slices.Equal(f.Created(), want) {
 		t.Errorf("Created = %q, want %q", f.Created(), want)
 	}
-	if err := f.mkdirAllWithPathCheck(root+"/a/b", 0o750); err != nil || len(f.Created()) != 3 {
+	if err := f.MkdirAllWithPathCheck(root+"/a/b", 0o750); err != nil || len(f.Created()) != 3 {
 		t.Errorf("existing dir: %v, created %q", err, f.Created())
 	}
 	must(t, os.WriteFile(root+"/file", nil, 0o600))
-	err := f.mkdirAllWithPathCheck(root+"/file", 0o750)
+	err := f.MkdirAllWithPathCheck(root+"/file", 0o750)
 	if want := "path " + root + "/file exists but is not a directory"; err == nil || err.Error() != want {
 		t.Errorf("file in the way: %v, want %q", err, want)
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,4 +1,7 @@
-package node
+package rootdir
+
+// journalcheck.go: what pkg/kubelet/volumemanager/reconciler/reconstruct.go
+// trusts of the root dir, the simulator checks of its journal.
 
 import (
 	"errors"
@@ -34,7 +37,7 @@ type journalNames struct {
 
 // derivedVolData checks a vol_data.json record: its dir must be the one
 // the kubelet derives from the data itself.
-func (f *fileSystem) derivedVolData(dir string, data map[string]string) error {
+func (f *FileSystem) derivedVolData(dir string, data map[string]string) error {
 	p := Paths{Root: filepath.Clean(f.root)}
 	if err := manifests.ValidateDriverName(data["driverName"], field.NewPath("driverName")); err != nil {
 		return err
@@ -64,15 +67,15 @@ func (f *fileSystem) derivedVolData(dir string, data map[string]string) error {
 }
 
 // names collects the names of a journal's accepted vol_data.json records.
-func (f *fileSystem) names(jc *journalContents, refuse func(kind, p string, err error)) journalNames {
+func (f *FileSystem) names(jc *JournalContents, refuse func(kind, p string, err error)) journalNames {
 	n := journalNames{podVolumes: map[string]bool{}, devices: map[string]bool{}, blocks: map[string]bool{}}
-	for dir, data := range jc.volData {
+	for dir, data := range jc.VolData {
 		if data == nil {
 			continue
 		}
 		if err := f.derivedVolData(dir, data); err != nil {
-			refuse(recordVolData, dir, err)
-			delete(jc.volData, dir)
+			refuse(RecordVolData, dir, err)
+			delete(jc.VolData, dir)
 			continue
 		}
 		switch c := f.rel(dir); {
@@ -88,7 +91,7 @@ func (f *fileSystem) names(jc *journalContents, refuse func(kind, p string, err 
 }
 
 // rel is p's components below the root dir.
-func (f *fileSystem) rel(p string) []string {
+func (f *FileSystem) rel(p string) []string {
 	return strings.Split(strings.TrimPrefix(p, filepath.Clean(f.root)+"/"), "/")
 }
 
@@ -101,7 +104,7 @@ func validPodUID(uid string) error {
 
 // derivedMount checks a mount record: a publish target, a staging path or
 // a block path of a volume the journal's vol_data.json records name.
-func (f *fileSystem) derivedMount(p string, n journalNames) error {
+func (f *FileSystem) derivedMount(p string, n journalNames) error {
 	c := f.rel(p)
 	switch {
 	case len(c) == 6 && c[0] == "pods" && c[5] == "mount" && n.podVolumes[filepath.Dir(p)]:
@@ -120,10 +123,10 @@ func (f *fileSystem) derivedMount(p string, n journalNames) error {
 
 // derivedFile checks a file record: a vol_data.json the journal has the
 // record of, a block volume's bind-mount file or a pod's device symlink.
-func (f *fileSystem) derivedFile(p string, jc *journalContents, n journalNames) error {
+func (f *FileSystem) derivedFile(p string, jc *JournalContents, n journalNames) error {
 	c := f.rel(p)
-	if filepath.Base(p) == volDataFileName {
-		if _, ok := jc.volData[filepath.Dir(p)]; ok {
+	if filepath.Base(p) == VolDataFileName {
+		if _, ok := jc.VolData[filepath.Dir(p)]; ok {
 			return nil
 		}
 		return fmt.Errorf("no vol_data.json record of this journal for %s", filepath.Dir(p))
@@ -131,7 +134,7 @@ func (f *fileSystem) derivedFile(p string, jc *journalContents, n journalNames) 
 	if err := f.derivedMount(p, n); err == nil && len(c) == 7 && c[5] == "dev" {
 		return nil
 	}
-	if len(c) == 5 && c[0] == "pods" && c[2] == "volumeDevices" && c[3] == escapeQualifiedName(pluginName) && n.blocks[c[4]] && validPodUID(c[1]) == nil {
+	if len(c) == 5 && c[0] == "pods" && c[2] == "volumeDevices" && c[3] == EscapeQualifiedName(PluginName) && n.blocks[c[4]] && validPodUID(c[1]) == nil {
 		return nil
 	}
 	return fmt.Errorf("not a file the simulator makes for any volume this journal wrote a vol_data.json for")
@@ -139,7 +142,7 @@ func (f *fileSystem) derivedFile(p string, jc *journalContents, n journalNames) 
 
 // derivedDir checks a directory record: a directory of the kubelet's
 // layout (docs/kubelet.md §1.2-§1.4) with valid names.
-func (f *fileSystem) derivedDir(p string) error {
+func (f *FileSystem) derivedDir(p string) error {
 	c := f.rel(p)
 	bad := fmt.Errorf("not a directory of the kubelet's layout")
 	at := func(i int, ok func(string) bool) bool { return len(c) <= i || ok(c[i]) }
@@ -160,9 +163,9 @@ func (f *fileSystem) derivedDir(p string) error {
 		switch {
 		case len(c) <= 3:
 			return nil
-		case c[2] == "volumes" && at(3, is(escapeQualifiedName(pluginName))) && at(4, spec) && at(5, is("mount")):
+		case c[2] == "volumes" && at(3, is(EscapeQualifiedName(PluginName))) && at(4, spec) && at(5, is("mount")):
 			return nil
-		case c[2] == "volumeDevices" && len(c) == 4 && c[3] == escapeQualifiedName(pluginName):
+		case c[2] == "volumeDevices" && len(c) == 4 && c[3] == EscapeQualifiedName(PluginName):
 			return nil
 		}
 	case c[0] == "plugins" && len(c) <= 6 && at(1, is("kubernetes.io")) && at(2, is("csi")):
@@ -180,7 +183,7 @@ func (f *fileSystem) derivedDir(p string) error {
 	return bad
 }
 
-// unfinishedIntent tells whether a mount record of a publish target or a
+// UnfinishedIntent tells whether a mount record of a publish target or a
 // globalmount, or the file record of a vol_data.json, that no vol_data.json
 // record of the journal covers is what a genuine run leaves when it is
 // killed before that record: both come first (SetUpAt and MountDevice
@@ -188,8 +191,8 @@ func (f *fileSystem) derivedDir(p string) error {
 // call the driver). Then nothing is mounted at the path and no
 // vol_data.json was made: there is nothing to act on, and no forgery to
 // report. Such a record is still not taken.
-func (f *fileSystem) unfinishedIntent(kind, p string, jc *journalContents) bool {
-	if _, ok := jc.volData[filepath.Dir(p)]; ok {
+func (f *FileSystem) UnfinishedIntent(kind, p string, jc *JournalContents) bool {
+	if _, ok := jc.VolData[filepath.Dir(p)]; ok {
 		return false
 	}
 	c := f.rel(p)
@@ -198,9 +201,9 @@ func (f *fileSystem) unfinishedIntent(kind, p string, jc *journalContents) bool 
 		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 			return true
 		}
-		mnt, err := isMountPoint(p)
+		mnt, err := IsMountPoint(p)
 		return err == nil && !mnt
-	case kind == recordFile && filepath.Base(p) == volDataFileName:
+	case kind == recordFile && filepath.Base(p) == VolDataFileName:
 		_, err := os.Lstat(p)
 		return errors.Is(err, os.ErrNotExist)
 	}

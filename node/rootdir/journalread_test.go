@@ -1,4 +1,4 @@
-package node
+package rootdir
 
 import (
 	"bytes"
@@ -15,20 +15,20 @@ import (
 func TestJournalLongLine(t *testing.T) {
 	handle := strings.Repeat("h", 1000*1024)
 	var b bytes.Buffer
-	for _, r := range []journalRecord{{Kind: recordRun, PID: 1}, {Kind: recordVolData, Path: "/r/x", Data: map[string]string{"volumeHandle": handle}}, {Kind: recordDir, Path: "/r/y"}} {
+	for _, r := range []JournalRecord{{Kind: RecordRun, PID: 1}, {Kind: RecordVolData, Path: "/r/x", Data: map[string]string{"volumeHandle": handle}}, {Kind: RecordDir, Path: "/r/y"}} {
 		line, _ := json.Marshal(r)
 		b.Write(append(line, '\n'))
 	}
 	b.WriteString(`{"k":"dir","p":"/r/torn`) // killed mid-write
-	jc, err := parseJournal(&b)
+	jc, err := ParseJournal(&b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := jc.volData["/r/x"]["volumeHandle"]; got != handle {
+	if got := jc.VolData["/r/x"]["volumeHandle"]; got != handle {
 		t.Errorf("handle read back with %d bytes, want %d", len(got), len(handle))
 	}
-	if jc.owned["/r/y"] != recordDir || len(jc.owned) != 1 {
-		t.Errorf("owned = %v", jc.owned)
+	if jc.Owned["/r/y"] != RecordDir || len(jc.Owned) != 1 {
+		t.Errorf("owned = %v", jc.Owned)
 	}
 }
 
@@ -39,12 +39,12 @@ func TestJournalInFlight(t *testing.T) {
 {"k":"called","op":"NodeStageVolume","p":"/r/a"}
 {"k":"call","op":"NodePublishVolume","p":"/r/b"}
 `
-	jc, err := parseJournal(strings.NewReader(in))
+	jc, err := ParseJournal(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jc.inFlight) != 1 || jc.inFlight["/r/b"] != "NodePublishVolume" {
-		t.Errorf("inFlight = %v", jc.inFlight)
+	if len(jc.InFlight) != 1 || jc.InFlight["/r/b"] != "NodePublishVolume" {
+		t.Errorf("inFlight = %v", jc.InFlight)
 	}
 }
 
@@ -58,53 +58,53 @@ func TestAdoptRefusesForgedRecords(t *testing.T) {
 	ours := p.PodVolumeDir("uid-1", "pv-a")
 	staging := p.DeviceMountPath(drv, handle)
 	foreignPod := p.PodVolumeDir("uid-9", "pv-z")
-	jc := &journalContents{
-		owned: map[string]string{
-			p.PodDir("uid-1"): recordDir, ours: recordDir, ours + "/vol_data.json": recordFile,
+	jc := &JournalContents{
+		Owned: map[string]string{
+			p.PodDir("uid-1"): RecordDir, ours: RecordDir, ours + "/vol_data.json": recordFile,
 			filepath.Join(root, "etc-precious"):       recordFile, // not the kubelet's layout
-			filepath.Join(root, "pods", "uid-1", "x"): recordDir,
+			filepath.Join(root, "pods", "uid-1", "x"): RecordDir,
 			foreignPod + "/vol_data.json":             recordFile, // no voldata record of this journal
 		},
-		mountPaths: map[string]bool{
+		MountPaths: map[string]bool{
 			ours + "/mount": true, staging: true,
 			filepath.Join(root, "foreign-bind"): true,
 			foreignPod + "/mount":               true,
 			p.DeviceMountPath(drv, "other"):     true,
 		},
-		volData: map[string]map[string]string{
+		VolData: map[string]map[string]string{
 			ours:                  {"specVolID": "pv-a", "driverName": drv, "volumeHandle": handle},
 			filepath.Dir(staging): {"driverName": drv, "volumeHandle": handle},
 			// claims to be pv-b, sits in pv-z's dir
 			foreignPod: {"specVolID": "pv-b", "driverName": drv, "volumeHandle": "x"},
 		},
 	}
-	for q := range jc.owned {
+	for q := range jc.Owned {
 		jc.order = append(jc.order, q)
 	}
 	refused := map[string]bool{}
-	f := newFileSystem(root)
-	f.adopt(jc, func(_, q string, _ error) { refused[q] = true })
+	f := NewFileSystem(root)
+	f.Adopt(jc, func(_, q string, _ error) { refused[q] = true })
 	for _, q := range []string{ours, p.PodDir("uid-1"), ours + "/vol_data.json"} {
-		if !f.isOwned(q) {
+		if !f.IsOwned(q) {
 			t.Errorf("genuine %s not adopted", q)
 		}
 	}
 	for _, q := range []string{ours + "/mount", staging} {
-		if !f.isMountPath(q) {
+		if !f.IsMountPath(q) {
 			t.Errorf("genuine mount path %s not adopted", q)
 		}
 	}
 	for _, q := range []string{filepath.Join(root, "etc-precious"), filepath.Join(root, "pods", "uid-1", "x"), foreignPod + "/vol_data.json"} {
-		if f.isOwned(q) || !refused[q] {
+		if f.IsOwned(q) || !refused[q] {
 			t.Errorf("forged %s adopted (refused: %v)", q, refused[q])
 		}
 	}
 	for _, q := range []string{filepath.Join(root, "foreign-bind"), foreignPod + "/mount", p.DeviceMountPath(drv, "other")} {
-		if f.isMountPath(q) || !refused[q] {
+		if f.IsMountPath(q) || !refused[q] {
 			t.Errorf("forged mount path %s adopted (refused: %v)", q, refused[q])
 		}
 	}
-	if dirs, _ := f.journaledVolumeData(); len(dirs) != 2 {
+	if dirs, _ := f.JournaledVolumeData(); len(dirs) != 2 {
 		t.Errorf("vol_data.json copies kept: %v, want ours and the staging one", dirs)
 	}
 }
@@ -113,20 +113,20 @@ func TestAdoptRefusesForgedRecords(t *testing.T) {
 // can leave one made and not journaled.
 func TestMkdirJournalsFirst(t *testing.T) {
 	root := t.TempDir()
-	f := newFileSystem(root)
+	f := NewFileSystem(root)
 	d := filepath.Join(root, "pods", "u1")
-	must(t, f.mkdirAll(d, 0o750))
-	jc, err := readJournal(f.journal.path)
+	must(t, f.MkdirAll(d, 0o750))
+	jc, err := ReadJournal(f.Journal.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if jc.owned[d] != recordDir || jc.owned[filepath.Dir(d)] != recordDir {
-		t.Errorf("journal owns %v", jc.owned)
+	if jc.Owned[d] != RecordDir || jc.Owned[filepath.Dir(d)] != RecordDir {
+		t.Errorf("journal owns %v", jc.Owned)
 	}
 	// A symlink planted on the way is refused, naming it.
 	elsewhere := t.TempDir()
 	must(t, os.Symlink(elsewhere, filepath.Join(root, "plugins")))
-	err = f.mkdirAll(filepath.Join(root, "plugins", "kubernetes.io", "csi"), 0o750)
+	err = f.MkdirAll(filepath.Join(root, "plugins", "kubernetes.io", "csi"), 0o750)
 	if !IsSymlinkRefused(err) || !strings.Contains(err.Error(), filepath.Join(root, "plugins")) {
 		t.Errorf("mkdir through a symlink: %v", err)
 	}
@@ -151,7 +151,7 @@ func FuzzJournal(f *testing.F) {
 `))
 	f.Add([]byte(`{"k":"mount","p":"/var/lib/kubelet/../../etc"}` + "\n" + `{"k":"file","p":"/var/lib/kubelet/pods/x/volumes/kubernetes.io~csi/y/vol_data.json"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		jc, err := parseJournal(bytes.NewReader(data))
+		jc, err := ParseJournal(bytes.NewReader(data))
 		if err != nil {
 			// only a line over the bound; one line of text
 			if !strings.Contains(err.Error(), "longer than 1 MiB") || strings.Contains(err.Error(), "\n") {
@@ -159,8 +159,8 @@ func FuzzJournal(f *testing.F) {
 			}
 			return
 		}
-		fs := newFileSystem(root)
-		fs.adopt(jc, func(string, string, error) {})
+		fs := NewFileSystem(root)
+		fs.Adopt(jc, func(string, string, error) {})
 		n := fs.names(jc, func(string, string, error) {})
 		for _, q := range fs.Created() {
 			if q == root {

@@ -1,4 +1,8 @@
-package node
+package rootdir
+
+// fsat.go is the descriptor-relative file system under the root dir that
+// pkg/volume/util/subpath (safeOpen, doSafeMakeDir) keeps for subPaths,
+// here for every path the simulator makes or removes.
 
 import (
 	"errors"
@@ -172,11 +176,11 @@ func mountID(fd int) (uint64, error) {
 	return 0, errors.New("no mnt_id in fdinfo")
 }
 
-// seen notes a path refused (a symlink, a mount, a foreign file),
+// Seen notes a path refused (a symlink, a mount, a foreign file),
 // wherever the error goes next: the kubelet's messages keep only its
 // text, and the command's exit code says a path was refused
 // (Leftovers.Symlinks, Leftovers.Refused).
-func (f *fileSystem) seen(err error) error {
+func (f *FileSystem) Seen(err error) error {
 	f.mu.Lock()
 	f.seenLocked(err)
 	f.mu.Unlock()
@@ -184,7 +188,7 @@ func (f *fileSystem) seen(err error) error {
 }
 
 // seenLocked is seen with f.mu held.
-func (f *fileSystem) seenLocked(err error) {
+func (f *FileSystem) seenLocked(err error) {
 	if !IsSymlinkRefused(err) {
 		return
 	}
@@ -211,15 +215,15 @@ func refusedPath(err error) string {
 	return ""
 }
 
-// refusals are the paths refused so far, each as its error.
-func (f *fileSystem) refusals() []error {
+// Refusals are the paths refused so far, each as its error.
+func (f *FileSystem) Refusals() []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.refused)
 }
 
-// refusedSymlinks are the symlinks refused so far.
-func (f *fileSystem) refusedSymlinks() []string {
+// RefusedSymlinks are the symlinks refused so far.
+func (f *FileSystem) RefusedSymlinks() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.symlinks)
@@ -228,7 +232,7 @@ func (f *fileSystem) refusedSymlinks() []string {
 // rootFD is the root dir's descriptor, opened the first time it is
 // needed and held: a root dir swapped for a symlink afterwards is not
 // followed. A missing root dir (a conformance scenario's) is made first.
-func (f *fileSystem) rootFD() (int, error) {
+func (f *FileSystem) rootFD() (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.rootfd > 0 {
@@ -237,8 +241,8 @@ func (f *fileSystem) rootFD() (int, error) {
 	root := filepath.Clean(f.root)
 	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		f.rememberLocked(root, recordDir)
-		f.journal.sync()
+		f.rememberLocked(root, RecordDir)
+		f.Journal.sync()
 		if err := os.Mkdir(root, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 			return -1, err
 		}
@@ -253,7 +257,7 @@ func (f *fileSystem) rootFD() (int, error) {
 
 // components are p's names below the root dir; p must be the root dir or
 // a clean path inside it.
-func (f *fileSystem) components(p string) ([]string, error) {
+func (f *FileSystem) components(p string) ([]string, error) {
 	root := filepath.Clean(f.root)
 	if p == root {
 		return nil, nil
@@ -267,18 +271,18 @@ func (f *fileSystem) components(p string) ([]string, error) {
 // openDir opens directory p (the root dir or inside it) walking from the
 // root dir's descriptor, following no symlink and crossing into no other
 // mount. The caller closes it.
-func (f *fileSystem) openDir(p string) (int, error) {
+func (f *FileSystem) openDir(p string) (int, error) {
 	rfd, err := f.rootFD()
 	if err != nil {
 		return -1, err
 	}
 	fd, err := f.walkFrom(rfd, p)
-	return fd, f.seen(err)
+	return fd, f.Seen(err)
 }
 
 // walkFrom is openDir from the root dir's descriptor rfd, taking no lock:
 // a refusal is the caller's to note.
-func (f *fileSystem) walkFrom(rfd int, p string) (int, error) {
+func (f *FileSystem) walkFrom(rfd int, p string) (int, error) {
 	names, err := f.components(p)
 	if err != nil {
 		return -1, err
@@ -301,7 +305,7 @@ func (f *fileSystem) walkFrom(rfd int, p string) (int, error) {
 }
 
 // parentDir opens p's parent directory and returns p's last name.
-func (f *fileSystem) parentDir(p string) (int, string, error) {
+func (f *FileSystem) parentDir(p string) (int, string, error) {
 	if p == filepath.Clean(f.root) {
 		return -1, "", fmt.Errorf("%s is the root dir itself", p)
 	}
@@ -309,21 +313,21 @@ func (f *fileSystem) parentDir(p string) (int, string, error) {
 	return fd, filepath.Base(p), err
 }
 
-// checkPath tells whether p's existing directories below the root dir are
+// CheckPath tells whether p's existing directories below the root dir are
 // plain directories of the root's own mount: no symlink, no mount on the
 // way (the first missing one ends the check). A path rebuilt from a
 // journal, or one about to be handed to the driver, must not lead out of
 // the root dir.
-func (f *fileSystem) checkPath(p string) error {
+func (f *FileSystem) CheckPath(p string) error {
 	rfd, err := f.rootFD()
 	if err != nil {
 		return err
 	}
-	return f.seen(f.checkFrom(rfd, p))
+	return f.Seen(f.checkFrom(rfd, p))
 }
 
 // checkFrom is checkPath from rfd, taking no lock.
-func (f *fileSystem) checkFrom(rfd int, p string) error {
+func (f *FileSystem) checkFrom(rfd int, p string) error {
 	names, err := f.components(p)
 	if err != nil {
 		return err
@@ -352,14 +356,14 @@ func (f *fileSystem) checkFrom(rfd int, p string) error {
 	return nil
 }
 
-// mkdirAll is os.MkdirAll inside the root dir, component by component
+// MkdirAll is os.MkdirAll inside the root dir, component by component
 // from the root's descriptor. Each directory it makes is journaled before
 // it is made (intent first: a kill -9 between the two leaves a journaled
 // path that may not exist, never a made one that is not journaled).
 // Volumes mounted side by side (load) make directories under the same
 // parents at once; dirMu makes finding, creating and recording them one
 // step, so that a parent is always recorded before its children.
-func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
+func (f *FileSystem) MkdirAll(p string, perm os.FileMode) error {
 	f.dirMu.Lock()
 	defer f.dirMu.Unlock()
 	names, err := f.components(filepath.Clean(p))
@@ -380,7 +384,7 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 		at = filepath.Join(at, name)
 		var st unix.Stat_t
 		if err := unix.Fstatat(cur, name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
-			f.rememberKind(at, recordDir)
+			f.RememberKind(at, RecordDir)
 			if err := f.journalFailed(); err != nil {
 				return err
 			}
@@ -392,7 +396,7 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 		}
 		next, err := f.openStep(cur, name, at)
 		if err != nil {
-			return f.seen(err)
+			return f.Seen(err)
 		}
 		unix.Close(cur)
 		cur = next
@@ -400,14 +404,14 @@ func (f *fileSystem) mkdirAll(p string, perm os.FileMode) error {
 	return nil
 }
 
-// removeAt removes p inside the root dir without following a symlink or
+// RemoveAt removes p inside the root dir without following a symlink or
 // crossing a mount on the way: a directory (rmdir: only when empty) when
 // dir, else a file or a symlink the simulator made. A directory that has
 // become a symlink, a directory with another mount on it (unless it is a
 // path handed to the driver, whose mount makes the rmdir fail), and a
 // file that is not the one the simulator made (another inode, a hard
 // link) are refused and left.
-func (f *fileSystem) removeAt(p string, dir bool) error {
+func (f *FileSystem) RemoveAt(p string, dir bool) error {
 	pfd, name, err := f.parentDir(p)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -422,7 +426,7 @@ func (f *fileSystem) removeAt(p string, dir bool) error {
 	}
 	typ := st.Mode & unix.S_IFMT
 	if dir && typ == unix.S_IFLNK {
-		return f.seen(&SymlinkError{Path: p})
+		return f.Seen(&SymlinkError{Path: p})
 	}
 	flags := 0
 	switch typ {
@@ -452,17 +456,17 @@ func (f *fileSystem) removeAt(p string, dir bool) error {
 // notMountedHere refuses a directory name in pfd with another mount on
 // it, unless it is a path handed to the driver: that one is the driver's
 // mount point, and the rmdir that follows fails while it is mounted.
-func (f *fileSystem) notMountedHere(pfd int, name, p string) error {
+func (f *FileSystem) notMountedHere(pfd int, name, p string) error {
 	fd, err := openIn(pfd, name, p, unix.O_PATH|unix.O_DIRECTORY)
 	if err == nil {
 		unix.Close(fd)
 		return nil
 	}
-	if IsMountRefused(err) && f.isMountPath(p) {
+	if IsMountRefused(err) && f.IsMountPath(p) {
 		return &os.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
 	}
 	if IsSymlinkRefused(err) {
-		return f.seen(err)
+		return f.Seen(err)
 	}
 	return &os.PathError{Op: "remove", Path: p, Err: err}
 }
@@ -475,7 +479,7 @@ func (f *fileSystem) notMountedHere(pfd int, name, p string) error {
 // check and what follows act on the same file; the caller closes it when
 // keep, else it is closed here. A file remembered but never made by this
 // run (its creation found something there) is not its own.
-func (f *fileSystem) ownFileAt(pfd int, name, p string, flags int) error {
+func (f *FileSystem) ownFileAt(pfd int, name, p string, flags int) error {
 	fd, err := f.openOwnFile(pfd, name, p, flags)
 	if err == nil {
 		unix.Close(fd)
@@ -484,16 +488,16 @@ func (f *fileSystem) ownFileAt(pfd int, name, p string, flags int) error {
 }
 
 // openOwnFile is ownFileAt, returning the open descriptor.
-func (f *fileSystem) openOwnFile(pfd int, name, p string, flags int) (int, error) {
+func (f *FileSystem) openOwnFile(pfd int, name, p string, flags int) (int, error) {
 	if flags&unix.O_PATH == 0 {
 		flags |= unix.O_NONBLOCK // a FIFO there must not block the open
 	}
 	fd, err := openIn(pfd, name, p, flags)
 	if err != nil {
-		if IsMountRefused(err) && f.isMountPath(p) {
+		if IsMountRefused(err) && f.IsMountPath(p) {
 			return -1, &os.PathError{Op: "open", Path: p, Err: unix.EBUSY}
 		}
-		return -1, f.seen(err)
+		return -1, f.Seen(err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -502,14 +506,14 @@ func (f *fileSystem) openOwnFile(pfd int, name, p string, flags int) (int, error
 	}
 	if why := f.notOwnFile(p, fd, &st); why != "" {
 		unix.Close(fd)
-		return -1, f.seen(&ForeignFileError{Path: p, Why: why})
+		return -1, f.Seen(&ForeignFileError{Path: p, Why: why})
 	}
 	return fd, nil
 }
 
 // notOwnFile says why st is not the file the simulator made at p ("" when
 // it is).
-func (f *fileSystem) notOwnFile(p string, fd int, st *unix.Stat_t) string {
+func (f *FileSystem) notOwnFile(p string, fd int, st *unix.Stat_t) string {
 	f.mu.Lock()
 	id, made := f.inodes[p]
 	pending := f.pendingFiles[p]
@@ -518,7 +522,7 @@ func (f *fileSystem) notOwnFile(p string, fd int, st *unix.Stat_t) string {
 	switch {
 	case pending:
 		return "its creation found something else there"
-	case typ != unix.S_IFREG && !(typ == unix.S_IFBLK && f.isMountPath(p)):
+	case typ != unix.S_IFREG && !(typ == unix.S_IFBLK && f.IsMountPath(p)):
 		return fmt.Sprintf("not a regular file: mode %#o", typ)
 	case typ == unix.S_IFREG && st.Nlink != 1:
 		return fmt.Sprintf("%d names (hard links) for it", st.Nlink)
@@ -546,7 +550,7 @@ func bornOf(fd int) uint64 {
 }
 
 // madeFile records the file the simulator made at p (fd open on it).
-func (f *fileSystem) madeFile(p string, fd int) {
+func (f *FileSystem) madeFile(p string, fd int) {
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil {
 		return
@@ -558,11 +562,11 @@ func (f *fileSystem) madeFile(p string, fd int) {
 	delete(f.pendingFiles, p)
 }
 
-// removePath removes p as removeAt does, a directory or a file by what is
+// RemovePath removes p as removeAt does, a directory or a file by what is
 // there now.
 // The root dir and the parents a command made for it are removed by
 // path (only when empty).
-func (f *fileSystem) removePath(p string) error {
+func (f *FileSystem) RemovePath(p string) error {
 	if !f.insideRoot(p) {
 		return os.Remove(p)
 	}
@@ -570,13 +574,13 @@ func (f *fileSystem) removePath(p string) error {
 	if err != nil {
 		return err
 	}
-	return f.removeAt(p, fi.IsDir() || f.isOwnedDir(p))
+	return f.RemoveAt(p, fi.IsDir() || f.isOwnedDir(p))
 }
 
-// createAt creates the regular file p inside the root dir, refusing a
+// CreateAt creates the regular file p inside the root dir, refusing a
 // symlink or a mount on the way and anything already at p (O_EXCL: a
 // file, or a hard link to one, raced in there is never written through).
-func (f *fileSystem) createAt(p string, perm os.FileMode) (*os.File, error) {
+func (f *FileSystem) CreateAt(p string, perm os.FileMode) (*os.File, error) {
 	pfd, name, err := f.parentDir(p)
 	if err != nil {
 		return nil, err
@@ -584,7 +588,7 @@ func (f *fileSystem) createAt(p string, perm os.FileMode) (*os.File, error) {
 	defer unix.Close(pfd)
 	fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
-		return nil, f.seen(symlinkOr(p, &os.PathError{Op: "create", Path: p, Err: err}))
+		return nil, f.Seen(symlinkOr(p, &os.PathError{Op: "create", Path: p, Err: err}))
 	}
 	f.madeFile(p, fd)
 	return os.NewFile(uintptr(fd), p), nil
@@ -593,7 +597,7 @@ func (f *fileSystem) createAt(p string, perm os.FileMode) (*os.File, error) {
 // rewriteAt opens the simulator's own file p for a new content: without
 // O_TRUNC, checked on the open descriptor (a regular file, one name, the
 // inode it made), then truncated. Anything else at p is refused.
-func (f *fileSystem) rewriteAt(p string) (*os.File, error) {
+func (f *FileSystem) rewriteAt(p string) (*os.File, error) {
 	pfd, name, err := f.parentDir(p)
 	if err != nil {
 		return nil, err
@@ -623,7 +627,7 @@ const maxOwnFile = 64 << 20
 // a symlink or a mount on the way and anything at p but the file it made
 // (ownFileAt: a hard link there would hand it another file's content; a
 // FIFO would block the read).
-func (f *fileSystem) readAt(p string) ([]byte, error) {
+func (f *FileSystem) readAt(p string) ([]byte, error) {
 	pfd, name, err := f.parentDir(p)
 	if err != nil {
 		return nil, err
@@ -645,8 +649,8 @@ func (f *fileSystem) readAt(p string) ([]byte, error) {
 	return b, nil
 }
 
-// symlinkInRoot makes the symlink p -> target inside the root dir.
-func (f *fileSystem) symlinkInRoot(target, p string) error {
+// SymlinkInRoot makes the symlink p -> target inside the root dir.
+func (f *FileSystem) SymlinkInRoot(target, p string) error {
 	pfd, name, err := f.parentDir(p)
 	if err != nil {
 		return err
@@ -679,7 +683,7 @@ func RemoveInSimDir(root, name string, want *unix.Stat_t) error {
 		return err
 	}
 	defer unix.Close(dirfd)
-	p := filepath.Join(root, journalDir, name)
+	p := filepath.Join(root, JournalDir, name)
 	fd, err := openIn(dirfd, name, p, unix.O_PATH)
 	if err != nil {
 		return err
@@ -712,7 +716,7 @@ func RemoveSimDir(root string) {
 		return
 	}
 	defer unix.Close(rootfd)
-	_ = unix.Unlinkat(rootfd, journalDir, unix.AT_REMOVEDIR)
+	_ = unix.Unlinkat(rootfd, JournalDir, unix.AT_REMOVEDIR)
 }
 
 // openStep opens the directory name in cur on a walk from the root dir
@@ -722,7 +726,7 @@ func RemoveSimDir(root string) {
 // the first time the walk meets it, its mount noted, and refused if
 // another mount has come over it since. A directory of the simulator's
 // own never has a mount on it.
-func (f *fileSystem) openStep(cur int, name, at string) (int, error) {
+func (f *FileSystem) openStep(cur int, name, at string) (int, error) {
 	fd, err := openIn(cur, name, at, unix.O_PATH|unix.O_DIRECTORY)
 	if err == nil || !IsMountRefused(err) {
 		return fd, err

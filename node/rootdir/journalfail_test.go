@@ -1,4 +1,4 @@
-package node
+package rootdir
 
 import (
 	"errors"
@@ -14,18 +14,18 @@ import (
 // them.
 func TestJournalFailureStopsMaking(t *testing.T) {
 	root := t.TempDir()
-	f := newFileSystem(root)
-	defer f.finish(true)
-	f.journalErr = &os.PathError{Op: "write", Path: filepath.Join(root, journalDir, "run.journal"), Err: syscall.ENOSPC}
+	f := NewFileSystem(root)
+	defer f.Finish(true)
+	f.journalErr = &os.PathError{Op: "write", Path: filepath.Join(root, JournalDir, "run.journal"), Err: syscall.ENOSPC}
 
 	dir := filepath.Join(root, "pods", "uid", "volumes")
-	if err := f.mkdirAll(dir, 0o750); !errors.Is(err, syscall.ENOSPC) {
+	if err := f.MkdirAll(dir, 0o750); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("mkdirAll with a failed journal: %v, want the journal's ENOSPC", err)
 	}
 	if _, err := os.Lstat(filepath.Join(root, "pods")); !os.IsNotExist(err) {
 		t.Errorf("a directory was made without its journal record: %v", err)
 	}
-	if err := f.callStarted("NodeStageVolume", filepath.Join(root, "globalmount")); !errors.Is(err, syscall.ENOSPC) {
+	if err := f.CallStarted("NodeStageVolume", filepath.Join(root, "globalmount")); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("callStarted with a failed journal: %v, want the journal's ENOSPC", err)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package rootdir
 
 import (
 	"os"
@@ -16,22 +16,22 @@ func TestAdoptOnlyInsideRoot(t *testing.T) {
 	}
 	inside := filepath.Join(root, "pods")
 	vol := filepath.Join(inside, "u1", "volumes", "kubernetes.io~csi", "pv-a")
-	f := newFileSystem(root)
-	f.adopt(&journalContents{
+	f := NewFileSystem(root)
+	f.Adopt(&JournalContents{
 		order:      []string{outside, root + "/../" + filepath.Base(outside), root, inside},
-		owned:      map[string]string{outside: recordDir, root + "/../" + filepath.Base(outside): recordDir, root: recordFile, inside: recordDir},
-		mountPaths: map[string]bool{outside: true, "/": true, vol + "/mount": true},
-		volData:    map[string]map[string]string{vol: {"specVolID": "pv-a", "driverName": "d.example.com", "volumeHandle": "h"}},
+		Owned:      map[string]string{outside: RecordDir, root + "/../" + filepath.Base(outside): RecordDir, root: recordFile, inside: RecordDir},
+		MountPaths: map[string]bool{outside: true, "/": true, vol + "/mount": true},
+		VolData:    map[string]map[string]string{vol: {"specVolID": "pv-a", "driverName": "d.example.com", "volumeHandle": "h"}},
 	}, ignoreRefused)
 	for _, p := range []string{outside, root + "/../" + filepath.Base(outside), root} {
-		if f.isOwned(p) {
+		if f.IsOwned(p) {
 			t.Errorf("adopted %s", p)
 		}
 	}
-	if f.isMountPath(outside) || f.isMountPath("/") {
+	if f.IsMountPath(outside) || f.IsMountPath("/") {
 		t.Errorf("adopted a mount path outside the root dir")
 	}
-	if !f.isOwned(inside) || !f.isMountPath(vol+"/mount") {
+	if !f.IsOwned(inside) || !f.IsMountPath(vol+"/mount") {
 		t.Errorf("did not adopt the paths inside the root dir")
 	}
 }
@@ -41,16 +41,16 @@ func TestAdoptOnlyInsideRoot(t *testing.T) {
 // never its parents, which the journal could name as well.
 func TestAdoptMadeRootDir(t *testing.T) {
 	root := t.TempDir()
-	f := newFileSystem(root)
+	f := NewFileSystem(root)
 	parent := filepath.Dir(root)
-	f.adopt(&journalContents{
+	f.Adopt(&JournalContents{
 		order: []string{parent, root},
-		owned: map[string]string{parent: recordDir, root: recordDir},
+		Owned: map[string]string{parent: RecordDir, root: RecordDir},
 	}, ignoreRefused)
-	if !f.isOwned(root) {
+	if !f.IsOwned(root) {
 		t.Errorf("the root dir the run made was not adopted")
 	}
-	if f.isOwned(parent) {
+	if f.IsOwned(parent) {
 		t.Errorf("adopted the root dir's parent %s", parent)
 	}
 }
@@ -59,26 +59,26 @@ func TestAdoptMadeRootDir(t *testing.T) {
 // volume is done with; `cleanup` gets only the copies still open.
 func TestJournalVolumeDataCopies(t *testing.T) {
 	root := t.TempDir()
-	f := newFileSystem(root)
+	f := NewFileSystem(root)
 	open := filepath.Join(root, "pods", "u1", "volumes", "kubernetes.io~csi", "pv-a")
 	done := filepath.Join(root, "pods", "u2", "volumes", "kubernetes.io~csi", "pv-b")
 	for _, d := range []string{open, done} {
-		if err := f.mkdirAll(d, 0o750); err != nil {
+		if err := f.MkdirAll(d, 0o750); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.saveVolumeData(d, map[string]string{"specVolID": filepath.Base(d), "driverName": "d.example.com"}); err != nil {
+		if err := f.SaveVolumeData(d, map[string]string{"specVolID": filepath.Base(d), "driverName": "d.example.com"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.forgetVolumeData(done)
-	f.journal.close()
-	jc, err := readJournal(f.journal.path)
+	f.ForgetVolumeData(done)
+	f.Journal.Close()
+	jc, err := ReadJournal(f.Journal.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newFileSystem(root)
-	g.adopt(jc, ignoreRefused)
-	dirs, copies := g.journaledVolumeData()
+	g := NewFileSystem(root)
+	g.Adopt(jc, ignoreRefused)
+	dirs, copies := g.JournaledVolumeData()
 	if len(dirs) != 1 || dirs[0] != open || copies[open]["specVolID"] != "pv-a" {
 		t.Errorf("journaled vol_data.json copies %v %v, want only %s", dirs, copies, open)
 	}
@@ -88,20 +88,20 @@ func TestJournalVolumeDataCopies(t *testing.T) {
 // replaced by a link to elsewhere stops the restore of vol_data.json.
 func TestNoSymlinkBelowRoot(t *testing.T) {
 	root, elsewhere := t.TempDir(), t.TempDir()
-	f := newFileSystem(root)
+	f := NewFileSystem(root)
 	if err := os.MkdirAll(filepath.Join(root, "pods"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(elsewhere, filepath.Join(root, "pods", "u1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.checkPath(filepath.Join(root, "pods", "u1", "volumes", "x")); err == nil {
+	if err := f.CheckPath(filepath.Join(root, "pods", "u1", "volumes", "x")); err == nil {
 		t.Error("a path through a symlink was accepted")
 	}
-	if err := f.checkPath(filepath.Join(root, "pods", "u2", "volumes", "x")); err != nil {
+	if err := f.CheckPath(filepath.Join(root, "pods", "u2", "volumes", "x")); err != nil {
 		t.Errorf("a path not yet made was refused: %v", err)
 	}
-	if err := f.checkPath(elsewhere); err == nil {
+	if err := f.CheckPath(elsewhere); err == nil {
 		t.Error("a path outside the root dir was accepted")
 	}
 }
@@ -118,13 +118,13 @@ func TestAdoptNotThroughSymlink(t *testing.T) {
 	}
 	through := filepath.Join(root, "pods", "u1", "volumes")
 	direct := filepath.Join(root, "pods", "u2")
-	f := newFileSystem(root)
-	f.adopt(&journalContents{order: []string{through, direct}, owned: map[string]string{through: recordDir, direct: recordDir},
-		mountPaths: map[string]bool{through + "/mount": true}}, ignoreRefused)
-	if f.isOwned(through) || f.isMountPath(through+"/mount") {
+	f := NewFileSystem(root)
+	f.Adopt(&JournalContents{order: []string{through, direct}, Owned: map[string]string{through: RecordDir, direct: RecordDir},
+		MountPaths: map[string]bool{through + "/mount": true}}, ignoreRefused)
+	if f.IsOwned(through) || f.IsMountPath(through+"/mount") {
 		t.Errorf("adopted a path through a symlink")
 	}
-	if !f.isOwned(direct) {
+	if !f.IsOwned(direct) {
 		t.Errorf("did not adopt %s", direct)
 	}
 }

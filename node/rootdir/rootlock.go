@@ -1,4 +1,7 @@
-package node
+package rootdir
+
+// rootlock.go has no kubelet counterpart: one kubelet owns a root dir; the
+// simulator takes an flock so that no two runs share one.
 
 import (
 	"encoding/json"
@@ -13,10 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockFileName is the file under the journal dir whose flock says which
+// LockFileName is the file under the journal dir whose flock says which
 // process owns the root dir. The kernel drops an flock when its holder
 // dies, kill -9 included, so a lock left by a dead run is free to take.
-const lockFileName = "lock"
+const LockFileName = "lock"
 
 // LockOwner is who holds (or last held) a root dir's lock, as its lock
 // file or journal header says: for messages only. Whether it still runs
@@ -83,7 +86,7 @@ func LockRoot(root, command string) (*RootLock, error) {
 		}
 	}
 	unix.Close(dirfd)
-	return nil, fmt.Errorf("lock %s: the lock file keeps being replaced", filepath.Join(root, journalDir, lockFileName))
+	return nil, fmt.Errorf("lock %s: the lock file keeps being replaced", filepath.Join(root, JournalDir, LockFileName))
 }
 
 // openJournalDir opens <root>/.csi-kubelet-sim, refusing a symlink or a
@@ -96,14 +99,14 @@ func openJournalDir(root string, create bool) (int, error) {
 	}
 	defer unix.Close(rootfd)
 	if create {
-		if err := unix.Mkdirat(rootfd, journalDir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-			return -1, fmt.Errorf("journal dir %s: %w", filepath.Join(root, journalDir), err)
+		if err := unix.Mkdirat(rootfd, JournalDir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, fmt.Errorf("journal dir %s: %w", filepath.Join(root, JournalDir), err)
 		}
 	}
-	p := filepath.Join(root, journalDir)
+	p := filepath.Join(root, JournalDir)
 	// No symlink and no mount there (openIn): the journals and the lock
 	// are the simulator's own, never another directory's files.
-	fd, err := openIn(rootfd, journalDir, p, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := openIn(rootfd, JournalDir, p, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		if IsSymlinkRefused(err) {
 			return -1, err
@@ -121,7 +124,7 @@ func openJournalDir(root string, create bool) (int, error) {
 // one name: a hard link to a foreign file would get the owner written
 // into it, a FIFO would block or be removed.
 func tryLock(root string, dirfd int, command string) (*RootLock, bool, error) {
-	p := filepath.Join(root, journalDir, lockFileName)
+	p := filepath.Join(root, JournalDir, LockFileName)
 	fd, made, err := openLockFile(dirfd, p)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EEXIST) {
 		return nil, true, nil
@@ -137,7 +140,7 @@ func tryLock(root string, dirfd int, command string) (*RootLock, bool, error) {
 		return nil, false, fmt.Errorf("lock %s: %w", p, err)
 	}
 	var held, now unix.Stat_t
-	if unix.Fstat(fd, &held) != nil || unix.Fstatat(dirfd, lockFileName, &now, unix.AT_SYMLINK_NOFOLLOW) != nil || held.Ino != now.Ino {
+	if unix.Fstat(fd, &held) != nil || unix.Fstatat(dirfd, LockFileName, &now, unix.AT_SYMLINK_NOFOLLOW) != nil || held.Ino != now.Ino {
 		unix.Close(fd)
 		return nil, true, nil
 	}
@@ -166,14 +169,14 @@ func tryLock(root string, dirfd int, command string) (*RootLock, bool, error) {
 // openLockFile opens the lock file, or makes it (O_EXCL) when there is
 // none; made tells which. ENOENT or EEXIST: it went or came meanwhile.
 func openLockFile(dirfd int, p string) (fd int, made bool, err error) {
-	fd, err = openOwnFile(dirfd, lockFileName, p, unix.O_RDWR, true)
+	fd, err = openOwnFile(dirfd, LockFileName, p, unix.O_RDWR, true)
 	if !errors.Is(err, unix.ENOENT) {
 		if err != nil {
 			return -1, false, fmt.Errorf("lock: %w", err)
 		}
 		return fd, false, nil
 	}
-	fd, err = unix.Openat(dirfd, lockFileName, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err = unix.Openat(dirfd, LockFileName, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return -1, false, symlinkOr(p, fmt.Errorf("lock %s: %w", p, err))
 	}
@@ -184,7 +187,7 @@ func openLockFile(dirfd int, p string) (fd int, made bool, err error) {
 // the lock may not have written it yet, so it is read again for a while.
 func waitOwner(dirfd int) LockOwner {
 	for range 100 {
-		fd, err := openOwnFile(dirfd, lockFileName, lockFileName, unix.O_RDONLY, false)
+		fd, err := openOwnFile(dirfd, LockFileName, LockFileName, unix.O_RDONLY, false)
 		if err == nil {
 			o, err := readOwner(fd)
 			unix.Close(fd)
@@ -221,7 +224,7 @@ func writeOwner(fd int, command string) error {
 }
 
 func selfOwner(command string) LockOwner {
-	t, _ := processStartTicks(os.Getpid())
+	t, _ := ProcessStartTicks(os.Getpid())
 	return LockOwner{PID: os.Getpid(), StartTicks: t, Started: time.Now().UTC().Truncate(time.Second), Command: command}
 }
 
@@ -232,11 +235,11 @@ func (l *RootLock) Release() {
 	if l == nil || l.fd < 0 {
 		return
 	}
-	_ = unix.Unlinkat(l.dirfd, lockFileName, 0)
+	_ = unix.Unlinkat(l.dirfd, LockFileName, 0)
 	unix.Close(l.fd)
 	unix.Close(l.dirfd)
 	l.fd, l.dirfd = -1, -1
-	_ = unix.Rmdir(filepath.Join(l.Root, journalDir))
+	_ = unix.Rmdir(filepath.Join(l.Root, JournalDir))
 }
 
 // Restore gives the lock up as the root dir was before it was taken (a
@@ -257,9 +260,9 @@ func (l *RootLock) Restore() {
 	l.fd, l.dirfd = -1, -1
 }
 
-// processStartTicks is field 22 of /proc/<pid>/stat: when the process
+// ProcessStartTicks is field 22 of /proc/<pid>/stat: when the process
 // started, in clock ticks since boot.
-func processStartTicks(pid int) (uint64, error) {
+func ProcessStartTicks(pid int) (uint64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -285,7 +288,7 @@ func RootHolder(dir string) (LockOwner, bool) {
 		return LockOwner{}, false
 	}
 	defer unix.Close(dirfd)
-	fd, err := openOwnFile(dirfd, lockFileName, lockFileName, unix.O_RDONLY, false)
+	fd, err := openOwnFile(dirfd, LockFileName, LockFileName, unix.O_RDONLY, false)
 	if err != nil {
 		return LockOwner{}, false
 	}
@@ -333,7 +336,7 @@ func HeldRoots(dir string) []*RootHeldError {
 			if budget--; budget < 0 {
 				return
 			}
-			if e.Type().IsDir() && e.Name() != journalDir {
+			if e.Type().IsDir() && e.Name() != JournalDir {
 				walk(filepath.Join(d, e.Name()), depth-1)
 			}
 		}

@@ -1,24 +1,30 @@
-package node
+package rootdir
+
+// fs.go is the kubelet's own changes to the root dir (os.MkdirAll, os.Remove,
+// mount-utils' unmounts in pkg/volume/util), each recorded in the journal.
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
 	mount "k8s.io/mount-utils"
 )
 
-// fileSystem makes the kubelet's changes to the root dir and records every
+// FileSystem makes the kubelet's changes to the root dir and records every
 // directory and file it creates, the moment it creates it, in memory and in
 // the run's journal (journal.go), so that whatever way a run ends, it can be
 // undone, and so that nothing else is ever removed or unmounted.
-type fileSystem struct {
+type FileSystem struct {
 	mu         sync.Mutex
 	dirMu      sync.Mutex // held by mkdirAll
 	root       string
-	command    string
+	Command    string
 	created    []string
 	owned      map[string]bool
 	ownedDirs  map[string]bool   // the owned paths that are directories
@@ -27,12 +33,12 @@ type fileSystem struct {
 	// journalVolData: the vol_data.json copies of adopted journals (cleanup)
 	journalVolData map[string]map[string]string
 	kept           []string // volumes left in place after a failed teardown
-	journal        *journal
+	Journal        *journal
 	journalErr     error
 	keptJournal    string
 	mounter        mount.Interface
 	rootfd         int       // the root dir, opened once (fsat.go)
-	lock           *RootLock // the root dir's lock, released when the run leaves nothing
+	Lock           *RootLock // the root dir's lock, released when the run leaves nothing
 	symlinks       []string  // paths refused in the root's own dirs: symlinks, mounts, foreign files (fsat.go)
 	refused        []error   // the refusals of symlinks, each as its error
 	inodes         map[string]fileID
@@ -44,12 +50,12 @@ type fileSystem struct {
 	foundMounts   map[string]uint64
 }
 
-func newFileSystem(root string) *fileSystem {
+func NewFileSystem(root string) *FileSystem {
 	// The mounter is used for IsLikelyNotMountPoint and GetMountRefs only,
 	// which need none of its settings: mount.New("") would fork and exec
 	// `umount` at once to probe a behaviour of Unmount (mount-utils'
 	// detectSafeNotMountedBehavior), a cost every run paid for nothing.
-	return &fileSystem{root: root, owned: map[string]bool{}, ownedDirs: map[string]bool{}, inFlight: map[string]string{}, mountPaths: map[string]bool{},
+	return &FileSystem{root: root, owned: map[string]bool{}, ownedDirs: map[string]bool{}, inFlight: map[string]string{}, mountPaths: map[string]bool{},
 		journalVolData: map[string]map[string]string{}, mounter: &mount.Mounter{},
 		inodes: map[string]fileID{}, pendingFiles: map[string]bool{}, journaledDirs: map[string]bool{}, foundMounts: map[string]uint64{}}
 }
@@ -63,72 +69,72 @@ func (e *InTheWayError) Error() string {
 	return fmt.Sprintf("%s already exists and was not made by this simulator: it belongs to someone else (on a real node, perhaps the kubelet); the simulator does not touch it", e.Path)
 }
 
-// record appends r to the journal (f.mu held); it is synced by sync,
+// Record appends r to the journal (f.mu held); it is synced by sync,
 // after f.mu is released, before the action it announces.
-func (f *fileSystem) record(r journalRecord) {
-	if f.journal == nil && f.journalErr == nil {
-		f.journal, f.journalErr = openJournal(f.root, f.command)
+func (f *FileSystem) Record(r JournalRecord) {
+	if f.Journal == nil && f.journalErr == nil {
+		f.Journal, f.journalErr = openJournal(f.root, f.Command)
 	}
-	if f.journal != nil {
-		if err := f.journal.write(r); err != nil && f.journalErr == nil {
+	if f.Journal != nil {
+		if err := f.Journal.Write(r); err != nil && f.journalErr == nil {
 			f.journalErr = err
 		}
 	}
 }
 
 // note records r and syncs it: the one way to journal an intent.
-func (f *fileSystem) note(r journalRecord) {
+func (f *FileSystem) note(r JournalRecord) {
 	f.mu.Lock()
-	f.record(r)
-	j := f.journal
+	f.Record(r)
+	j := f.Journal
 	f.mu.Unlock()
 	j.sync()
 }
 
-func (f *fileSystem) remember(p string) { f.rememberKind(p, recordFile) }
+func (f *FileSystem) Remember(p string) { f.RememberKind(p, recordFile) }
 
-func (f *fileSystem) rememberKind(p, kind string) {
+func (f *FileSystem) RememberKind(p, kind string) {
 	f.mu.Lock()
 	f.rememberLocked(p, kind)
-	j := f.journal
+	j := f.Journal
 	f.mu.Unlock()
 	j.sync()
 }
 
 // rememberLocked records p as made by the simulator (f.mu held).
-func (f *fileSystem) rememberLocked(p, kind string) {
+func (f *FileSystem) rememberLocked(p, kind string) {
 	if f.owned[p] {
 		return
 	}
 	f.created = append(f.created, p)
 	f.owned[p] = true
-	if kind == recordDir {
+	if kind == RecordDir {
 		f.ownedDirs[p] = true
 	} else {
 		f.pendingFiles[p] = true
 	}
-	f.record(journalRecord{Kind: kind, Path: p})
+	f.Record(JournalRecord{Kind: kind, Path: p})
 }
 
-// markMountPath records that p is, or is about to be, a mount point: a
+// MarkMountPath records that p is, or is about to be, a mount point: a
 // path handed to the driver (target, staging, block publish) or one the
 // kubelet bind-mounts. Nothing inside such a path is ever deleted.
-func (f *fileSystem) markMountPath(p string) {
+func (f *FileSystem) MarkMountPath(p string) {
 	f.mu.Lock()
 	if !f.mountPaths[p] {
 		f.mountPaths[p] = true
-		f.record(journalRecord{Kind: recordMount, Path: p})
+		f.Record(JournalRecord{Kind: recordMount, Path: p})
 	}
-	j := f.journal
+	j := f.Journal
 	f.mu.Unlock()
 	j.sync()
 }
 
-// callStarted journals a driver call that may mount at p, before it is
+// CallStarted journals a driver call that may mount at p, before it is
 // sent; callEnded its answer (whatever it was). The call is not to be
 // sent when its intent could not be journaled (journalFailed).
-func (f *fileSystem) callStarted(op, p string) error {
-	f.note(journalRecord{Kind: recordCall, Op: op, Path: p})
+func (f *FileSystem) CallStarted(op, p string) error {
+	f.note(JournalRecord{Kind: recordCall, Op: op, Path: p})
 	return f.journalFailed()
 }
 
@@ -136,7 +142,7 @@ func (f *fileSystem) callStarted(op, p string) error {
 // written (a full file system): from then on nothing more is made, and
 // no driver call that mounts is sent, since a kill -9 would leave what
 // cleanup cannot find.
-func (f *fileSystem) journalFailed() error {
+func (f *FileSystem) journalFailed() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.journalErr == nil {
@@ -145,46 +151,46 @@ func (f *fileSystem) journalFailed() error {
 	return fmt.Errorf("%w: nothing more is made or mounted without its journal record (cleanup could not finish it after a crash)", f.journalErr)
 }
 
-func (f *fileSystem) callEnded(op, p string) {
-	f.note(journalRecord{Kind: recordCalled, Op: op, Path: p})
+func (f *FileSystem) CallEnded(op, p string) {
+	f.note(JournalRecord{Kind: recordCalled, Op: op, Path: p})
 }
 
-// callInFlight tells whether an adopted journal shows a driver call at p
+// CallInFlight tells whether an adopted journal shows a driver call at p
 // that was never answered: the driver may still be in it.
-func (f *fileSystem) callInFlight(p string) (string, bool) {
+func (f *FileSystem) CallInFlight(p string) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	op, ok := f.inFlight[p]
 	return op, ok
 }
 
-func (f *fileSystem) isOwned(p string) bool {
+func (f *FileSystem) IsOwned(p string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.owned[p]
 }
 
-func (f *fileSystem) isOwnedDir(p string) bool {
+func (f *FileSystem) isOwnedDir(p string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ownedDirs[p]
 }
 
-// releaseLock drops the root dir's lock when the run leaves nothing.
-func (f *fileSystem) releaseLock() {
+// ReleaseLock drops the root dir's lock when the run leaves nothing.
+func (f *FileSystem) ReleaseLock() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.lock.Release()
-	f.lock = nil
+	f.Lock.Release()
+	f.Lock = nil
 }
 
-func (f *fileSystem) isMountPath(p string) bool {
+func (f *FileSystem) IsMountPath(p string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.mountPaths[p]
 }
 
-// adopt takes over what an earlier run's journal lists (`cleanup`).
+// Adopt takes over what an earlier run's journal lists (`cleanup`).
 // Only paths strictly inside the root dir are taken, and the root dir
 // itself when the run made it (it goes only if empty): a journal is a file
 // anyone with access to the root dir could edit, and `cleanup` must never
@@ -192,12 +198,12 @@ func (f *fileSystem) isMountPath(p string) bool {
 //
 // Each record is checked against what the simulator would have made
 // (journalcheck.go); refuse is told of every one that is not.
-func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err error)) {
+func (f *FileSystem) Adopt(jc *JournalContents, refuse func(kind, p string, err error)) {
 	// Where a journaled path crosses a symlink or a mount now, nothing of
 	// it is taken, and the refusal is noted (exit code 2).
 	f.mu.Lock()
-	for p, kind := range jc.owned {
-		if kind == recordDir {
+	for p, kind := range jc.Owned {
+		if kind == RecordDir {
 			f.journaledDirs[p] = true
 		}
 	}
@@ -207,14 +213,14 @@ func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err 
 	defer f.mu.Unlock()
 	n := f.names(jc, refuse)
 	for _, p := range jc.order {
-		kind := jc.owned[p]
-		madeRoot := p == filepath.Clean(f.root) && kind == recordDir
+		kind := jc.Owned[p]
+		madeRoot := p == filepath.Clean(f.root) && kind == RecordDir
 		if !(madeRoot || inside(p)) || f.owned[p] {
 			continue
 		}
 		if !madeRoot {
 			err := f.derivedDir(p)
-			if kind != recordDir {
+			if kind != RecordDir {
 				err = f.derivedFile(p, jc, n)
 			}
 			if err != nil {
@@ -223,10 +229,10 @@ func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err 
 			}
 		}
 		f.owned[p] = true
-		f.ownedDirs[p] = kind == recordDir
+		f.ownedDirs[p] = kind == RecordDir
 		f.created = append(f.created, p)
 	}
-	for p := range jc.mountPaths {
+	for p := range jc.MountPaths {
 		if !inside(p) {
 			continue
 		}
@@ -235,26 +241,26 @@ func (f *fileSystem) adopt(jc *journalContents, refuse func(kind, p string, err 
 			continue
 		}
 		f.mountPaths[p] = true
-		if op, ok := jc.inFlight[p]; ok {
+		if op, ok := jc.InFlight[p]; ok {
 			f.inFlight[p] = op
 		}
 	}
-	for dir, data := range jc.volData {
+	for dir, data := range jc.VolData {
 		if data != nil && inside(dir) {
 			f.journalVolData[dir] = data
 		}
 	}
 }
 
-// forgetVolumeData records that the volume in dir is done with (torn
+// ForgetVolumeData records that the volume in dir is done with (torn
 // down, or its first SetUp failed): `cleanup` has nothing of it to rebuild.
-func (f *fileSystem) forgetVolumeData(dir string) {
-	f.note(journalRecord{Kind: recordVolData, Path: dir})
+func (f *FileSystem) ForgetVolumeData(dir string) {
+	f.note(JournalRecord{Kind: RecordVolData, Path: dir})
 }
 
-// journaledVolumeData returns the copies of vol_data.json that adopted
+// JournaledVolumeData returns the copies of vol_data.json that adopted
 // journals hold, by directory, in a stable order.
-func (f *fileSystem) journaledVolumeData() ([]string, map[string]map[string]string) {
+func (f *FileSystem) JournaledVolumeData() ([]string, map[string]map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	dirs := make([]string, 0, len(f.journalVolData))
@@ -274,7 +280,7 @@ func (f *fileSystem) journaledVolumeData() ([]string, map[string]map[string]stri
 // it, and nothing is removed or unmounted through one),
 // each parent checked once, before adopt takes f.mu; a parent refused for
 // a symlink or a mount is told to refuse once, and noted.
-func (f *fileSystem) insideParentsCheck(jc *journalContents, refuse func(kind, p string, err error)) func(string) bool {
+func (f *FileSystem) insideParentsCheck(jc *JournalContents, refuse func(kind, p string, err error)) func(string) bool {
 	checked := map[string]error{}
 	check := func(p string) {
 		if !f.insideRoot(p) {
@@ -284,7 +290,7 @@ func (f *fileSystem) insideParentsCheck(jc *journalContents, refuse func(kind, p
 		if _, ok := checked[d]; ok {
 			return
 		}
-		err := f.checkPath(d)
+		err := f.CheckPath(d)
 		checked[d] = err
 		if IsSymlinkRefused(err) {
 			refuse("path", d, err)
@@ -293,10 +299,10 @@ func (f *fileSystem) insideParentsCheck(jc *journalContents, refuse func(kind, p
 	for _, p := range jc.order {
 		check(p)
 	}
-	for p := range jc.mountPaths {
+	for p := range jc.MountPaths {
 		check(p)
 	}
-	for d := range jc.volData {
+	for d := range jc.VolData {
 		check(d)
 	}
 	return func(p string) bool {
@@ -309,12 +315,12 @@ func (f *fileSystem) insideParentsCheck(jc *journalContents, refuse func(kind, p
 }
 
 // insideRoot tells whether p is a clean path strictly below the root dir.
-func (f *fileSystem) insideRoot(p string) bool {
+func (f *FileSystem) insideRoot(p string) bool {
 	return filepath.IsAbs(p) && filepath.Clean(p) == p && strings.HasPrefix(p, filepath.Clean(f.root)+"/")
 }
 
 // Created returns what was created, oldest first.
-func (f *fileSystem) Created() []string {
+func (f *FileSystem) Created() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.created...)
@@ -322,7 +328,7 @@ func (f *fileSystem) Created() []string {
 
 // ownedUnder lists what the simulator created strictly below dir, deepest
 // first, skipping everything below a mount path.
-func (f *fileSystem) ownedUnder(dir string) []string {
+func (f *FileSystem) ownedUnder(dir string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -338,7 +344,7 @@ func (f *fileSystem) ownedUnder(dir string) []string {
 
 // belowMountPath tells whether p lies inside a path that is or was a mount
 // point (f.mu held).
-func (f *fileSystem) belowMountPath(p string) bool {
+func (f *FileSystem) belowMountPath(p string) bool {
 	for d := filepath.Dir(p); d != "/" && d != "." && len(d) >= len(f.root); d = filepath.Dir(d) {
 		if f.mountPaths[d] {
 			return true
@@ -347,16 +353,16 @@ func (f *fileSystem) belowMountPath(p string) bool {
 	return false
 }
 
-// mountRefs is the CSI plugin's GetDeviceMountRefs: other mount points of
+// MountRefs is the CSI plugin's GetDeviceMountRefs: other mount points of
 // the same source as path.
-func (f *fileSystem) mountRefs(path string) ([]string, error) {
+func (f *FileSystem) MountRefs(path string) ([]string, error) {
 	return f.mounter.GetMountRefs(path)
 }
 
-// keep marks a path to be left as it is by Cleanup: a volume whose
+// Keep marks a path to be left as it is by Cleanup: a volume whose
 // teardown failed stays mounted with its files, for `cleanup` to finish
 // through the driver.
-func (f *fileSystem) keep(p string) {
+func (f *FileSystem) Keep(p string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, k := range f.kept {
@@ -367,8 +373,8 @@ func (f *fileSystem) keep(p string) {
 	f.kept = append(f.kept, p)
 }
 
-// isKept tells whether p is a kept path or lies inside one.
-func (f *fileSystem) isKept(p string) bool {
+// IsKept tells whether p is a kept path or lies inside one.
+func (f *FileSystem) IsKept(p string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, k := range f.kept {
@@ -379,43 +385,110 @@ func (f *fileSystem) isKept(p string) bool {
 	return false
 }
 
-func (f *fileSystem) keptPaths() []string {
+func (f *FileSystem) KeptPaths() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.kept...)
 }
 
-// finish removes the journal when the run left nothing of its own, and
+// Finish removes the journal when the run left nothing of its own, and
 // keeps it (for `cleanup`) otherwise.
-func (f *fileSystem) finish(clean bool) {
+func (f *FileSystem) Finish(clean bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.journal == nil {
+	if f.Journal == nil {
 		if clean {
-			f.lock.Release()
-			f.lock = nil
+			f.Lock.Release()
+			f.Lock = nil
 		}
 		return
 	}
 	if clean {
-		f.lock.Release()
-		f.lock = nil
-		if err := f.journal.remove(); err != nil {
+		f.Lock.Release()
+		f.Lock = nil
+		if err := f.Journal.remove(); err != nil {
 			// Kept: a refusal (a mount over the journal dir) is told,
 			// with the journal, and `cleanup` finishes once it is gone.
 			f.seenLocked(err)
-			f.keptJournal = f.journal.path
+			f.keptJournal = f.Journal.Path
 		}
 	} else {
-		f.journal.close()
-		f.keptJournal = f.journal.path
+		f.Journal.Close()
+		f.keptJournal = f.Journal.Path
 	}
-	f.journal = nil
+	f.Journal = nil
 }
 
-// journalPathOrKept is the run's journal file, kept for `cleanup`.
-func (f *fileSystem) journalPathOrKept() string {
+// JournalPathOrKept is the run's journal file, kept for `cleanup`.
+func (f *FileSystem) JournalPathOrKept() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.keptJournal
+}
+
+// RootNow is where the root dir the run opened is now: the path of its
+// descriptor (the kernel follows renames), "" when it was never opened.
+func (f *FileSystem) RootNow() string {
+	f.mu.Lock()
+	fd := f.rootfd
+	f.mu.Unlock()
+	if fd <= 0 {
+		return ""
+	}
+	// Still the same directory at its path (however the path is spelt,
+	// through a symlinked parent too): not moved.
+	var atFD, atPath unix.Stat_t
+	if unix.Fstat(fd, &atFD) == nil && unix.Stat(f.root, &atPath) == nil && atFD.Dev == atPath.Dev && atFD.Ino == atPath.Ino {
+		return filepath.Clean(f.root)
+	}
+	now, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return ""
+	}
+	return now
+}
+
+// RemoveEmptyMountPath removes what the driver made at a path the
+// simulator handed it, once its leftover mount is gone, as the kubelet's
+// removeMountDir does for a publish target: an empty directory (rmdir),
+// or the empty file a block publish binds its device onto. Anything with
+// content stays.
+func (f *FileSystem) RemoveEmptyMountPath(p string) {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		_ = f.RemoveAt(p, true)
+	case fi.Mode().IsRegular() && fi.Size() == 0:
+		if mnt, err := IsMountPoint(p); err == nil && !mnt {
+			_ = f.RemoveAt(p, false)
+		}
+	}
+}
+
+// UnmountAll unmounts what is stacked at p, a path mountinfo gives (a
+// real path), after checking that no directory on the way has become a
+// symlink since: umount(2) resolves the path again. The error is the
+// first failure (none when nothing more is mounted there).
+func (f *FileSystem) UnmountAll(p string) error {
+	if err := f.CheckPath(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("unmount %s: %w", p, err)
+	}
+	for range 16 {
+		if err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("unmount %s: %w", p, err)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// RestoreLock gives the root dir's lock up as it was before it was taken.
+func (f *FileSystem) RestoreLock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Lock.Restore()
+	f.Lock = nil
 }

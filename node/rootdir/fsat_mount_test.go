@@ -1,4 +1,4 @@
-package node
+package rootdir
 
 import (
 	"fmt"
@@ -110,11 +110,11 @@ func TestWalkRefusesMount(t *testing.T) {
 				inPrivateMounts(t, func() {
 					noOpenat2.Store(fallback)
 					defer noOpenat2.Store(false)
-					f := newFileSystem(root)
+					f := NewFileSystem(root)
 					for _, p := range []string{"pods", "pods/u1", "pods/u1/volumes", "pods/u1/volumes/kubernetes.io~csi", "pods/u1/volumes/kubernetes.io~csi/pv-1"} {
-						f.rememberKind(filepath.Join(root, p), recordDir)
+						f.RememberKind(filepath.Join(root, p), RecordDir)
 					}
-					if err := f.saveVolumeData(vol, map[string]string{"volumeHandle": "h"}); err != nil {
+					if err := f.SaveVolumeData(vol, map[string]string{"volumeHandle": "h"}); err != nil {
 						t.Errorf("save: %v", err)
 						return
 					}
@@ -124,32 +124,32 @@ func TestWalkRefusesMount(t *testing.T) {
 						return
 					}
 					planted++
-					if _, err := f.loadVolumeData(vol); !IsMountRefused(err) || !strings.Contains(err.Error(), mounted+" is a mount point") {
+					if _, err := f.LoadVolumeData(vol); !IsMountRefused(err) || !strings.Contains(err.Error(), mounted+" is a mount point") {
 						t.Errorf("loadVolumeData through the mount: %v, want a refusal naming %s", err, mounted)
 					}
 					for _, tc := range []struct {
 						what string
 						err  error
 					}{
-						{"remove vol_data.json", f.removeAt(filepath.Join(vol, volDataFileName), false)},
-						{"remove mount/", f.removeAt(filepath.Join(vol, "mount"), true)},
-						{"remove the volume dir", f.removeAt(vol, true)},
-						{"mkdir", f.mkdirAll(filepath.Join(vol, "new"), 0o750)},
-						{"save vol_data.json", f.saveVolumeData(vol, map[string]string{"volumeHandle": "h2"})},
-						{"check the path", f.checkPath(vol)},
+						{"remove vol_data.json", f.RemoveAt(filepath.Join(vol, VolDataFileName), false)},
+						{"remove mount/", f.RemoveAt(filepath.Join(vol, "mount"), true)},
+						{"remove the volume dir", f.RemoveAt(vol, true)},
+						{"mkdir", f.MkdirAll(filepath.Join(vol, "new"), 0o750)},
+						{"save vol_data.json", f.SaveVolumeData(vol, map[string]string{"volumeHandle": "h2"})},
+						{"check the path", f.CheckPath(vol)},
 					} {
 						if !IsMountRefused(tc.err) {
 							t.Errorf("%s through the mount: %v, want a mount refused", tc.what, tc.err)
 						}
 					}
-					if r := f.refusals(); len(r) == 0 || !IsMountRefused(r[0]) {
+					if r := f.Refusals(); len(r) == 0 || !IsMountRefused(r[0]) {
 						t.Errorf("refusals %v, want the mount noted (exit code 2)", r)
 					}
 					if err := unix.Unmount(mounted, unix.MNT_DETACH); err != nil {
 						t.Errorf("unmount: %v", err)
 					}
 					// Without the mount, the same walk goes on.
-					if _, err := f.loadVolumeData(vol); err != nil {
+					if _, err := f.LoadVolumeData(vol); err != nil {
 						t.Errorf("loadVolumeData once the mount is gone: %v", err)
 					}
 				})
@@ -169,25 +169,25 @@ func TestWalkMountPathIsLast(t *testing.T) {
 	root := t.TempDir()
 	target := filepath.Join(root, "pods/u1/volumes/kubernetes.io~csi/pv-1/mount")
 	must(t, os.MkdirAll(target, 0o750))
-	f := newFileSystem(root)
-	f.markMountPath(target)
+	f := NewFileSystem(root)
+	f.MarkMountPath(target)
 	backing := foreignTree(t)
 	inPrivateMounts(t, func() {
 		if err := unix.Mount(backing, target, "", unix.MS_BIND, ""); err != nil {
 			t.Errorf("bind mount: %v", err)
 			return
 		}
-		if err := f.removeAt(target, true); IsSymlinkRefused(err) || err == nil {
+		if err := f.RemoveAt(target, true); IsSymlinkRefused(err) || err == nil {
 			t.Errorf("remove of the driver's mounted target: %v, want busy and no refusal", err)
 		}
 		if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
-		if err := f.removeAt(target, true); err != nil {
+		if err := f.RemoveAt(target, true); err != nil {
 			t.Errorf("remove once unmounted: %v", err)
 		}
 	})
-	if r := f.refusals(); len(r) > 0 {
+	if r := f.Refusals(); len(r) > 0 {
 		t.Errorf("refusals %v for the driver's own mount point", r)
 	}
 }
@@ -206,12 +206,12 @@ func TestJournalDirMountRefused(t *testing.T) {
 			t.Errorf("journal: %v", err)
 			return
 		}
-		name = filepath.Base(j.path)
+		name = filepath.Base(j.Path)
 		if err := os.WriteFile(filepath.Join(foreign, name), []byte("foreign\n"), 0o600); err != nil {
 			t.Errorf("%v", err)
 			return
 		}
-		mounted := filepath.Join(root, journalDir)
+		mounted := filepath.Join(root, JournalDir)
 		if err := unix.Mount(foreign, mounted, "", unix.MS_BIND, ""); err != nil {
 			t.Errorf("bind mount: %v", err)
 			return
@@ -243,31 +243,31 @@ func TestJournalDirMountRefused(t *testing.T) {
 func TestVolDataHardLink(t *testing.T) {
 	root := t.TempDir()
 	vol := filepath.Join(root, "v")
-	f := newFileSystem(root)
-	must(t, f.mkdirAll(vol, 0o750))
-	p := filepath.Join(vol, volDataFileName)
-	must(t, f.saveVolumeData(vol, map[string]string{"volumeHandle": "h"}))
+	f := NewFileSystem(root)
+	must(t, f.MkdirAll(vol, 0o750))
+	p := filepath.Join(vol, VolDataFileName)
+	must(t, f.SaveVolumeData(vol, map[string]string{"volumeHandle": "h"}))
 	foreign := filepath.Join(t.TempDir(), "precious")
 	must(t, os.WriteFile(foreign, []byte("foreign data\n"), 0o600))
 	must(t, os.Remove(p))
 	must(t, os.Link(foreign, p))
-	if err := f.saveVolumeData(vol, map[string]string{"volumeHandle": "h2"}); !IsSymlinkRefused(err) || !strings.Contains(err.Error(), "hard link") {
+	if err := f.SaveVolumeData(vol, map[string]string{"volumeHandle": "h2"}); !IsSymlinkRefused(err) || !strings.Contains(err.Error(), "hard link") {
 		t.Errorf("rewrite through a hard link: %v, want refused", err)
 	}
-	if err := f.removeAt(p, false); !IsSymlinkRefused(err) {
+	if err := f.RemoveAt(p, false); !IsSymlinkRefused(err) {
 		t.Errorf("remove of a hard link: %v, want refused", err)
 	}
 	// Another single-name file swapped in (another inode) is not its own either.
 	must(t, os.Remove(p))
 	must(t, os.WriteFile(p, []byte("someone's\n"), 0o600))
-	if err := f.saveVolumeData(vol, map[string]string{"volumeHandle": "h3"}); !IsSymlinkRefused(err) || !strings.Contains(err.Error(), "inode") {
+	if err := f.SaveVolumeData(vol, map[string]string{"volumeHandle": "h3"}); !IsSymlinkRefused(err) || !strings.Contains(err.Error(), "inode") {
 		t.Errorf("rewrite of another inode: %v, want refused", err)
 	}
 	if got := readFile(p); got != "someone's\n" {
 		t.Errorf("the swapped-in file reads %q", got)
 	}
 	// createAt never opens what is there.
-	if _, err := f.createAt(p, 0o644); err == nil {
+	if _, err := f.CreateAt(p, 0o644); err == nil {
 		t.Errorf("createAt over an existing file succeeded")
 	}
 	if got := readFile(foreign); got != "foreign data\n" {
@@ -294,23 +294,23 @@ func TestWalkTakesNodeMount(t *testing.T) {
 			t.Errorf("bind mount: %v", err)
 			return
 		}
-		f := newFileSystem(root)
+		f := NewFileSystem(root)
 		vol := filepath.Join(pods, "u1/volumes/kubernetes.io~csi/pv-1")
-		if err := f.mkdirAll(vol, 0o750); err != nil {
+		if err := f.MkdirAll(vol, 0o750); err != nil {
 			t.Errorf("mkdir through the node's own mount at pods/: %v", err)
 			return
 		}
-		if err := f.checkPath(vol); err != nil {
+		if err := f.CheckPath(vol); err != nil {
 			t.Errorf("check through the node's own mount: %v", err)
 		}
 		if err := unix.Mount(foreign, pods, "", unix.MS_BIND, ""); err != nil {
 			t.Errorf("bind mount: %v", err)
 			return
 		}
-		if err := f.checkPath(vol); !IsMountRefused(err) {
+		if err := f.CheckPath(vol); !IsMountRefused(err) {
 			t.Errorf("a mount over pods/ during the run: %v, want refused", err)
 		}
-		if err := f.removeAt(vol, true); !IsMountRefused(err) {
+		if err := f.RemoveAt(vol, true); !IsMountRefused(err) {
 			t.Errorf("remove through a mount over pods/: %v, want refused", err)
 		}
 	})
