@@ -57,7 +57,7 @@ func (k *Kubelet) withRetry(ctx context.Context, l csiclient.Labels, op func(att
 		if !k.cfg.Retry.allows(attempt, time.Since(b.started)+wait) {
 			return err
 		}
-		k.trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("attempt %d failed; the kubelet retries after its backoff of %s", attempt, wait))
+		k.Trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("attempt %d failed; the kubelet retries after its backoff of %s", attempt, wait))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

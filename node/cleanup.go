@@ -102,50 +102,50 @@ func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 	l := &Leftovers{}
 	k.checkMounts(ctx, l)
 	k.cleanupOrphanedPodDirs(ctx)
-	for _, p := range k.fs.KeptPaths() {
+	for _, p := range k.FS.KeptPaths() {
 		if _, err := os.Lstat(p); err == nil {
 			l.Left = append(l.Left, Leftover{Path: p, What: "volume", Owner: OwnerSimulator, Why: "kept as it is after its teardown failed; `csi-kubelet-sim cleanup` finishes it through the driver"})
 		}
 	}
-	created := k.fs.Created()
+	created := k.FS.Created()
 	for i := len(created) - 1; i >= 0; i-- {
 		k.removeCreated(ctx, created[i], l)
 	}
 	slices.Sort(l.KubeletPaths)
-	k.fs.Finish(l.NothingOnDisk())
+	k.FS.Finish(l.NothingOnDisk())
 	if !l.NothingOnDisk() {
-		l.Journal = k.fs.JournalPathOrKept()
-	} else if j := k.fs.JournalPathOrKept(); j != "" {
+		l.Journal = k.FS.JournalPathOrKept()
+	} else if j := k.FS.JournalPathOrKept(); j != "" {
 		// Its removal was refused (a mount over the journal dir).
 		l.Journal = j
 	} else {
 		k.removeEmptyCreated()
 	}
 	if removeRoot && l.NothingOnDisk() && l.Journal == "" {
-		k.fs.ReleaseLock()
-		rootdir.RemoveSimDir(k.paths.Root)
-		if err := os.Remove(k.paths.Root); err != nil && !os.IsNotExist(err) {
-			l.Errors = append(l.Errors, fmt.Errorf("remove root dir %s: %w", k.paths.Root, err))
+		k.FS.ReleaseLock()
+		rootdir.RemoveSimDir(k.Layout.Root)
+		if err := os.Remove(k.Layout.Root); err != nil && !os.IsNotExist(err) {
+			l.Errors = append(l.Errors, fmt.Errorf("remove root dir %s: %w", k.Layout.Root, err))
 		}
 	}
-	l.Symlinks = k.fs.RefusedSymlinks()
-	l.Refused = k.fs.Refusals()
+	l.Symlinks = k.FS.RefusedSymlinks()
+	l.Refused = k.FS.Refusals()
 	return l
 }
 
 // removeEmptyCreated removes the created directories that held only the
 // journal: the root dir a run made, and its parents.
 func (k *Kubelet) removeEmptyCreated() {
-	created := k.fs.Created()
+	created := k.FS.Created()
 	for i := len(created) - 1; i >= 0; i-- {
-		_ = k.fs.RemovePath(created[i])
+		_ = k.FS.RemovePath(created[i])
 	}
 }
 
 // removeCreated removes one path the simulation created, after reporting
 // what others put in it.
 func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
-	if k.fs.IsKept(p) {
+	if k.FS.IsKept(p) {
 		return
 	}
 	fi, err := os.Lstat(p)
@@ -158,18 +158,18 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 		// reported as the driver's, nor is anything removed (refused,
 		// exit 2). A path handed to the driver is its mount point.
 		at := p
-		if k.fs.IsMountPath(p) {
+		if k.FS.IsMountPath(p) {
 			at = filepath.Dir(p)
 		}
-		if err := k.fs.CheckPath(at); rootdir.IsSymlinkRefused(err) {
+		if err := k.FS.CheckPath(at); rootdir.IsSymlinkRefused(err) {
 			return
 		}
 		k.reportForeign(ctx, p, l)
 	}
-	if isKubeletKept(k.paths, p) {
+	if isKubeletKept(k.Layout, p) {
 		l.KubeletPaths = append(l.KubeletPaths, p)
 	}
-	if err := k.fs.RemovePath(p); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+	if err := k.FS.RemovePath(p); err != nil && !os.IsNotExist(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
 		l.Errors = append(l.Errors, fmt.Errorf("remove %s: %w", p, err))
 	}
 }
@@ -184,7 +184,7 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 	if k.rootMoved(ctx, l) {
 		return
 	}
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(k.paths.Root))
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(k.Layout.Root))
 	if err != nil {
 		l.Errors = append(l.Errors, fmt.Errorf("read mountinfo: %w", err))
 		return
@@ -197,24 +197,24 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 	points = slices.Compact(points)
 	for _, p := range points {
 		switch {
-		case p == k.paths.Root || k.fs.IsKept(p):
+		case p == k.Layout.Root || k.FS.IsKept(p):
 		case k.inFlightMount(ctx, p, l):
-		case k.fs.IsMountPath(p):
-			k.trace.Warn(ctx, "left mounted by the driver after it answered OK: "+p+" (unmounting it: the simulator made this path for the driver)")
-			if err := k.fs.UnmountAll(p); err != nil {
+		case k.FS.IsMountPath(p):
+			k.Trace.Warn(ctx, "left mounted by the driver after it answered OK: "+p+" (unmounting it: the simulator made this path for the driver)")
+			if err := k.FS.UnmountAll(p); err != nil {
 				l.Errors = append(l.Errors, err)
 			}
 			// Said unmounted only when mountinfo no longer has it: a mount
 			// laid over a directory above it hides it from umount(2).
 			if still, err := mountsAtOrUnder(p); err != nil || slices.Contains(still, p) {
-				k.trace.Warn(ctx, "still mounted after the simulator's unmount: "+p+" (another mount lies over the way to it); left mounted")
+				k.Trace.Warn(ctx, "still mounted after the simulator's unmount: "+p+" (another mount lies over the way to it); left mounted")
 				l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "left after the driver answered OK, and still in mountinfo after the simulator's unmount (another mount lies over the way to it)"})
 				continue
 			}
 			l.Mounts = append(l.Mounts, p)
-			k.fs.RemoveEmptyMountPath(p)
+			k.FS.RemoveEmptyMountPath(p)
 		case k.insideOwned(p):
-			k.trace.Warn(ctx, "a mount the driver made inside the simulator's directories, not at a path it was given: "+p+" (left mounted)")
+			k.Trace.Warn(ctx, "a mount the driver made inside the simulator's directories, not at a path it was given: "+p+" (left mounted)")
 			l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "not at a path the simulator handed out, so left mounted"})
 		}
 	}
@@ -226,16 +226,16 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 // mounted under the new one is reported from mountinfo, and left: the
 // simulator acts only at the paths it handed out.
 func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
-	now := k.fs.RootNow()
-	if now == "" || now == filepath.Clean(k.paths.Root) {
+	now := k.FS.RootNow()
+	if now == "" || now == filepath.Clean(k.Layout.Root) {
 		return false
 	}
 	mounts, err := mountsAtOrUnder(now)
 	if err != nil {
 		l.Errors = append(l.Errors, err)
 	}
-	l.Errors = append(l.Errors, fmt.Errorf("root dir %s was moved to %s during the run; nothing was checked or removed there (%d mounts under it)", k.paths.Root, now, len(mounts)))
-	k.trace.Warn(ctx, fmt.Sprintf("the root dir %s was moved to %s during the run: what is mounted there is left", k.paths.Root, now))
+	l.Errors = append(l.Errors, fmt.Errorf("root dir %s was moved to %s during the run; nothing was checked or removed there (%d mounts under it)", k.Layout.Root, now, len(mounts)))
+	k.Trace.Warn(ctx, fmt.Sprintf("the root dir %s was moved to %s during the run: what is mounted there is left", k.Layout.Root, now))
 	for _, m := range mounts {
 		l.Left = append(l.Left, Leftover{Path: m, What: "mount", Owner: OwnerDriver, Why: "under the root dir, moved during the run; left mounted"})
 	}
@@ -250,19 +250,19 @@ func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
 // holds (its loop devices). It is left, and a later `cleanup` asks the
 // driver again.
 func (k *Kubelet) inFlightMount(ctx context.Context, p string, l *Leftovers) bool {
-	op, ok := k.fs.CallInFlight(p)
+	op, ok := k.FS.CallInFlight(p)
 	if !ok {
 		return false
 	}
-	k.trace.Warn(ctx, "still mounted: "+p+", where the killed run's "+op+" may still be running in the driver; left for the driver (run `cleanup` again once the driver is done)")
+	k.Trace.Warn(ctx, "still mounted: "+p+", where the killed run's "+op+" may still be running in the driver; left for the driver (run `cleanup` again once the driver is done)")
 	l.Left = append(l.Left, Leftover{Path: p, What: "mount", Owner: OwnerDriver, Why: "the killed run's " + op + " there may still be in progress in the driver; `cleanup` again asks the driver to undo it"})
 	return true
 }
 
 // insideOwned tells whether p lies inside a directory the simulator made.
 func (k *Kubelet) insideOwned(p string) bool {
-	for d := filepath.Dir(p); len(d) > len(k.paths.Root); d = filepath.Dir(d) {
-		if k.fs.IsOwned(d) {
+	for d := filepath.Dir(p); len(d) > len(k.Layout.Root); d = filepath.Dir(d) {
+		if k.FS.IsOwned(d) {
 			return true
 		}
 	}
@@ -279,7 +279,7 @@ func (k *Kubelet) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 	}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if k.fs.IsOwned(p) || k.fs.IsKept(p) || (dir == k.paths.Root && e.Name() == rootdir.JournalDir) {
+		if k.FS.IsOwned(p) || k.FS.IsKept(p) || (dir == k.Layout.Root && e.Name() == rootdir.JournalDir) {
 			continue
 		}
 		if mnt, _ := rootdir.IsMountPoint(p); mnt {
@@ -289,7 +289,7 @@ func (k *Kubelet) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 		if e.IsDir() {
 			what = "directory"
 		}
-		k.trace.Warn(ctx, fmt.Sprintf("left behind by the driver: %s (left in place: the simulator deletes only what it made)", p))
+		k.Trace.Warn(ctx, fmt.Sprintf("left behind by the driver: %s (left in place: the simulator deletes only what it made)", p))
 		l.Left = append(l.Left, Leftover{Path: p, What: what, Owner: OwnerDriver, Why: "left in a directory the simulator made; not deleted"})
 	}
 }
@@ -302,30 +302,30 @@ func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
 		if k.state.podHasMounts(uid) {
 			continue
 		}
-		podDir := k.paths.PodDir(uid)
-		if k.fs.IsKept(podDir) {
+		podDir := k.Layout.PodDir(uid)
+		if k.FS.IsKept(podDir) {
 			continue
 		}
 		volumes := filepath.Join(podDir, "volumes")
 		csiDir := filepath.Join(volumes, rootdir.EscapeQualifiedName(rootdir.PluginName))
 		if vols, _ := os.ReadDir(csiDir); len(vols) > 0 {
-			k.trace.Warn(ctx, fmt.Sprintf("orphaned pod %q found, but volume paths are still present on disk", uid))
+			k.Trace.Warn(ctx, fmt.Sprintf("orphaned pod %q found, but volume paths are still present on disk", uid))
 			continue
 		}
 		devices := filepath.Join(podDir, "volumeDevices")
 		removed := true
 		for _, d := range []string{csiDir, volumes, filepath.Join(devices, rootdir.EscapeQualifiedName(rootdir.PluginName)), devices, filepath.Join(podDir, "plugins"), podDir} {
-			if !k.fs.IsOwned(d) {
+			if !k.FS.IsOwned(d) {
 				continue
 			}
-			if err := k.fs.RemoveAt(d, true); err != nil && !os.IsNotExist(err) {
-				k.trace.Warn(ctx, fmt.Sprintf("housekeeping: %v", err))
+			if err := k.FS.RemoveAt(d, true); err != nil && !os.IsNotExist(err) {
+				k.Trace.Warn(ctx, fmt.Sprintf("housekeeping: %v", err))
 				removed = false
 				break
 			}
 		}
 		if removed {
-			k.trace.Note(ctx, true, "housekeeping: removed orphaned pod dir "+podDir)
+			k.Trace.Note(ctx, true, "housekeeping: removed orphaned pod dir "+podDir)
 		}
 	}
 }
@@ -358,7 +358,7 @@ func (k *Kubelet) forced(ctx context.Context, err error, dirs []string) bool {
 	ok := true
 	for _, d := range dirs {
 		if err := k.forceRemove(ctx, d); err != nil {
-			k.trace.Warn(ctx, "--force: "+err.Error()+"; kept")
+			k.Trace.Warn(ctx, "--force: "+err.Error()+"; kept")
 			ok = false
 		}
 	}
@@ -376,7 +376,7 @@ func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
 		return nil
 	}
-	if !k.fs.IsOwned(dir) && !k.fs.IsMountPath(dir) {
+	if !k.FS.IsOwned(dir) && !k.FS.IsMountPath(dir) {
 		return fmt.Errorf("%s is not recorded in the journal", dir)
 	}
 	mounts, err := mountsAtOrUnder(dir)
@@ -384,16 +384,16 @@ func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
 		return err
 	}
 	for _, m := range mounts {
-		if !k.fs.IsMountPath(m) {
+		if !k.FS.IsMountPath(m) {
 			return fmt.Errorf("%s is a mount the journal did not record", m)
 		}
-		if err := k.fs.UnmountAll(m); err != nil {
+		if err := k.FS.UnmountAll(m); err != nil {
 			return err
 		}
 		if still, err := mountsAtOrUnder(m); err != nil || len(still) > 0 {
 			return fmt.Errorf("%s is still mounted after umount", m)
 		}
-		k.trace.Note(ctx, false, "--force: unmounted "+m+" (the journal recorded it as a mount path)")
+		k.Trace.Note(ctx, false, "--force: unmounted "+m+" (the journal recorded it as a mount path)")
 	}
 	if still, err := mountsAtOrUnder(dir); err != nil || len(still) > 0 {
 		return fmt.Errorf("mounts under %s remain: %v", dir, still)
@@ -404,10 +404,10 @@ func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
 		return err
 	}
 	return k.forceWalk(dir, func(p string, isDir bool) error {
-		if err := k.fs.RemoveAt(p, isDir); err != nil {
+		if err := k.FS.RemoveAt(p, isDir); err != nil {
 			return err
 		}
-		k.trace.Note(ctx, false, "--force: removed "+p)
+		k.Trace.Note(ctx, false, "--force: removed "+p)
 		return nil
 	})
 }
@@ -420,7 +420,7 @@ func (k *Kubelet) forceWalk(dir string, do func(p string, isDir bool) error) err
 	if err != nil {
 		return err
 	}
-	if !k.fs.IsOwned(dir) && !k.fs.IsMountPath(dir) {
+	if !k.FS.IsOwned(dir) && !k.FS.IsMountPath(dir) {
 		return fmt.Errorf("%s is not recorded in the journal", dir)
 	}
 	if fi.IsDir() {

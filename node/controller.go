@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 
 	"context"
@@ -16,14 +18,14 @@ import (
 // runs after the kubelet's teardown: detach and delete, for the volumes
 // the kubelet no longer uses.
 type Controller interface {
-	Prepare(ctx context.Context, reg *Registration, pods []*corev1.Pod) error
+	Prepare(ctx context.Context, reg *csiplugin.Registration, pods []*corev1.Pod) error
 	Finish(ctx context.Context, inUse func(driver, handle string) bool) []error
 }
 
 // prepareController runs the plan's controller before the pods; false
 // when it failed (the error is the outcome's ControllerErr, and no pod
 // runs).
-func (k *Kubelet) prepareController(ctx context.Context, plan Plan, reg *Registration, pods []PodPlan, out *Outcome) bool {
+func (k *Kubelet) prepareController(ctx context.Context, plan Plan, reg *csiplugin.Registration, pods []PodPlan, out *Outcome) bool {
 	if plan.Controller == nil {
 		return true
 	}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 
 	"context"
@@ -20,7 +22,7 @@ type recordingController struct {
 	finished   int
 }
 
-func (c *recordingController) Prepare(_ context.Context, reg *Registration, pods []*corev1.Pod) error {
+func (c *recordingController) Prepare(_ context.Context, reg *csiplugin.Registration, pods []*corev1.Pod) error {
 	c.pods, c.regDriver = len(pods), reg.DriverName
 	return c.prepareErr
 }
@@ -66,7 +68,7 @@ func TestVolumeInUse(t *testing.T) {
 	if k.volumeInUse("d", "h") {
 		t.Fatal("in use before anything")
 	}
-	k.state.recordDevice(unique, &volumeSpec{Driver: "d", Handle: "h"}, nil)
+	k.state.recordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
 	if !k.volumeInUse("d", "h") {
 		t.Error("a staged device is not in use")
 	}

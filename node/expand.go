@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 
 	"context"
@@ -24,7 +26,7 @@ import (
 // NodeResizeInProgress. The mount operation ignores whether the expansion
 // finished: the actual state keeps the claim's old size, so the reconciler
 // expands the volume again while in use (expandinuse.go).
-func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, at resizePaths) error {
+func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths) error {
 	if v.PV == nil || v.PVC == nil {
 		return nil
 	}
@@ -36,7 +38,7 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 		return nil
 	}
 	if v.ReadOnly {
-		k.trace.Warn(ctx, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", v.SpecName))
+		k.Trace.Warn(ctx, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q requested read-only file system", v.SpecName))
 		return nil
 	}
 	_, _, err := k.resizeOnNode(ctx, pod, v, at, specCap)
@@ -48,7 +50,7 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *vol
 // (legacyCallNodeExpandOnPlugin) or, when the claim's resize fields drive
 // it, the new one (NodeExpander.expandOnPlugin). It returns whether the
 // expansion is finished for the actual state and the size to record there.
-func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *volumeSpec, at resizePaths, pvSize resource.Quantity) (bool, resource.Quantity, error) {
+func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths, pvSize resource.Quantity) (bool, resource.Quantity, error) {
 	pvc := v.PVC
 	if !k.recoveringFromExpansion(pvc) {
 		err := k.nodeExpand(ctx, v, at, pvSize)
@@ -72,17 +74,17 @@ func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *volumeSp
 	// expanded unless annotated as not needing it.
 	oldSize := pvc.Status.Capacity[corev1.ResourceStorage]
 	newSize := pvc.Status.AllocatedResources[corev1.ResourceStorage]
-	allow, alreadyUpdated := nodeExpansionAllowed(k.release.Version, pvc, newSize)
+	allow, alreadyUpdated := nodeExpansionAllowed(k.Release.Version, pvc, newSize)
 	if !allow {
 		if alreadyUpdated {
 			return true, newSize, nil
 		}
-		k.trace.Note(ctx, true, fmt.Sprintf("expansion: resize status %q: NodeExpandVolume is not allowed to proceed", pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]))
+		k.Trace.Note(ctx, true, fmt.Sprintf("expansion: resize status %q: NodeExpandVolume is not allowed to proceed", pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]))
 		return false, oldSize, nil
 	}
 	err := k.nodeExpand(ctx, v, at, newSize)
 	switch {
-	case errors.Is(err, errNodeExpandNotSupported) && alreadyUpdated && k.release.ExpandedClaimOnlyRWX():
+	case errors.Is(err, errNodeExpandNotSupported) && alreadyUpdated && k.Release.ExpandedClaimOnlyRWX():
 		return true, newSize, nil
 	case isInUseError(err):
 		k.markInUseExpansionError(ctx, pod, v, err)
@@ -121,7 +123,7 @@ func (k *Kubelet) recordClaimSize(ctx context.Context, pvc *corev1.PersistentVol
 	}
 	pvc.Status.Capacity[corev1.ResourceStorage] = size
 	delete(pvc.Status.AllocatedResourceStatuses, corev1.ResourceStorage)
-	k.trace.Note(ctx, false, fmt.Sprintf("expansion: claim %s/%s status.capacity is now %s", pvc.Namespace, pvc.Name, size.String()))
+	k.Trace.Note(ctx, false, fmt.Sprintf("expansion: claim %s/%s status.capacity is now %s", pvc.Namespace, pvc.Name, size.String()))
 }
 
 // isInUseError is the CSI plugin's inUseError: FailedPrecondition says the
@@ -134,11 +136,11 @@ func isInUseError(err error) bool {
 
 // markInUseExpansionError is MarkForInUseExpansionError: the reconciler
 // will not expand this volume again while it stays attached.
-func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *volumeSpec, err error) {
-	k.state.markInUseExpansionError(v.uniqueName(string(pod.UID)))
+func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, err error) {
+	k.state.markInUseExpansionError(v.UniqueName(string(pod.UID)))
 	// Only the kubelet's log says so: no event is recorded (a whole
 	// kubelet showed none), so it is not a warning of the trace.
-	k.trace.Note(ctx, false, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q : %v; the kubelet lets the mount go on and does not expand the volume again on this node (it logs the error, no event)", v.SpecName, err))
+	k.Trace.Note(ctx, false, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q : %v; the kubelet lets the mount go on and does not expand the volume again on this node (it logs the error, no event)", v.SpecName, err))
 }
 
 // recoveringFromExpansion is checkForRecoveryFromExpansion: whether the
@@ -148,7 +150,7 @@ func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, 
 // with the gate off; in 1.30 the gate alone decides.
 func (k *Kubelet) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
 	set := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != "" || pvc.Status.AllocatedResources != nil
-	if !k.release.Enabled(release.RecoverVolumeExpansionFailure) && !k.release.ExpansionByClaimStatus() {
+	if !k.Release.Enabled(release.RecoverVolumeExpansionFailure) && !k.Release.ExpansionByClaimStatus() {
 		return false
 	}
 	return set
@@ -171,42 +173,42 @@ var errNodeExpandNotSupported = errors.New("NodeExpand is not supported by the C
 // NodeExpandVolume: the EXPAND_VOLUME query, the expand secret, then the
 // access-mode query and the call, with the PV's mount options but never an
 // SELinux option.
-func (k *Kubelet) nodeExpand(ctx context.Context, v *volumeSpec, at resizePaths, newSize resource.Quantity) error {
-	ok, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_EXPAND_VOLUME)
+func (k *Kubelet) nodeExpand(ctx context.Context, v *csiplugin.VolumeSpec, at resizePaths, newSize resource.Quantity) error {
+	ok, err := k.NodeSupports(ctx, csi.NodeServiceCapability_RPC_EXPAND_VOLUME)
 	if err != nil {
 		return fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %v", err)
 	}
 	if !ok {
-		k.trace.Note(ctx, false, fmt.Sprintf("NodeExpand is not supported by the CSI driver %s", v.Driver))
+		k.Trace.Note(ctx, false, fmt.Sprintf("NodeExpand is not supported by the CSI driver %s", v.Driver))
 		return fmt.Errorf("%w %s", errNodeExpandNotSupported, v.Driver)
 	}
 	secrets := map[string]string{}
 	if ref := v.PV.Spec.CSI.NodeExpandSecretRef; ref != nil {
-		if secrets, err = k.credentialsFromSecret(ref); err != nil {
+		if secrets, err = k.CredentialsFromSecret(ref); err != nil {
 			return fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
 		}
 	}
 	if newSize.Value() < 0 {
 		return errors.New("size can not be less than 0")
 	}
-	mapper, err := k.accessModeMapper(ctx)
+	mapper, err := k.AccessModeMapper(ctx)
 	if err != nil {
 		return err
 	}
 	fsType := v.FSType
 	if v.Block {
-		fsType = fsTypeBlockName
+		fsType = csiplugin.FsTypeBlockName
 	}
 	req := &csi.NodeExpandVolumeRequest{
 		VolumeId:          v.Handle,
 		VolumePath:        at.volumePath,
 		StagingTargetPath: at.stagingPath,
 		CapacityRange:     &csi.CapacityRange{RequiredBytes: newSize.Value()},
-		VolumeCapability:  volumeCapability(mapper(v.accessMode()), fsType, v.mountOptions(), nil),
+		VolumeCapability:  csiplugin.VolumeCapability(mapper(v.AccessMode()), fsType, v.MountOptions(), nil),
 		Secrets:           secrets,
 	}
-	if _, err := k.nodeClient.NodeExpandVolume(ctx, req); err != nil {
-		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", classifyRPC(err))
+	if _, err := k.NodeClient.NodeExpandVolume(ctx, req); err != nil {
+		return fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", csiplugin.ClassifyRPC(err))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"fmt"
 	"path/filepath"
@@ -22,7 +24,7 @@ type claimSize struct {
 // initClaimSize is VerifyControllerAttachedVolume's InitializeClaimSize:
 // the claim's status.capacity when the volume is verified attached, kept
 // while the volume stays attached (a second pod does not change it).
-func (s *actualState) initClaimSize(unique string, v *volumeSpec) {
+func (s *actualState) initClaimSize(unique string, v *csiplugin.VolumeSpec) {
 	if v.PV == nil || v.PVC == nil {
 		return
 	}
@@ -65,7 +67,7 @@ func (s *actualState) markInUseExpansionError(unique string) {
 // size is the PV's, never recorded for a read-only volume) and the actual
 // state's volumeNeedsExpansion: the claim size it holds is known and below
 // the PV's, and no driver said it cannot expand the volume in use.
-func (k *Kubelet) inUseExpansionDue(v *volumeSpec, unique string) (old, desired resource.Quantity, due bool) {
+func (k *Kubelet) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string) (old, desired resource.Quantity, due bool) {
 	if v.PV == nil || v.PVC == nil || v.ReadOnly {
 		return old, desired, false
 	}
@@ -84,7 +86,7 @@ func (k *Kubelet) inUseExpansionDue(v *volumeSpec, unique string) (old, desired 
 // (GenerateExpandInUseVolumeFunc), which calls NodeExpandVolume again on
 // the legacy path. It comes before the pod's next sync (docs/kubelet.md §15.4).
 // A failure is the volume's: the kubelet's VolumeResizeFailed event.
-func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*volumeSpec, res *PodResult) {
+func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*csiplugin.VolumeSpec, res *PodResult) {
 	for i, v := range specs {
 		if ctx.Err() != nil {
 			return
@@ -100,14 +102,14 @@ func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*vol
 
 // expandInUseOne is one volume's ExpandInUseVolume, under the volume's
 // operation key and with the kubelet's retries.
-func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
-	unique := v.uniqueName(string(pod.UID))
+func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+	unique := v.UniqueName(string(pod.UID))
 	old, desired, due := k.inUseExpansionDue(v, unique)
 	if !due {
 		return nil
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: "ExpandInUseVolume", Volume: v.SpecName, Pod: podName(pod)}
-	k.trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("in-use expansion: the kubelet's actual state still has the claim's old size %s (the mount's expansion does not record the new one), below the PV's %s, so the reconciler's next pass expands the volume again while the pod runs (docs/kubelet.md §15.4)", old.String(), desired.String()))
+	k.Trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("in-use expansion: the kubelet's actual state still has the claim's old size %s (the mount's expansion does not record the new one), below the PV's %s, so the reconciler's next pass expands the volume again while the pod runs (docs/kubelet.md §15.4)", old.String(), desired.String()))
 	at := k.inUsePaths(pod, v)
 	waiting := false
 	err := k.withRetry(ctx, l, func(int) error {
@@ -130,7 +132,7 @@ func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *volume
 		return k.volumeFailure(ctx, l, "NodeExpandVolume.NodeExpandVolume", v, pod, err)
 	}
 	if waiting {
-		k.trace.Note(csiclient.WithLabels(ctx, l), true, "in-use expansion: waiting for the volume to be expandable on the node; the reconciler checks the claim again on every pass")
+		k.Trace.Note(csiclient.WithLabels(ctx, l), true, "in-use expansion: waiting for the volume to be expandable on the node; the reconciler checks the claim again on every pass")
 	}
 	return nil
 }
@@ -139,13 +141,13 @@ func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *volume
 // filesystem volume the pod's target path and the device mount path, for
 // a block volume the device path the map recorded and the block mapper's
 // staging path, both whether or not the driver stages.
-func (k *Kubelet) inUsePaths(pod *corev1.Pod, v *volumeSpec) resizePaths {
+func (k *Kubelet) inUsePaths(pod *corev1.Pod, v *csiplugin.VolumeSpec) resizePaths {
 	if !v.Block {
-		return resizePaths{volumePath: k.paths.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.paths.DeviceMountPath(v.Driver, v.Handle)}
+		return resizePaths{volumePath: k.Layout.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.Layout.DeviceMountPath(v.Driver, v.Handle)}
 	}
-	devicePath := k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+	devicePath := k.Layout.BlockPublishPath(v.SpecName, string(pod.UID))
 	if real, err := filepath.EvalSymlinks(devicePath); err == nil {
 		devicePath = real
 	}
-	return resizePaths{volumePath: devicePath, stagingPath: k.paths.BlockStagingPath(v.SpecName)}
+	return resizePaths{volumePath: devicePath, stagingPath: k.Layout.BlockStagingPath(v.SpecName)}
 }

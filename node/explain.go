@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 
 	"context"
@@ -16,48 +18,48 @@ import (
 
 // explainNoSELinux tells why a volume is mounted without context=. Loud
 // when the CSIDriver asked for seLinuxMount, at -v otherwise.
-func (k *Kubelet) explainNoSELinux(ctx context.Context, pod *corev1.Pod, v *volumeSpec) {
-	asked := k.pluginSupportsSELinuxMount(v.Driver)
-	k.trace.Note(ctx, !asked, "SELinux: no context= mount option: "+k.noSELinuxReason(pod, v, asked))
+func (k *Kubelet) explainNoSELinux(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) {
+	asked := k.PluginSupportsSELinuxMount(v.Driver)
+	k.Trace.Note(ctx, !asked, "SELinux: no context= mount option: "+k.noSELinuxReason(pod, v, asked))
 }
 
-func (k *Kubelet) noSELinuxReason(pod *corev1.Pod, v *volumeSpec, asked bool) string {
+func (k *Kubelet) noSELinuxReason(pod *corev1.Pod, v *csiplugin.VolumeSpec, asked bool) string {
 	switch {
-	case !k.release.Enabled(release.SELinuxMountReadWriteOncePod):
+	case !k.Release.Enabled(release.SELinuxMountReadWriteOncePod):
 		return "the SELinuxMountReadWriteOncePod feature gate is off"
-	case !k.selinux.Enabled:
+	case !k.SELinux.Enabled:
 		return "the node has no SELinux (no /sys/fs/selinux, or --selinux=false; --selinux=true simulates an SELinux node)"
 	case !asked:
 		return fmt.Sprintf("CSIDriver %s does not set seLinuxMount: true (or there is no CSIDriver object)", v.Driver)
-	case len(containerSELinuxOptions(pod, v.PodVolume)) == 0:
+	case len(csiplugin.ContainerSELinuxOptions(pod, v.PodVolume)) == 0:
 		return fmt.Sprintf("no container that mounts volume %q has seLinuxOptions (pod or container securityContext)", v.PodVolume)
 	case pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.SELinuxChangePolicy != nil &&
-		*pod.Spec.SecurityContext.SELinuxChangePolicy == corev1.SELinuxChangePolicyRecursive && k.release.Enabled(release.SELinuxChangePolicy):
+		*pod.Spec.SecurityContext.SELinuxChangePolicy == corev1.SELinuxChangePolicyRecursive && k.Release.Enabled(release.SELinuxChangePolicy):
 		return "the pod's seLinuxChangePolicy is Recursive: the runtime relabels the files instead"
 	case v.PV == nil:
 		return "inline volumes never get the mount option"
 	case !k.volumeSupportsSELinuxMount(v):
-		if k.release.Enabled(release.SELinuxMount) {
-			return fmt.Sprintf("the PV's access modes %v: kubelet %s needs exactly one", v.PV.Spec.AccessModes, k.release.Version)
+		if k.Release.Enabled(release.SELinuxMount) {
+			return fmt.Sprintf("the PV's access modes %v: kubelet %s needs exactly one", v.PV.Spec.AccessModes, k.Release.Version)
 		}
-		return fmt.Sprintf("the PV's access modes %v: with the SELinuxMount gate off (kubelet %s default), only a PV with exactly [ReadWriteOncePod] gets it", v.PV.Spec.AccessModes, k.release.Version)
+		return fmt.Sprintf("the PV's access modes %v: with the SELinuxMount gate off (kubelet %s default), only a PV with exactly [ReadWriteOncePod] gets it", v.PV.Spec.AccessModes, k.Release.Version)
 	}
 	return "the volume's label was set by an earlier pod without one (the first pod's label is the volume's)"
 }
 
 // explainPodInfo tells, at -v, why volume_context has no pod info or no
 // tokens.
-func (k *Kubelet) explainPodInfo(ctx context.Context, v *volumeSpec) {
-	d, ok := k.cluster.CSIDriver(v.Driver)
+func (k *Kubelet) explainPodInfo(ctx context.Context, v *csiplugin.VolumeSpec) {
+	d, ok := k.Cluster.CSIDriver(v.Driver)
 	switch {
 	case !ok:
-		k.trace.Note(ctx, true, fmt.Sprintf("no CSIDriver object %q: no pod info, no tokens in the request (the kubelet reads both from it)", v.Driver))
+		k.Trace.Note(ctx, true, fmt.Sprintf("no CSIDriver object %q: no pod info, no tokens in the request (the kubelet reads both from it)", v.Driver))
 		return
 	case d.Spec.PodInfoOnMount == nil || !*d.Spec.PodInfoOnMount:
-		k.trace.Note(ctx, true, fmt.Sprintf("CSIDriver %s has podInfoOnMount unset or false: no csi.storage.k8s.io/pod.* keys", v.Driver))
+		k.Trace.Note(ctx, true, fmt.Sprintf("CSIDriver %s has podInfoOnMount unset or false: no csi.storage.k8s.io/pod.* keys", v.Driver))
 	}
 	if len(d.Spec.TokenRequests) == 0 {
-		k.trace.Note(ctx, true, fmt.Sprintf("CSIDriver %s has no tokenRequests: no csi.storage.k8s.io/serviceAccount.tokens", v.Driver))
+		k.Trace.Note(ctx, true, fmt.Sprintf("CSIDriver %s has no tokenRequests: no csi.storage.k8s.io/serviceAccount.tokens", v.Driver))
 	}
 }
 

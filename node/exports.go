@@ -5,6 +5,7 @@ package node
 // node's subpackages, so that `node.X` keeps its name and its meaning.
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
@@ -49,3 +50,15 @@ var (
 	RemoveSimDir     = rootdir.RemoveSimDir
 	UniqueVolumeName = rootdir.UniqueVolumeName
 )
+
+// The CSI volume plugin: registration, SELinux, the token getter (node/csi).
+type (
+	Registration      = csiplugin.Registration
+	RegistrationError = csiplugin.RegistrationError
+	SELinux           = csiplugin.SELinux
+	TokenIssuer       = csiplugin.TokenIssuer
+	TokenOptions      = csiplugin.TokenOptions
+	TokenSource       = csiplugin.TokenSource
+)
+
+var NewTokenSource = csiplugin.NewTokenSource

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 
 	"context"
@@ -275,7 +277,7 @@ func (e *testEnv) steps(warnings bool) []string {
 }
 
 // volErr returns the error of the pod's only volume result.
-func volErr(t *testing.T, res *PodResult) *VolumeError {
+func volErr(t *testing.T, res *PodResult) *csiplugin.VolumeError {
 	t.Helper()
 	if len(res.Volumes) != 1 {
 		t.Fatalf("want 1 volume result, got %d", len(res.Volumes))
@@ -284,7 +286,7 @@ func volErr(t *testing.T, res *PodResult) *VolumeError {
 	if err == nil {
 		t.Fatalf("volume %s mounted, want an error", res.Volumes[0].PodVolume)
 	}
-	var ve *VolumeError
+	var ve *csiplugin.VolumeError
 	if !errors.As(err, &ve) {
 		t.Fatalf("error %T is not a *VolumeError: %v", err, err)
 	}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 
 	"bytes"
@@ -38,7 +40,7 @@ func FuzzPaths(f *testing.F) {
 		}
 		for _, pod := range c.Pods() {
 			useEveryVolume(pod)
-			specs, _, err := resolveVolumes(c, pod)
+			specs, _, err := csiplugin.ResolveVolumes(c, pod)
 			if err != nil {
 				continue
 			}
@@ -74,7 +76,7 @@ func FuzzDefaultPodPaths(f *testing.F) {
 		if err != nil {
 			return
 		}
-		specs, _, err := resolveVolumes(c, pod)
+		specs, _, err := csiplugin.ResolveVolumes(c, pod)
 		if err != nil {
 			t.Fatalf("default pod of driver %q, uid %q: %v", driver, uid, err)
 		}
@@ -86,7 +88,7 @@ func FuzzDefaultPodPaths(f *testing.F) {
 
 // checkVolumePaths builds every path of one volume of one pod, as
 // publish.go, stage.go and block.go do, and checks each one.
-func checkVolumePaths(t *testing.T, uid string, v *volumeSpec) {
+func checkVolumePaths(t *testing.T, uid string, v *csiplugin.VolumeSpec) {
 	t.Helper()
 	p := rootdir.Paths{Root: fuzzRoot}
 	want := []struct {
@@ -135,9 +137,9 @@ func FuzzSELinuxMountOption(f *testing.F) {
 		if len(manifests.ObjectNameErrors(pv)) > 0 {
 			return
 		}
-		s := &SELinux{Enabled: true, Level: "s0:c1,c2"}
+		s := &csiplugin.SELinux{Enabled: true, Level: "s0:c1,c2"}
 		label := s.FileLabel(opts)
-		got := addSELinuxMountOption(pv.Spec.MountOptions, label)
+		got := csiplugin.AddSELinuxMountOption(pv.Spec.MountOptions, label)
 		split := manifests.SplitMountOptions(strings.Join(got, ","))
 		wantN := len(manifests.SplitMountOptions(opt)) + 1
 		if len(split) != wantN || split[len(split)-1] != got[len(got)-1] {

@@ -24,12 +24,12 @@ func TestRecoverKilledBeforeVolData(t *testing.T) {
 		// MountDevice and SetUpAt, as far as the kill: the mount path
 		// marked, the dir made, vol_data.json journaled as a file.
 		for _, x := range []struct{ mnt, dir string }{{staging, staging}, {vol + "/mount", vol}} {
-			e.k.fs.MarkMountPath(x.mnt)
-			must(t, e.k.fs.MkdirAll(x.dir, 0o750))
-			e.k.fs.Remember(filepath.Join(filepath.Dir(x.mnt), rootdir.VolDataFileName))
+			e.k.FS.MarkMountPath(x.mnt)
+			must(t, e.k.FS.MkdirAll(x.dir, 0o750))
+			e.k.FS.Remember(filepath.Join(filepath.Dir(x.mnt), rootdir.VolDataFileName))
 		}
-		jpath := e.k.fs.Journal.Path
-		e.k.fs.Journal.Close()
+		jpath := e.k.FS.Journal.Path
+		e.k.FS.Journal.Close()
 		if torn {
 			rec, _ := json.Marshal(rootdir.JournalRecord{Kind: rootdir.RecordVolData, Path: vol, Data: map[string]string{"specVolID": "pv-1", "driverName": testDriver, "volumeHandle": "vol-1"}})
 			jf, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)

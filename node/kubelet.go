@@ -15,6 +15,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
@@ -44,8 +46,8 @@ type Config struct {
 	// Tokens answers the kubelet's TokenRequests. Nil: with TokenOptions,
 	// a TokenSource of the Release over the Cluster (its ServiceAccounts
 	// and Nodes); without, the kubelet has no token getter.
-	Tokens       TokenIssuer
-	TokenOptions *TokenOptions
+	Tokens       csiplugin.TokenIssuer
+	TokenOptions *csiplugin.TokenOptions
 	// Command names the command in the journal.
 	Command string
 	// Force (`cleanup --force`): a volume whose unpublish or unstage the
@@ -68,7 +70,7 @@ type Config struct {
 	// its defaults.
 	Release release.Release
 	// SELinux is the node's SELinux.
-	SELinux SELinux
+	SELinux csiplugin.SELinux
 	// Retry bounds the kubelet's retries of failed operations.
 	Retry Retry
 	// DryRun: nothing is really mounted (`plan`), so the kubelet's own
@@ -81,12 +83,13 @@ type Config struct {
 // the CSI plugin, whose attacher (MountDevice, UnmountDevice), mounter
 // (SetUp, TearDown) and block mapper it drives.
 type Kubelet struct {
-	*csiPlugin
+	*csiplugin.Plugin
+	cfg      Config
 	state    *actualState
 	ops      *operations
-	attacher *csiAttacher
-	mounter  *csiMountMgr
-	mapper   *csiBlockMapper
+	attacher *csiplugin.Attacher
+	mounter  *csiplugin.Mounter
+	mapper   *csiplugin.BlockMapper
 	// started is when the kubelet started: its stats analyzer ticks
 	// from then (running.go).
 	started time.Time
@@ -106,43 +109,45 @@ func New(cfg Config) *Kubelet {
 	if cfg.Trace == nil {
 		cfg.Trace = csiclient.NewTrace()
 	}
-	p := &csiPlugin{
-		cfg:        cfg,
-		release:    cfg.Release,
-		paths:      rootdir.Paths{Root: cfg.RootDir},
-		cluster:    cfg.Cluster,
-		conn:       &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
-		trace:      cfg.Trace,
-		tokens:     cfg.Tokens,
-		fs:         rootdir.NewFileSystem(cfg.RootDir),
-		selinux:    cfg.SELinux,
-		drivers:    &csiDrivers{registered: map[string]*Registration{}},
-		sentTokens: &tokenRecord{last: map[string]string{}},
+	p := &csiplugin.Plugin{
+		NodeName:   cfg.NodeName,
+		DryRun:     cfg.DryRun,
+		Release:    cfg.Release,
+		Layout:     rootdir.Paths{Root: cfg.RootDir},
+		Cluster:    cfg.Cluster,
+		Conn:       &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
+		Trace:      cfg.Trace,
+		Tokens:     cfg.Tokens,
+		FS:         rootdir.NewFileSystem(cfg.RootDir),
+		SELinux:    cfg.SELinux,
+		Drivers:    &csiplugin.Drivers{Registered: map[string]*csiplugin.Registration{}},
+		SentTokens: &csiplugin.TokenRecord{Last: map[string]string{}},
 	}
-	p.nodeClient, p.identityClient = csi.NewNodeClient(p.conn), csi.NewIdentityClient(p.conn)
+	p.NodeClient, p.IdentityClient = csi.NewNodeClient(p.Conn), csi.NewIdentityClient(p.Conn)
 	k := &Kubelet{
-		csiPlugin: p,
-		state:     newActualState(),
-		ops:       &operations{},
-		attacher:  &csiAttacher{p},
-		mounter:   &csiMountMgr{p},
-		mapper:    &csiBlockMapper{p},
-		started:   time.Now(),
+		Plugin:   p,
+		cfg:      cfg,
+		state:    newActualState(),
+		ops:      &operations{},
+		attacher: &csiplugin.Attacher{Plugin: p},
+		mounter:  &csiplugin.Mounter{Plugin: p},
+		mapper:   &csiplugin.BlockMapper{Plugin: p},
+		started:  time.Now(),
 	}
-	if k.tokens == nil && cfg.TokenOptions != nil {
+	if k.Tokens == nil && cfg.TokenOptions != nil {
 		o := *cfg.TokenOptions
 		if o.NodeName == "" {
 			o.NodeName = cfg.NodeName
 		}
-		k.tokens = NewTokenSource(cfg.Release, cfg.Cluster, o)
+		k.Tokens = csiplugin.NewTokenSource(cfg.Release, cfg.Cluster, o)
 	}
-	k.fs.Command = cfg.Command
-	k.fs.Lock = cfg.RootLock
+	k.FS.Command = cfg.Command
+	k.FS.Lock = cfg.RootLock
 	for _, d := range cfg.Adopted {
-		k.fs.RememberKind(d, rootdir.RecordDir)
+		k.FS.RememberKind(d, rootdir.RecordDir)
 	}
 	return k
 }
 
 // Paths returns the kubelet's directory layout.
-func (k *Kubelet) Paths() rootdir.Paths { return k.paths }
+func (k *Kubelet) Paths() rootdir.Paths { return k.Layout }

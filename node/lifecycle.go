@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // VolumeResult is what happened to one CSI volume of a pod.
@@ -32,7 +35,7 @@ type VolumeResult struct {
 type PodResult struct {
 	Pod     *corev1.Pod
 	Volumes []VolumeResult
-	Skipped []SkippedVolume
+	Skipped []csiplugin.SkippedVolume
 }
 
 // Failed tells whether any volume failed to mount.
@@ -53,7 +56,7 @@ func (r *PodResult) Failed() bool {
 // (operations.go); without, the volumes are mounted in the pod's order, so
 // that a trace reads as a story.
 func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
-	specs, skipped, err := resolveVolumes(k.cluster, pod)
+	specs, skipped, err := csiplugin.ResolveVolumes(k.Cluster, pod)
 	if err != nil {
 		return nil, err
 	}
@@ -85,34 +88,34 @@ func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) 
 // noteUnused says which of the pod's volumes the kubelet leaves alone
 // because no container uses them, as its populator logs "Skipping unused
 // volume".
-func (k *Kubelet) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []SkippedVolume) {
+func (k *Kubelet) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []csiplugin.SkippedVolume) {
 	for _, sk := range skipped {
 		if !sk.Unused {
 			continue
 		}
 		l := csiclient.Labels{Component: "kubelet", Operation: "MountVolume", Volume: sk.Name, Pod: podName(pod)}
-		k.trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("skipping unused volume %q: no container, init container or ephemeral container names it in volumeMounts or volumeDevices, and the kubelet leaves unused volumes alone (docs/kubelet.md §11)", sk.Name))
+		k.Trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("skipping unused volume %q: no container, init container or ephemeral container names it in volumeMounts or volumeDevices, and the kubelet leaves unused volumes alone (docs/kubelet.md §11)", sk.Name))
 	}
 }
 
 // mountOne runs the mount (or map) operation of one volume under the
 // volume's operation key, with the kubelet's retries.
-func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) VolumeResult {
+func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) VolumeResult {
 	vr := VolumeResult{
 		PodVolume:  v.PodVolume,
 		SpecName:   v.SpecName,
 		Driver:     v.Driver,
 		Handle:     v.Handle,
 		Mode:       v.Mode,
-		TargetPath: k.paths.TargetPath(string(pod.UID), v.SpecName),
+		TargetPath: k.Layout.TargetPath(string(pod.UID), v.SpecName),
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: "MountVolume", Volume: v.SpecName, Pod: podName(pod)}
 	mount := func() error { return k.mountVolume(ctx, pod, v) }
 	if v.Block {
-		vr.TargetPath = k.paths.BlockPublishPath(v.SpecName, string(pod.UID))
+		vr.TargetPath = k.Layout.BlockPublishPath(v.SpecName, string(pod.UID))
 		mount = func() error { return k.mapVolume(ctx, pod, v, 0) }
 	}
-	key := operationKey{volume: v.uniqueName(string(pod.UID))}
+	key := operationKey{volume: v.UniqueName(string(pod.UID))}
 	k.state.notePodVolume(string(pod.UID), key.volume)
 	k.state.initClaimSize(key.volume, v)
 	err := k.withRetry(ctx, l, func(int) error { return k.ops.run(ctx, key, mount) })
@@ -122,12 +125,12 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *volumeSpec) 
 		vr.Published = true
 	}
 	if v.Block {
-		if _, err := os.Stat(k.paths.BlockStagingPath(v.SpecName)); err == nil {
-			vr.StagingPath = k.paths.BlockStagingPath(v.SpecName)
+		if _, err := os.Stat(k.Layout.BlockStagingPath(v.SpecName)); err == nil {
+			vr.StagingPath = k.Layout.BlockStagingPath(v.SpecName)
 		}
-	} else if v.persistent() {
-		dmp := k.paths.DeviceMountPath(v.Driver, v.Handle)
-		if _, err := k.fs.LoadVolumeData(filepath.Dir(dmp)); err == nil {
+	} else if v.Persistent() {
+		dmp := k.Layout.DeviceMountPath(v.Driver, v.Handle)
+		if _, err := k.FS.LoadVolumeData(filepath.Dir(dmp)); err == nil {
 			vr.StagingPath = dmp
 		}
 	}
@@ -142,15 +145,15 @@ func (k *Kubelet) operationContext(ctx context.Context, l csiclient.Labels) (con
 
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
 func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
-	dir := k.paths.PodDir(string(pod.UID))
+	dir := k.Layout.PodDir(string(pod.UID))
 	if !k.state.podHasDirs(string(pod.UID)) {
-		if err := k.claimDir("pod "+podName(pod), dir); err != nil {
+		if err := k.ClaimDir("pod "+podName(pod), dir); err != nil {
 			return err
 		}
 	}
 	k.state.markPodDirs(string(pod.UID))
 	for _, d := range []string{dir, dir + "/volumes", dir + "/plugins"} {
-		if err := k.fs.MkdirAll(d, 0o750); err != nil {
+		if err := k.FS.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
@@ -162,36 +165,36 @@ func podName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 // mountVolume is GenerateMountVolumeFunc: the ReadWriteOncePod check,
 // WaitForAttach for attachable volumes, MountDevice unless the device is
 // already globally mounted, SetUp; and the state each outcome leaves.
-func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
-	unique := v.uniqueName(string(pod.UID))
+func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+	unique := v.UniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
 	fail := func(op string, err error) error {
 		return k.volumeFailure(ctx, labels, op, v, pod, err)
 	}
-	if v.persistent() && k.state.mountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+	if v.Persistent() && k.state.mountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail("MountVolume.SetUp", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	seLinuxLabel, err := k.mountSELinuxLabel(pod, v)
 	if err != nil {
-		return fail("AddPodToVolume", &opError{kind: Transient, err: err})
+		return fail("AddPodToVolume", &csiplugin.OpError{Kind: csiplugin.Transient, Err: err})
 	}
 	if seLinuxLabel == "" {
 		k.explainNoSELinux(csiclient.WithLabels(ctx, labels), pod, v)
 	}
 	k.explainPodInfo(csiclient.WithLabels(ctx, labels), v)
-	if v.persistent() && k.attachRequired(v.Driver) {
+	if v.Persistent() && k.AttachRequired(v.Driver) {
 		l := labels
 		l.Operation = "WaitForAttach"
 		if err := k.waitForAttach(csiclient.WithLabels(ctx, l), v); err != nil {
-			return fail("MountVolume.WaitForAttach", &opError{kind: Transient, err: fmt.Errorf("%w%s", err, k.attachHint(pod))})
+			return fail("MountVolume.WaitForAttach", &csiplugin.OpError{Kind: csiplugin.Transient, Err: fmt.Errorf("%w%s", err, k.attachHint(pod))})
 		}
 	}
-	if v.persistent() {
+	if v.Persistent() {
 		if !k.state.deviceMounted(unique) {
 			l := labels
 			l.Operation = "MountDevice"
 			octx, cancel := k.operationContext(ctx, l)
-			err := k.attacher.mountDevice(octx, pod, v, seLinuxLabel)
+			err := k.attacher.MountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
 			k.state.recordDevice(unique, v, err)
 			if err != nil {
@@ -202,7 +205,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	l := labels
 	l.Operation = "SetUp"
 	octx, cancel := k.operationContext(ctx, l)
-	err = k.mounter.setUp(octx, pod, v, mounterArgs{SELinuxLabel: seLinuxLabel})
+	err = k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
 	k.state.recordMount(pod, unique, v, err)
 	if err != nil {
@@ -211,7 +214,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *volumeSpe
 	l.Operation = "NodeExpand"
 	octx, cancel = k.operationContext(ctx, l)
 	defer cancel()
-	at := resizePaths{volumePath: k.paths.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.paths.DeviceMountPath(v.Driver, v.Handle)}
+	at := resizePaths{volumePath: k.Layout.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.Layout.DeviceMountPath(v.Driver, v.Handle)}
 	if err := k.expandDuringMount(octx, pod, v, at); err != nil {
 		return k.volumeFailure(ctx, l, "MountVolume.Setup failed while expanding volume", v, pod, err)
 	}
@@ -262,9 +265,9 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey)
 	if !ok {
 		return nil
 	}
-	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.mounter.tearDown
+	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.mounter.TearDown
 	if m.spec.Block {
-		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.mapper.unmapVolume
+		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.mapper.UnmapVolume
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.spec.SpecName, Pod: podName(pod)}
 	opKey := operationKey{volume: key.uniqueName, pod: key.podUID}
@@ -276,8 +279,8 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey)
 		})
 	})
 	if err != nil {
-		ve := &VolumeError{Operation: op, Prefix: eventPrefix(err, prefix), Volume: m.spec.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
-		k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
+		ve := &csiplugin.VolumeError{Operation: op, Prefix: csiplugin.EventPrefix(err, prefix), Volume: m.spec.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
+		k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
 		if k.forced(csiclient.WithLabels(ctx, l), err, k.volumePaths(m.spec, key.podUID)) {
 			k.state.forgetMount(key)
 			return nil
@@ -312,10 +315,10 @@ func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 		}
 		d, _ := k.state.device(unique)
 		op, prefix := "UnmountDevice", "UnmountDevice failed"
-		unmount := func(ctx context.Context) error { return k.attacher.unmountDevice(ctx, d.driver, d.handle) }
+		unmount := func(ctx context.Context) error { return k.attacher.UnmountDevice(ctx, d.driver, d.handle) }
 		if d.spec.Block {
 			op, prefix = "TearDownDevice", "UnmapDevice.TearDownDevice failed"
-			unmount = func(ctx context.Context) error { return k.mapper.unmapDevice(ctx, d.spec) }
+			unmount = func(ctx context.Context) error { return k.mapper.UnmapDevice(ctx, d.spec) }
 		}
 		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: d.spec.SpecName}
 		err := k.withRetry(ctx, l, func(int) error {
@@ -324,8 +327,8 @@ func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 			return unmount(octx)
 		})
 		if err != nil {
-			ve := &VolumeError{Operation: op, Prefix: prefix, Volume: d.spec.SpecName, Kind: kindOf(err), Err: err}
-			k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
+			ve := &csiplugin.VolumeError{Operation: op, Prefix: prefix, Volume: d.spec.SpecName, Kind: csiplugin.KindOf(err), Err: err}
+			k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
 			if k.forced(csiclient.WithLabels(ctx, l), err, k.devicePaths(d.spec)) {
 				k.state.forgetDevice(unique)
 				return nil
@@ -351,4 +354,40 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// waitForAttach is what the kubelet does for an attachable PV before
+// MountDevice: VerifyControllerAttachedVolume (the volume in
+// node.status.volumesAttached) and csiAttacher.WaitForAttach (one GET of the
+// VolumeAttachment, which must be attached).
+func (k *Kubelet) waitForAttach(ctx context.Context, v *csiplugin.VolumeSpec) error {
+	if node, ok := k.Cluster.Node(k.cfg.NodeName); ok {
+		unique := rootdir.UniqueVolumeName(v.Driver, v.Handle)
+		found := false
+		for _, av := range node.Status.VolumesAttached {
+			if string(av.Name) == unique {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("volume %s is not yet in node's status", unique)
+		}
+	} else {
+		k.Trace.Note(ctx, true, "no Node object given: the attach/detach controller is taken to have reported the volume in node.status.volumesAttached")
+	}
+	name := rootdir.AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
+	va, ok := k.Cluster.VolumeAttachment(name)
+	if !ok {
+		return fmt.Errorf("volume %v has GET error for volume attachment %v: volumeattachments.storage.k8s.io %q not found", v.Handle, name, name)
+	}
+	switch {
+	case va.DeletionTimestamp != nil:
+		return errors.New("volume attachment is being deleted")
+	case va.Status.Attached:
+		k.Trace.Note(ctx, true, fmt.Sprintf("WaitForAttach: VolumeAttachment %s is attached", name))
+		return nil
+	case va.Status.AttachError != nil:
+		return errors.New(va.Status.AttachError.Message)
+	}
+	return fmt.Errorf("volume %v is not attached for volume attachment %v", v.Handle, name)
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"fmt"
 	"os"
@@ -244,7 +246,7 @@ func TestMissingPublishSecret(t *testing.T) {
 	if ve.Err.Error() != want {
 		t.Errorf("error = %q\nwant %q", ve.Err, want)
 	}
-	if ve.Kind != Transient || ve.Operation != "MountVolume.SetUp" {
+	if ve.Kind != csiplugin.Transient || ve.Operation != "MountVolume.SetUp" {
 		t.Errorf("kind, operation = %v, %q; want transient, MountVolume.SetUp", ve.Kind, ve.Operation)
 	}
 	wantCalls := []string{

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"errors"
 	"maps"
@@ -148,7 +150,7 @@ func TestRegisterErrors(t *testing.T) {
 			if err == nil || reg != nil {
 				t.Fatalf("Register = %+v, %v; want an error", reg, err)
 			}
-			var re *RegistrationError
+			var re *csiplugin.RegistrationError
 			if !errors.As(err, &re) || re.Step != tc.wantStep {
 				t.Errorf("error %#v, want a RegistrationError at step %q", err, tc.wantStep)
 			}
@@ -193,14 +195,14 @@ func TestRegisteredNameMismatch(t *testing.T) {
 }
 
 func TestInstallCSIDriver(t *testing.T) {
-	reg, err := installCSIDriver("d", &csi.NodeGetInfoResponse{NodeId: "n", AccessibleTopology: &csi.Topology{Segments: map[string]string{"z": "1", "a": "2"}}, MaxVolumesPerNode: 3})
+	reg, err := csiplugin.InstallCSIDriver("d", &csi.NodeGetInfoResponse{NodeId: "n", AccessibleTopology: &csi.Topology{Segments: map[string]string{"z": "1", "a": "2"}}, MaxVolumesPerNode: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(reg.CSINodeDriver.TopologyKeys, []string{"a", "z"}) || *reg.CSINodeDriver.Allocatable.Count != 3 || reg.NodeIDAnnotation != `{"d":"n"}` {
 		t.Errorf("registration = %+v", reg)
 	}
-	if _, err := installCSIDriver("d", &csi.NodeGetInfoResponse{}); err == nil || err.Error() != "error adding CSI driver node info: driverNodeID must not be empty" {
+	if _, err := csiplugin.InstallCSIDriver("d", &csi.NodeGetInfoResponse{}); err == nil || err.Error() != "error adding CSI driver node info: driverNodeID must not be empty" {
 		t.Errorf("empty node id: %v", err)
 	}
 }
@@ -222,7 +224,7 @@ func TestRegisterRefusesDriverName(t *testing.T) {
 			drv.Update(func(c *csifake.Config) { c.Name = tc.driver })
 			e := newUnregisteredEnv(t, "", drv)
 			_, err := e.k.register(context.Background())
-			var re *RegistrationError
+			var re *csiplugin.RegistrationError
 			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want a RegistrationError starting %q", err, tc.want)
 			}

@@ -89,7 +89,7 @@ func (r *remountRetries) retry(f remountFailure) {
 
 func (r *remountRetries) note(f remountFailure, text string) {
 	l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", f.round), Volume: f.v.SpecName, Pod: podName(r.pod)}
-	r.k.trace.Note(csiclient.WithLabels(r.run, l), false, text)
+	r.k.Trace.Note(csiclient.WithLabels(r.run, l), false, text)
 }
 
 // retrying tells whether volume's failed remount waits for its retry.

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"fmt"
 	"strings"
@@ -23,7 +25,7 @@ func (k *Kubelet) requiresRepublish(pod *corev1.Pod) bool {
 }
 
 func (k *Kubelet) requiresRemount(driver string) bool {
-	d, ok := k.cluster.CSIDriver(driver)
+	d, ok := k.Cluster.CSIDriver(driver)
 	return ok && d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
 }
 
@@ -46,7 +48,7 @@ func (k *Kubelet) republish(ctx context.Context, pod *corev1.Pod, round int) []e
 // the operation's backoff allows (remountretry.go).
 type remountFailure struct {
 	key     mountKey
-	v       *volumeSpec
+	v       *csiplugin.VolumeSpec
 	round   int
 	started time.Time
 	err     error
@@ -65,7 +67,7 @@ func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []
 		v := m.spec
 		if k.ops.retrying(key.uniqueName) {
 			l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
-			k.trace.Note(csiclient.WithLabels(ctx, l), false, "pod sync: the volume's failed remount waits for its retry (the operation's backoff), so this sync starts no other: one operation per volume at a time")
+			k.Trace.Note(csiclient.WithLabels(ctx, l), false, "pod sync: the volume's failed remount waits for its retry (the operation's backoff), so this sync starts no other: one operation per volume at a time")
 			continue
 		}
 		started := time.Now()
@@ -77,7 +79,7 @@ func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []
 }
 
 // remountOp is the remount as an operation, under the volume's key.
-func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *volumeSpec, key mountKey, round int) error {
+func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key mountKey, round int) error {
 	return k.ops.run(ctx, operationKey{volume: key.uniqueName}, func() error {
 		return k.remount(ctx, pod, v, key, round)
 	})
@@ -85,19 +87,19 @@ func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *volumeSpec,
 
 // remount is one volume's part of a pod sync for a requiresRepublish
 // driver.
-func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, key mountKey, round int) error {
+func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key mountKey, round int) error {
 	if v.Block {
 		return k.mapVolume(ctx, pod, v, round)
 	}
 	{
 		labels := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
-		if v.persistent() && k.attachRequired(v.Driver) {
+		if v.Persistent() && k.AttachRequired(v.Driver) {
 			if err := k.waitForAttach(csiclient.WithLabels(ctx, labels), v); err != nil {
-				return k.volumeFailure(ctx, labels, "MountVolume.WaitForAttach", v, pod, &opError{kind: Transient, err: err})
+				return k.volumeFailure(ctx, labels, "MountVolume.WaitForAttach", v, pod, &csiplugin.OpError{Kind: csiplugin.Transient, Err: err})
 			}
 		}
 		octx, cancel := k.operationContext(ctx, labels)
-		err := k.mounter.setUp(octx, pod, v, mounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
+		err := k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
 		cancel()
 		if err != nil {
 			// The volume stays mounted and remountRequired stays set
@@ -112,32 +114,12 @@ func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *volumeSpec, k
 // volumeFailure records a failed operation as the kubelet's event. op is
 // the operation ("MountVolume.SetUp") or, when it already says "failed",
 // the event's whole prefix.
-func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *volumeSpec, pod *corev1.Pod, err error) error {
-	ve := &VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: kindOf(err), Err: err}
+func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *csiplugin.VolumeSpec, pod *corev1.Pod, err error) error {
+	ve := &csiplugin.VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
 	if strings.Contains(op, " failed") {
 		ve.Operation, _, _ = strings.Cut(op, " ")
 		ve.Prefix = op
 	}
-	k.trace.Warn(csiclient.WithLabels(ctx, l), ve.Error()+kindMark(ve.Kind))
+	k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error()+csiplugin.KindMark(ve.Kind))
 	return ve
-}
-
-// noteTokenChange tells, on a republish, whether the driver got the same
-// token as last time: the kubelet's token manager renews a token only past
-// 80% of its life or 24 hours (docs/kubelet.md §4.6).
-func (k *csiPlugin) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *volumeSpec, attrs map[string]string, remount bool) {
-	key := string(pod.UID) + "/" + v.SpecName
-	value, ok := attrs[csiclient.TokensKey]
-	if !ok {
-		return
-	}
-	prev, seen := k.sentTokens.swap(key, value)
-	if !remount || !seen {
-		return
-	}
-	if prev == value {
-		k.trace.Note(ctx, false, "republish: same tokens as the last NodePublishVolume (the kubelet's token cache)")
-	} else {
-		k.trace.Note(ctx, false, "republish: tokens renewed since the last NodePublishVolume")
-	}
 }

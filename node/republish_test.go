@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"fmt"
 	"slices"
@@ -146,7 +148,7 @@ func TestRepublishWaitForAttachFails(t *testing.T) {
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("errors %v, want %q", errs, want)
 	}
-	if ve := errs[0].(*VolumeError); ve.Kind != Transient {
+	if ve := errs[0].(*csiplugin.VolumeError); ve.Kind != csiplugin.Transient {
 		t.Errorf("kind %v, want transient", ve.Kind)
 	}
 	if calls := e.drv.Calls(); len(calls) != 0 {
@@ -168,7 +170,7 @@ func TestRepublishTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			var n atomic.Int32
-			e.k.tokens = &fakeTokens{token: func(aud string) string {
+			e.k.Tokens = &fakeTokens{token: func(aud string) string {
 				if !tc.renew {
 					return "token-" + aud
 				}

@@ -4,6 +4,8 @@ package node
 // volumes, generic ephemeral volumes.
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"errors"
 	"os"
@@ -90,7 +92,7 @@ spec:
 	e := newEnv(t, docs(noAttachDriver, nfsPV, pvcDoc("nfs", "nfs-pv"),
 		podDoc("app-1", "pod-uid-1", "{name: cache, emptyDir: {}}", claimVol("shared", "nfs"))), newFakeDriver())
 	res := e.mountOK("app-1")
-	want := []SkippedVolume{{Name: "cache", Reason: "not a CSI volume"}, {Name: "shared", Reason: "PV nfs-pv is not a CSI volume"}}
+	want := []csiplugin.SkippedVolume{{Name: "cache", Reason: "not a CSI volume"}, {Name: "shared", Reason: "PV nfs-pv is not a CSI volume"}}
 	if !slices.Equal(res.Skipped, want) {
 		t.Errorf("skipped = %+v, want %+v", res.Skipped, want)
 	}

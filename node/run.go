@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 
 	"context"
@@ -31,7 +33,7 @@ type Plan struct {
 	// default pod's persistent volume is provisioned (a claim of a
 	// StorageClass of the driver, for the plan's Controller) instead of a
 	// PV with a made-up handle. Nil: never.
-	ProvisionDefault func(ctx context.Context, reg *Registration) bool
+	ProvisionDefault func(ctx context.Context, reg *csiplugin.Registration) bool
 	// AdmitDefaultPod runs the API server's admission on the default pod
 	// when one is made (the input's pods went through it when loaded).
 	AdmitDefaultPod func(pod *corev1.Pod) error
@@ -88,7 +90,7 @@ type PodEvent struct {
 // Outcome is what a run of the kubelet did, for the command's summary and
 // exit code.
 type Outcome struct {
-	Registration *Registration
+	Registration *csiplugin.Registration
 	RegErr       error
 	Results      []*PodResult
 	// Pods counts the pods run, Failed those with a volume that failed.
@@ -159,17 +161,17 @@ func teardownContext(ctx context.Context, plan Plan) context.Context {
 }
 
 // podPlans are the plan's pods, or the cluster's, or the default pod.
-func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *Registration) ([]PodPlan, error) {
+func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *csiplugin.Registration) ([]PodPlan, error) {
 	if len(plan.Pods) > 0 {
 		return plan.Pods, nil
 	}
-	if len(k.cluster.Pods()) == 0 && plan.DefaultPod != nil {
+	if len(k.Cluster.Pods()) == 0 && plan.DefaultPod != nil {
 		dp := *plan.DefaultPod
 		dp.Driver = reg.DriverName
 		dp.Provision = plan.ProvisionDefault != nil && plan.ProvisionDefault(ctx, reg)
 		dp.NodeName = k.cfg.NodeName
 		dp.AttachmentName = rootdir.AttachmentName
-		pod, err := k.cluster.AddDefaultPod(dp)
+		pod, err := k.Cluster.AddDefaultPod(dp)
 		if err != nil {
 			return nil, err
 		}
@@ -180,10 +182,10 @@ func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *Registration) ([
 		}
 	}
 	if plan.Schedule != nil {
-		return plan.Schedule(k.cluster.Pods())
+		return plan.Schedule(k.Cluster.Pods())
 	}
 	var out []PodPlan
-	for _, p := range k.cluster.Pods() {
+	for _, p := range k.Cluster.Pods() {
 		out = append(out, PodPlan{Pod: p})
 	}
 	return out, nil
@@ -328,12 +330,12 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // knows the driver only by the name it registered.
 func (k *Kubelet) warnNameMismatch(ctx context.Context, registered string) {
 	lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
-	if _, ok := k.cluster.CSIDriver(registered); ok {
+	if _, ok := k.Cluster.CSIDriver(registered); ok {
 		return
 	}
-	for _, d := range k.cluster.CSIDrivers() {
+	for _, d := range k.Cluster.CSIDrivers() {
 		if d.Name != registered {
-			k.trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q%s: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, manifests.DidYouMean(d.Name, []string{registered}), registered))
+			k.Trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q%s: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, manifests.DidYouMean(d.Name, []string{registered}), registered))
 		}
 	}
 }

@@ -44,7 +44,7 @@ const plegRelistPeriod = time.Second
 // of the pod when it did runtime work (postSync, RequestPodRelist), else at
 // the next periodic relist. The regular syncs count from this one.
 func (k *Kubelet) earlySync() (time.Duration, string) {
-	if k.release.Enabled(release.PLEGOnDemandRelist) {
+	if k.Release.Enabled(release.PLEGOnDemandRelist) {
 		return 0, "pod sync: the pod's containers started, and PLEGOnDemandRelist relists the pod at once: its ContainerStarted event syncs the pod again, so requiresRepublish volumes are published again right after the first publish"
 	}
 	return time.Duration(rand.Float64() * float64(plegRelistPeriod)),
@@ -156,7 +156,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, 
 		case <-syncT.C:
 			syncs++
 			if syncs == 1 {
-				k.trace.Note(csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "SetUp#1", Pod: podName(pod)}), false, why)
+				k.Trace.Note(csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "SetUp#1", Pod: podName(pod)}), false, why)
 			}
 			errs := retries.start(k.remountAll(ctx, pod, syncs))
 			rep.add(func(r *RunningReport) { r.Syncs++; r.RepublishFailed += len(errs) }, errs)

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"os"
 	"slices"
@@ -17,7 +19,7 @@ type stepController struct {
 	steps *[]string
 }
 
-func (c stepController) Prepare(context.Context, *Registration, []*corev1.Pod) error {
+func (c stepController) Prepare(context.Context, *csiplugin.Registration, []*corev1.Pod) error {
 	*c.steps = append(*c.steps, "prepare")
 	return nil
 }

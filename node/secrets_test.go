@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"maps"
 	"testing"
 
@@ -28,7 +30,7 @@ stringData: {extra: plain}`, newFakeDriver())
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := e.k.credentialsFromSecret(&tc.ref)
+			got, err := e.k.CredentialsFromSecret(&tc.ref)
 			if tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr) || tc.wantErr == "" && err != nil {
 				t.Errorf("error = %v, want %q", err, tc.wantErr)
 			}
@@ -37,7 +39,7 @@ stringData: {extra: plain}`, newFakeDriver())
 			}
 		})
 	}
-	if got := secretRefText(&corev1.SecretReference{Name: "n", Namespace: "ns"}); got != "ns/n" {
+	if got := csiplugin.SecretRefText(&corev1.SecretReference{Name: "n", Namespace: "ns"}); got != "ns/n" {
 		t.Errorf("secretRefText = %q", got)
 	}
 }

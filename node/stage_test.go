@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"context"
 	"fmt"
 	"os"
@@ -231,7 +233,7 @@ func TestStageSecret(t *testing.T) {
 		if ve.Err.Error() != want {
 			t.Errorf("error = %q\nwant %q", ve.Err, want)
 		}
-		if ve.Kind != Transient || ve.Operation != "MountVolume.MountDevice" {
+		if ve.Kind != csiplugin.Transient || ve.Operation != "MountVolume.MountDevice" {
 			t.Errorf("kind, operation = %v, %q; want transient, MountVolume.MountDevice", ve.Kind, ve.Operation)
 		}
 		if got, want := seq(e.drv.Calls()), []string{"MountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)"}; !slices.Equal(got, want) {
@@ -277,7 +279,7 @@ func TestGlobalmountIsAFile(t *testing.T) {
 	gm := globalmountVol1(e.root)
 	// Made as the simulator's own, so that the kubelet's check refuses it
 	// rather than the ownership check.
-	if err := e.k.fs.MkdirAll(filepath.Dir(gm), 0o750); err != nil {
+	if err := e.k.FS.MkdirAll(filepath.Dir(gm), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(gm, nil, 0o600); err != nil {

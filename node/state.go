@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"slices"
 	"sync"
 
@@ -18,7 +20,7 @@ const (
 
 type deviceState struct {
 	driver, handle string
-	spec           *volumeSpec
+	spec           *csiplugin.VolumeSpec
 	status         mountStatus
 }
 
@@ -28,7 +30,7 @@ type mountKey struct {
 
 type mountState struct {
 	pod    *corev1.Pod
-	spec   *volumeSpec
+	spec   *csiplugin.VolumeSpec
 	status mountStatus
 }
 
@@ -46,7 +48,7 @@ type actualState struct {
 	users      map[string]int                    // unique volume name -> pods mounting it
 	podDirs    map[string]bool                   // pods whose directories this run made
 	podVolumes map[string]map[string]bool        // pod UID -> unique names of the volumes it asked for
-	seLinux    map[string]*seLinuxVolume
+	seLinux    map[string]*csiplugin.SELinuxVolume
 	claimSizes map[string]*claimSize // unique volume name -> its claim's size (expandinuse.go)
 }
 
@@ -57,7 +59,7 @@ func newActualState() *actualState {
 		users:      map[string]int{},
 		podDirs:    map[string]bool{},
 		podVolumes: map[string]map[string]bool{},
-		seLinux:    map[string]*seLinuxVolume{},
+		seLinux:    map[string]*csiplugin.SELinuxVolume{},
 		claimSizes: map[string]*claimSize{},
 	}
 }
@@ -82,15 +84,15 @@ func (s *actualState) deviceMounted(unique string) bool {
 
 // recordDevice updates the actual state of a device after SetUpDevice or
 // MountDevice.
-func (s *actualState) recordDevice(unique string, v *volumeSpec, err error) {
+func (s *actualState) recordDevice(unique string, v *csiplugin.VolumeSpec, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case err == nil:
 		s.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusMounted}
-	case kindOf(err) == Uncertain:
+	case csiplugin.KindOf(err) == csiplugin.Uncertain:
 		s.devices[unique] = &deviceState{driver: v.Driver, handle: v.Handle, spec: v, status: statusUncertain}
-	case kindOf(err) == Final:
+	case csiplugin.KindOf(err) == csiplugin.Final:
 		delete(s.devices, unique)
 	}
 }
@@ -135,7 +137,7 @@ func (s *actualState) allDevices() []string {
 // MapPodDevice, as markVolumeErrorState does: an uncertain error marks only a
 // volume not mounted yet, a final error forgets only an uncertain one, so a
 // failed remount of a mounted volume leaves it mounted.
-func (s *actualState) recordMount(pod *corev1.Pod, unique string, v *volumeSpec, err error) {
+func (s *actualState) recordMount(pod *corev1.Pod, unique string, v *csiplugin.VolumeSpec, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	uid := string(pod.UID)
@@ -145,9 +147,9 @@ func (s *actualState) recordMount(pod *corev1.Pod, unique string, v *volumeSpec,
 		m.status = statusMounted
 	case err == nil:
 		s.addMount(uid, unique, &mountState{pod: pod, spec: v, status: statusMounted})
-	case kindOf(err) == Uncertain && !known:
+	case csiplugin.KindOf(err) == csiplugin.Uncertain && !known:
 		s.addMount(uid, unique, &mountState{pod: pod, spec: v, status: statusUncertain})
-	case kindOf(err) == Final && known && m.status == statusUncertain:
+	case csiplugin.KindOf(err) == csiplugin.Final && known && m.status == statusUncertain:
 		s.removeMount(uid, unique)
 	}
 }
@@ -286,7 +288,7 @@ func (s *actualState) podDirUIDs() []string {
 
 // seLinuxVolume returns the desired state's label of the volume, and
 // stores first when the volume has none yet (the first pod's label wins).
-func (s *actualState) seLinuxVolume(unique string, first func() *seLinuxVolume) (*seLinuxVolume, bool) {
+func (s *actualState) seLinuxVolume(unique string, first func() *csiplugin.SELinuxVolume) (*csiplugin.SELinuxVolume, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sv, ok := s.seLinux[unique]; ok {
@@ -301,7 +303,7 @@ func (s *actualState) seLinuxLabel(unique string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sv, ok := s.seLinux[unique]; ok {
-		return sv.effective
+		return sv.Effective
 	}
 	return ""
 }

@@ -1,6 +1,9 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 
 	"context"
@@ -8,13 +11,46 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
-// volumeConditionCapability is VOLUME_CONDITION (4), which CSI spec 1.13
-// removed in favour of GET_VOLUME_HEALTH; kubelets up to 1.36 still ask it.
-const volumeConditionCapability = csi.NodeServiceCapability_RPC_Type(4)
+func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+	if err := k.DriverRegistered(v.Driver); err != nil {
+		return csiplugin.Transientf("%v", err)
+	}
+	ok, err := k.NodeSupports(ctx, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		k.Trace.Note(ctx, true, fmt.Sprintf("no GET_VOLUME_STATS: metrics are not supported by driver %s; no call", v.Driver))
+		return nil
+	}
+	target := k.Layout.TargetPath(string(pod.UID), v.SpecName)
+	if v.Block {
+		// The block metrics provider's path: the global map path + podUID.
+		target = k.Layout.GlobalMapPath(v.SpecName) + "/" + string(pod.UID)
+	}
+	resp, err := k.NodeClient.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.Handle, VolumePath: target})
+	if err != nil {
+		return err
+	}
+	// Up to 1.36, with CSIVolumeHealth, the client asks VOLUME_CONDITION
+	// after the stats call, and from 1.32 a driver with it may answer
+	// without usage (the code was removed in 1.37).
+	conditionCapable := false
+	if k.Release.Enabled(release.CSIVolumeHealth) && k.Release.AsksVolumeCondition() {
+		if conditionCapable, err = k.NodeSupports(ctx, csiplugin.VolumeConditionCapability); err != nil {
+			return err
+		}
+	}
+	if resp.GetUsage() == nil && !(conditionCapable && k.Release.StatsWithoutUsageForCondition()) {
+		return fmt.Errorf("failed to get usage from response. usage is nil")
+	}
+	for _, u := range resp.GetUsage() {
+		k.Trace.Note(ctx, false, fmt.Sprintf("stats %s: used %d of %d, available %d", u.GetUnit(), u.GetUsed(), u.GetTotal(), u.GetAvailable()))
+	}
+	return nil
+}
 
 // VolumeStats is one round of the kubelet's volume stats calculator for a
 // pod (volume_stat_calculator.go, csi_metrics.go GetMetrics): per mounted
@@ -34,48 +70,9 @@ func (k *Kubelet) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) [
 		err := k.volumeStats(octx, pod, v)
 		cancel()
 		if err != nil {
-			k.trace.Warn(octx, fmt.Sprintf("volume stats of %q: %v", v.SpecName, err))
+			k.Trace.Warn(octx, fmt.Sprintf("volume stats of %q: %v", v.SpecName, err))
 			errs = append(errs, fmt.Errorf("volume stats of %q: %w", v.SpecName, err))
 		}
 	}
 	return errs
-}
-
-func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *volumeSpec) error {
-	if err := k.driverRegistered(v.Driver); err != nil {
-		return transient("%v", err)
-	}
-	ok, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		k.trace.Note(ctx, true, fmt.Sprintf("no GET_VOLUME_STATS: metrics are not supported by driver %s; no call", v.Driver))
-		return nil
-	}
-	target := k.paths.TargetPath(string(pod.UID), v.SpecName)
-	if v.Block {
-		// The block metrics provider's path: the global map path + podUID.
-		target = k.paths.GlobalMapPath(v.SpecName) + "/" + string(pod.UID)
-	}
-	resp, err := k.nodeClient.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.Handle, VolumePath: target})
-	if err != nil {
-		return err
-	}
-	// Up to 1.36, with CSIVolumeHealth, the client asks VOLUME_CONDITION
-	// after the stats call, and from 1.32 a driver with it may answer
-	// without usage (the code was removed in 1.37).
-	conditionCapable := false
-	if k.release.Enabled(release.CSIVolumeHealth) && k.release.AsksVolumeCondition() {
-		if conditionCapable, err = k.nodeSupports(ctx, volumeConditionCapability); err != nil {
-			return err
-		}
-	}
-	if resp.GetUsage() == nil && !(conditionCapable && k.release.StatsWithoutUsageForCondition()) {
-		return fmt.Errorf("failed to get usage from response. usage is nil")
-	}
-	for _, u := range resp.GetUsage() {
-		k.trace.Note(ctx, false, fmt.Sprintf("stats %s: used %d of %d, available %d", u.GetUnit(), u.GetUsed(), u.GetTotal(), u.GetAvailable()))
-	}
-	return nil
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 
 	"context"
@@ -42,8 +44,8 @@ func TestTokenSourceClaimsByRelease(t *testing.T) {
 		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver(),
 				withGates(t, tc.minor, tc.gates))
-			src := NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode})
-			e.k.tokens = src
+			src := csiplugin.NewTokenSource(e.k.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
+			e.k.Tokens = src
 			e.mountOK("app-1")
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
 			var toks map[string]struct{ Token string }
@@ -119,7 +121,7 @@ func TestTokenRequestUIDByRelease(t *testing.T) {
 			}
 			var warnings []string
 			c := loadManifests(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: app-sa, namespace: default, uid: 5a000000-0000-4000-8000-000000000001}")
-			src := NewTokenSource(r, c, TokenOptions{NodeName: testNode, Warn: func(w string) { warnings = append(warnings, w) }})
+			src := csiplugin.NewTokenSource(r, c, csiplugin.TokenOptions{NodeName: testNode, Warn: func(w string) { warnings = append(warnings, w) }})
 			req := &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "other"}}
 			resp, err := src.Token(context.Background(), "default", "app-sa", req)
 			if tc.conflict {
@@ -179,7 +181,7 @@ func TestTokensCarryNodeUID(t *testing.T) {
 			if _, err := e.k.register(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			e.k.tokens = NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode})
+			e.k.Tokens = csiplugin.NewTokenSource(e.k.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
 			e.drv.ClearCalls()
 			e.mountOK(tc.pod)
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]

@@ -1,4 +1,6 @@
-package node
+package csi
+
+// volumemode.go follows pkg/volume/util GetVolumeMode.
 
 import (
 	"fmt"

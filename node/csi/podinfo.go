@@ -1,4 +1,7 @@
-package node
+package csi
+
+// podinfo.go follows pkg/volume/csi/csi_util.go and csi_mounter.go: pod info
+// in volume_context.
 
 import (
 	"strconv"
@@ -29,9 +32,9 @@ func podInfoAttrs(pod *corev1.Pod, mode storagev1.VolumeLifecycleMode) map[strin
 	}
 }
 
-// mergeMap is mergeMap in csi_mounter.go: keys of second overwrite first,
+// MergeMap is mergeMap in csi_mounter.go: keys of second overwrite first,
 // in place; a nil first yields second itself.
-func mergeMap(first, second map[string]string) map[string]string {
+func MergeMap(first, second map[string]string) map[string]string {
 	if first == nil {
 		return second
 	}

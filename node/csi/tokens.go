@@ -1,4 +1,6 @@
-package node
+package csi
+
+// tokens.go follows pkg/volume/csi/csi_mounter.go podServiceAccountTokenAttrs.
 
 import (
 	"context"
@@ -21,12 +23,12 @@ type TokenIssuer interface {
 // TokenRequest per CSIDriver tokenRequests entry, bound to the pod, the
 // statuses marshalled as one JSON map keyed by audience; and whether they
 // go to secrets (serviceAccountTokenInSecrets) instead of volume_context.
-func (k *csiPlugin) serviceAccountTokenAttrs(ctx context.Context, pod *corev1.Pod, driver string) (map[string]string, bool, error) {
-	d, ok := k.cluster.CSIDriver(driver)
+func (k *Plugin) serviceAccountTokenAttrs(ctx context.Context, pod *corev1.Pod, driver string) (map[string]string, bool, error) {
+	d, ok := k.Cluster.CSIDriver(driver)
 	if !ok || len(d.Spec.TokenRequests) == 0 {
 		return nil, false, nil
 	}
-	if k.tokens == nil {
+	if k.Tokens == nil {
 		return nil, false, errors.New("ServiceAccountTokenGetter is nil")
 	}
 	outputs := map[string]authenticationv1.TokenRequestStatus{}
@@ -35,7 +37,7 @@ func (k *csiPlugin) serviceAccountTokenAttrs(ctx context.Context, pod *corev1.Po
 		if tr.Audience == "" {
 			audiences = []string{}
 		}
-		resp, err := k.tokens.Token(ctx, pod.Namespace, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+		resp, err := k.Tokens.Token(ctx, pod.Namespace, pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
 			Spec: authenticationv1.TokenRequestSpec{
 				Audiences:         audiences,
 				ExpirationSeconds: tr.ExpirationSeconds,
@@ -55,4 +57,24 @@ func (k *csiPlugin) serviceAccountTokenAttrs(ctx context.Context, pod *corev1.Po
 	}
 	inSecrets := d.Spec.ServiceAccountTokenInSecrets != nil && *d.Spec.ServiceAccountTokenInSecrets
 	return map[string]string{csiclient.TokensKey: string(tokens)}, inSecrets, nil
+}
+
+// noteTokenChange tells, on a republish, whether the driver got the same
+// token as last time: the kubelet's token manager renews a token only past
+// 80% of its life or 24 hours (docs/kubelet.md §4.6).
+func (k *Plugin) noteTokenChange(ctx context.Context, pod *corev1.Pod, v *VolumeSpec, attrs map[string]string, remount bool) {
+	key := string(pod.UID) + "/" + v.SpecName
+	value, ok := attrs[csiclient.TokensKey]
+	if !ok {
+		return
+	}
+	prev, seen := k.SentTokens.swap(key, value)
+	if !remount || !seen {
+		return
+	}
+	if prev == value {
+		k.Trace.Note(ctx, false, "republish: same tokens as the last NodePublishVolume (the kubelet's token cache)")
+	} else {
+		k.Trace.Note(ctx, false, "republish: tokens renewed since the last NodePublishVolume")
+	}
 }

@@ -1,4 +1,6 @@
-package node
+package csi
+
+// nodeuid.go: the Node object's UID a bound token names (pkg/kubelet/token).
 
 import (
 	"k8s.io/apimachinery/pkg/types"

@@ -1,4 +1,6 @@
-package node
+package csi
+
+// fsgroup.go follows pkg/volume/volume_linux.go SetVolumeOwnership.
 
 import (
 	"fmt"
@@ -24,18 +26,18 @@ type OwnershipChange struct {
 	Visited int
 }
 
-// changeOwnership is VolumeOwnership.ChangePermissions
+// ChangeOwnership is VolumeOwnership.ChangePermissions
 // (pkg/volume/volume_linux.go): unless OnRootMismatch finds the root
 // already right, a post-order walk that sets every entry's group to fsGroup
 // and adds rw (files) or rwx and setgid (directories) for the group.
 // Per-entry errors are only counted, as the kubelet only logs them.
-func changeOwnership(dir string, fsGroup int64, policy *corev1.PodFSGroupChangePolicy, readOnly bool) (OwnershipChange, error) {
+func ChangeOwnership(dir string, fsGroup int64, policy *corev1.PodFSGroupChangePolicy, readOnly bool) (OwnershipChange, error) {
 	var res OwnershipChange
-	if policy != nil && *policy == corev1.FSGroupChangeOnRootMismatch && !requiresPermissionChange(dir, fsGroup, readOnly) {
+	if policy != nil && *policy == corev1.FSGroupChangeOnRootMismatch && !RequiresPermissionChange(dir, fsGroup, readOnly) {
 		res.Skipped = true
 		return res, nil
 	}
-	err := walkDeep(dir, func(p string, info fs.FileInfo) {
+	err := WalkDeep(dir, func(p string, info fs.FileInfo) {
 		res.Visited++
 		if changeEntry(p, info, fsGroup, readOnly) {
 			res.Changed++
@@ -44,8 +46,8 @@ func changeOwnership(dir string, fsGroup int64, policy *corev1.PodFSGroupChangeP
 	return res, err
 }
 
-// requiresPermissionChange is the OnRootMismatch test on the root only.
-func requiresPermissionChange(root string, fsGroup int64, readOnly bool) bool {
+// RequiresPermissionChange is the OnRootMismatch test on the root only.
+func RequiresPermissionChange(root string, fsGroup int64, readOnly bool) bool {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return true
@@ -62,9 +64,9 @@ func requiresPermissionChange(root string, fsGroup int64, readOnly bool) bool {
 	return fi.Mode().Perm()&perms != perms || fi.Mode()&os.ModeSetgid == 0
 }
 
-// walkDeep visits children before their directory, without following
+// WalkDeep visits children before their directory, without following
 // symlinks and without stopping at filesystem boundaries.
-func walkDeep(root string, fn func(string, fs.FileInfo)) error {
+func WalkDeep(root string, fn func(string, fs.FileInfo)) error {
 	info, err := os.Lstat(root)
 	if err != nil {
 		return err
@@ -75,7 +77,7 @@ func walkDeep(root string, fn func(string, fs.FileInfo)) error {
 			return err
 		}
 		for _, e := range entries {
-			if err := walkDeep(filepath.Join(root, e.Name()), fn); err != nil {
+			if err := WalkDeep(filepath.Join(root, e.Name()), fn); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,6 @@
-package node
+package csi
+
+// stage.go follows pkg/volume/csi/csi_attacher.go: MountDevice, UnmountDevice.
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
@@ -14,37 +16,37 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// mountDevice is csiAttacher.MountDevice (csi_attacher.go): staging of a
+// MountDevice is csiAttacher.MountDevice (csi_attacher.go): staging of a
 // persistent volume, once per volume on the node. The order of its steps is
 // the kubelet's, because drivers see it: STAGE_UNSTAGE_VOLUME query, the
 // VolumeAttachment and secret reads, globalmount created even for drivers
 // that do not stage, VOLUME_MOUNT_GROUP query, vol_data.json (up to 1.33
 // before the STAGE_UNSTAGE_VOLUME check), then NodeStageVolume (preceded by
 // its SINGLE_NODE_MULTI_WRITER query).
-func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volumeSpec, seLinuxLabel string) error {
-	deviceMountPath := a.paths.DeviceMountPath(v.Driver, v.Handle)
-	if err := a.driverRegistered(v.Driver); err != nil {
-		return transient("%s", rootdir.PluginLog("attacher.MountDevice failed to create newCsiDriverClient: %v", err))
+func (a *Attacher) MountDevice(ctx context.Context, pod *corev1.Pod, v *VolumeSpec, seLinuxLabel string) error {
+	deviceMountPath := a.Layout.DeviceMountPath(v.Driver, v.Handle)
+	if err := a.DriverRegistered(v.Driver); err != nil {
+		return Transientf("%s", rootdir.PluginLog("attacher.MountDevice failed to create newCsiDriverClient: %v", err))
 	}
-	stage, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	stage, err := a.NodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return err
 	}
 	publishContext, err := a.publishContext(ctx, v)
 	if err != nil {
-		return transient("%v", err)
+		return Transientf("%v", err)
 	}
 	secrets := map[string]string{}
 	if v.StageSecretRef != nil && stage {
-		secrets, err = a.credentialsFromSecret(v.StageSecretRef)
+		secrets, err = a.CredentialsFromSecret(v.StageSecretRef)
 		if err != nil {
-			return transient("fetching NodeStageSecretRef %s failed: %v", secretRefText(v.StageSecretRef), err)
+			return Transientf("fetching NodeStageSecretRef %s failed: %v", SecretRefText(v.StageSecretRef), err)
 		}
 	}
-	mountOptions := v.mountOptions()
-	seLinuxMount := a.pluginSupportsSELinuxMount(v.Driver) && seLinuxLabel != ""
+	mountOptions := v.MountOptions()
+	seLinuxMount := a.PluginSupportsSELinuxMount(v.Driver) && seLinuxLabel != ""
 	if seLinuxMount {
-		mountOptions = addSELinuxMountOption(mountOptions, seLinuxLabel)
+		mountOptions = AddSELinuxMountOption(mountOptions, seLinuxLabel)
 	}
 
 	if err := a.makeDeviceMountPath(ctx, deviceMountPath); err != nil {
@@ -55,7 +57,7 @@ func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volum
 		data["seLinuxMountContext"] = seLinuxLabel
 	}
 	// Up to 1.33 vol_data.json comes before the STAGE_UNSTAGE_VOLUME check.
-	early := a.release.StagingDataWithoutStaging()
+	early := a.Release.StagingDataWithoutStaging()
 	if early {
 		if err := a.saveStagingData(ctx, deviceMountPath, data); err != nil {
 			return err
@@ -63,15 +65,15 @@ func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volum
 	}
 	if !stage {
 		if early {
-			a.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, with vol_data.json beside it for UnmountDevice")
+			a.Trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, with vol_data.json beside it for UnmountDevice")
 		} else {
-			a.trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, without vol_data.json")
+			a.Trace.Note(ctx, false, "driver has no STAGE_UNSTAGE_VOLUME: no NodeStageVolume; the kubelet leaves globalmount empty, without vol_data.json")
 		}
 		return nil
 	}
-	vmg, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
+	vmg, err := a.NodeSupports(ctx, csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
-		return transient("%s", rootdir.PluginLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
+		return Transientf("%s", rootdir.PluginLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: %v", err))
 	}
 	if !early {
 		if err := a.saveStagingData(ctx, deviceMountPath, data); err != nil {
@@ -82,15 +84,15 @@ func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volum
 	if vmg {
 		fsGroup = podFSGroup(pod)
 	}
-	err = a.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
+	err = a.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{
 		VolumeId:          v.Handle,
 		PublishContext:    publishContext,
 		StagingTargetPath: deviceMountPath,
 		Secrets:           secrets,
 		VolumeContext:     copyMap(v.Attributes),
-	}, v.accessMode(), v.FSType, mountOptions, fsGroup)
+	}, v.AccessMode(), v.FSType, mountOptions, fsGroup)
 	if err != nil {
-		if kindOf(err) == Final {
+		if KindOf(err) == Final {
 			a.removeMountDir(ctx, deviceMountPath)
 		}
 		return err
@@ -100,84 +102,84 @@ func (a *csiAttacher) mountDevice(ctx context.Context, pod *corev1.Pod, v *volum
 
 // makeDeviceMountPath makes globalmount, which the simulator hands the
 // driver.
-func (a *csiAttacher) makeDeviceMountPath(ctx context.Context, deviceMountPath string) error {
-	if err := a.claimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
+func (a *Attacher) makeDeviceMountPath(ctx context.Context, deviceMountPath string) error {
+	if err := a.ClaimDir("attacher.MountDevice", filepath.Dir(deviceMountPath)); err != nil {
 		return err
 	}
-	a.fs.MarkMountPath(deviceMountPath)
-	if err := a.fs.MkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
+	a.FS.MarkMountPath(deviceMountPath)
+	if err := a.FS.MkdirAllWithPathCheck(deviceMountPath, 0o750); err != nil {
 		return errors.New(rootdir.PluginLog("attacher.MountDevice failed to create dir %#v:  %v", deviceMountPath, err))
 	}
-	a.trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
+	a.Trace.Note(ctx, true, "mkdir "+deviceMountPath+" (0750)")
 	return nil
 }
 
 // saveStagingData writes the staging vol_data.json beside globalmount; if
 // it cannot, globalmount goes again.
-func (a *csiAttacher) saveStagingData(ctx context.Context, deviceMountPath string, data map[string]string) error {
+func (a *Attacher) saveStagingData(ctx context.Context, deviceMountPath string, data map[string]string) error {
 	dataDir := filepath.Dir(deviceMountPath)
-	if err := a.fs.SaveVolumeData(dataDir, data); err != nil {
+	if err := a.FS.SaveVolumeData(dataDir, data); err != nil {
 		a.removeMountDir(ctx, deviceMountPath)
 		return rootdir.WithCause(rootdir.PluginLog("failed to save volume info data: %v", err), err)
 	}
-	a.trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, rootdir.VolDataFileName))
+	a.Trace.Note(ctx, true, "wrote "+filepath.Join(dataDir, rootdir.VolDataFileName))
 	return nil
 }
 
-// nodeStageVolume is csiDriverClient.NodeStageVolume: argument checks before
+// NodeStageVolume is csiDriverClient.NodeStageVolume: argument checks before
 // any call, the access-mode query, then the RPC; non-final errors are
 // uncertain.
-func (k *csiPlugin) nodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest, am corev1.PersistentVolumeAccessMode, fsType string, mountFlags []string, fsGroup *int64) error {
+func (k *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest, am corev1.PersistentVolumeAccessMode, fsType string, mountFlags []string, fsGroup *int64) error {
 	if req.VolumeId == "" {
 		return errors.New("missing volume id")
 	}
 	if req.StagingTargetPath == "" {
 		return errors.New("missing staging target path")
 	}
-	mapper, err := k.accessModeMapper(ctx)
+	mapper, err := k.AccessModeMapper(ctx)
 	if err != nil {
 		return err
 	}
-	req.VolumeCapability = volumeCapability(mapper(am), fsType, mountFlags, fsGroup)
-	if err := k.fs.CallStarted("NodeStageVolume", req.StagingTargetPath); err != nil {
+	req.VolumeCapability = VolumeCapability(mapper(am), fsType, mountFlags, fsGroup)
+	if err := k.FS.CallStarted("NodeStageVolume", req.StagingTargetPath); err != nil {
 		return err
 	}
-	_, err = k.nodeClient.NodeStageVolume(ctx, req)
-	k.fs.CallEnded("NodeStageVolume", req.StagingTargetPath)
-	return classifyRPC(err)
+	_, err = k.NodeClient.NodeStageVolume(ctx, req)
+	k.FS.CallEnded("NodeStageVolume", req.StagingTargetPath)
+	return ClassifyRPC(err)
 }
 
-// unmountDevice is the operation generator's UnmountDevice step and
+// UnmountDevice is the operation generator's UnmountDevice step and
 // csiAttacher.UnmountDevice: refuse while other mounts of the staging path
 // remain; a missing vol_data.json means the driver never staged, so there is
 // nothing to do (and nothing is removed).
-func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) error {
-	deviceMountPath := a.paths.DeviceMountPath(driver, handle)
-	refs, err := a.fs.MountRefs(deviceMountPath)
+func (a *Attacher) UnmountDevice(ctx context.Context, driver, handle string) error {
+	deviceMountPath := a.Layout.DeviceMountPath(driver, handle)
+	refs, err := a.FS.MountRefs(deviceMountPath)
 	if err == nil && hasMountRefs(deviceMountPath, refs) {
 		err = fmt.Errorf("the device mount path %q is still mounted by other references %v", deviceMountPath, refs)
 	}
 	if err != nil {
-		return &opError{kind: Transient, err: fmt.Errorf("GetDeviceMountRefs check failed: %w", err)}
+		return &OpError{Kind: Transient, Err: fmt.Errorf("GetDeviceMountRefs check failed: %w", err)}
 	}
 	dataDir := filepath.Dir(deviceMountPath)
-	data, err := a.fs.LoadVolumeData(dataDir)
+	data, err := a.FS.LoadVolumeData(dataDir)
 	if errors.Is(err, os.ErrNotExist) {
-		a.trace.Note(ctx, false, "no vol_data.json beside globalmount: nothing to unstage; the kubelet removes nothing")
+		a.Trace.Note(ctx, false, "no vol_data.json beside globalmount: nothing to unstage; the kubelet removes nothing")
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := a.driverRegistered(data["driverName"]); err != nil {
-		return transient("%s", rootdir.PluginLog("attacher.UnmountDevice failed to create newCsiDriverClient: %v", err))
+	if err := a.DriverRegistered(data["driverName"]); err != nil {
+		return Transientf("%s", rootdir.PluginLog("attacher.UnmountDevice failed to create newCsiDriverClient: %v", err))
 	}
-	stage, err := a.nodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	stage, err := a.NodeSupports(ctx, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return errors.New(rootdir.PluginLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: %v", err))
 	}
 	if stage {
-		if err := a.nodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
+		if err := a.NodeUnstageVolume(ctx, data["volumeHandle"], deviceMountPath); err != nil {
 			return rootdir.WithCause(rootdir.PluginLog("attacher.UnmountDevice failed: %v", err), err)
 		}
 	}
@@ -187,14 +189,14 @@ func (a *csiAttacher) unmountDevice(ctx context.Context, driver, handle string) 
 	return nil
 }
 
-func (k *csiPlugin) nodeUnstageVolume(ctx context.Context, volumeID, stagingPath string) error {
+func (k *Plugin) NodeUnstageVolume(ctx context.Context, volumeID, stagingPath string) error {
 	if volumeID == "" {
 		return errors.New("missing volume id")
 	}
 	if stagingPath == "" {
 		return errors.New("missing staging target path")
 	}
-	_, err := k.nodeClient.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
+	_, err := k.NodeClient.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volumeID, StagingTargetPath: stagingPath})
 	return err
 }
 
@@ -214,10 +216,10 @@ func hasMountRefs(mountPath string, refs []string) bool {
 }
 
 // removeMountDir runs the kubelet's clean-up and says what it removed.
-func (k *csiPlugin) removeMountDir(ctx context.Context, p string) error {
-	removed, err := k.fs.RemoveMountDir(p)
+func (k *Plugin) removeMountDir(ctx context.Context, p string) error {
+	removed, err := k.FS.RemoveMountDir(p)
 	for _, r := range removed {
-		k.trace.Note(ctx, true, "removed "+r)
+		k.Trace.Note(ctx, true, "removed "+r)
 	}
 	return err
 }

@@ -1,4 +1,7 @@
-package node
+package csi
+
+// volume.go follows pkg/volume/plugins.go (volume.Spec) and
+// pkg/volume/util (GetUniqueVolumeName): the volume spec the plugin is given.
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
@@ -11,9 +14,9 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
-// volumeSpec is volume.Spec as the CSI plugin reads it: one CSI volume of a
+// VolumeSpec is volume.Spec as the CSI plugin reads it: one CSI volume of a
 // pod, from an inline csi source or a claim bound to a CSI PV.
-type volumeSpec struct {
+type VolumeSpec struct {
 	PodVolume string // the name in pod.spec.volumes
 	// SpecName is volume.Spec.Name(): the PV name for a claim, the pod's
 	// volume name for an inline volume. Paths use it.
@@ -34,28 +37,28 @@ type volumeSpec struct {
 	PublishSecretRef *corev1.SecretReference
 }
 
-func (v *volumeSpec) persistent() bool { return v.PV != nil }
+func (v *VolumeSpec) Persistent() bool { return v.PV != nil }
 
-// accessMode is the first of the PV's access modes, ReadWriteOnce when it
+// AccessMode is the first of the PV's access modes, ReadWriteOnce when it
 // has none, and always ReadWriteOnce for inline volumes (SetUpAt, MountDevice).
-func (v *volumeSpec) accessMode() corev1.PersistentVolumeAccessMode {
+func (v *VolumeSpec) AccessMode() corev1.PersistentVolumeAccessMode {
 	if v.PV != nil && len(v.PV.Spec.AccessModes) > 0 {
 		return v.PV.Spec.AccessModes[0]
 	}
 	return corev1.ReadWriteOnce
 }
 
-// mountOptions are the PV's spec.mountOptions; inline volumes have none.
-func (v *volumeSpec) mountOptions() []string {
+// MountOptions are the PV's spec.mountOptions; inline volumes have none.
+func (v *VolumeSpec) MountOptions() []string {
 	if v.PV == nil {
 		return nil
 	}
 	return v.PV.Spec.MountOptions
 }
 
-// uniqueName is the kubelet's key for the volume in its caches.
-func (v *volumeSpec) uniqueName(podUID string) string {
-	if v.persistent() {
+// UniqueName is the kubelet's key for the volume in its caches.
+func (v *VolumeSpec) UniqueName(podUID string) string {
+	if v.Persistent() {
 		return rootdir.UniqueVolumeName(v.Driver, v.Handle)
 	}
 	return rootdir.PluginName + "/" + podUID + "-" + v.PodVolume
@@ -86,12 +89,12 @@ func usedVolumes(pod *corev1.Pod) map[string]bool {
 	return used
 }
 
-// resolveVolumes finds the CSI volumes of a pod as the kubelet's
+// ResolveVolumes finds the CSI volumes of a pod as the kubelet's
 // desired-state populator does (processPodVolumes, createVolumeSpec,
 // getPVCExtractPV, getPVSpec): unused volumes skipped first, claims to
 // bound PVs, readOnly from the pod's claim source.
-func resolveVolumes(c *manifests.Cluster, pod *corev1.Pod) ([]*volumeSpec, []SkippedVolume, error) {
-	var specs []*volumeSpec
+func ResolveVolumes(c *manifests.Cluster, pod *corev1.Pod) ([]*VolumeSpec, []SkippedVolume, error) {
+	var specs []*VolumeSpec
 	var skipped []SkippedVolume
 	podSrc := c.SourceOf("Pod", pod.Namespace, pod.Name)
 	used := usedVolumes(pod)
@@ -123,8 +126,8 @@ func resolveVolumes(c *manifests.Cluster, pod *corev1.Pod) ([]*volumeSpec, []Ski
 	return specs, skipped, nil
 }
 
-func inlineSpec(pod *corev1.Pod, v corev1.Volume) *volumeSpec {
-	s := &volumeSpec{
+func inlineSpec(pod *corev1.Pod, v corev1.Volume) *VolumeSpec {
+	s := &VolumeSpec{
 		PodVolume:  v.Name,
 		SpecName:   v.Name,
 		Driver:     v.CSI.Driver,
@@ -145,7 +148,7 @@ func inlineSpec(pod *corev1.Pod, v corev1.Volume) *volumeSpec {
 	return s
 }
 
-func claimSpec(c *manifests.Cluster, pod *corev1.Pod, podVolume, claim string, readOnly bool) (*volumeSpec, string, error) {
+func claimSpec(c *manifests.Cluster, pod *corev1.Pod, podVolume, claim string, readOnly bool) (*VolumeSpec, string, error) {
 	pvc, ok := c.PersistentVolumeClaim(pod.Namespace, claim)
 	if !ok {
 		return nil, "", fmt.Errorf("error processing PVC %s/%s: persistentvolumeclaims %q not found", pod.Namespace, claim, claim)
@@ -175,7 +178,7 @@ func claimSpec(c *manifests.Cluster, pod *corev1.Pod, podVolume, claim string, r
 		return nil, fmt.Sprintf("PV %s is not a CSI volume", pv.Name), nil
 	}
 	csiSrc := pv.Spec.CSI
-	return &volumeSpec{
+	return &VolumeSpec{
 		PodVolume:        podVolume,
 		SpecName:         pv.Name,
 		Driver:           csiSrc.Driver,

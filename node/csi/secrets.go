@@ -1,4 +1,6 @@
-package node
+package csi
+
+// secrets.go follows pkg/volume/csi/csi_util.go getCredentialsFromSecret.
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
@@ -9,11 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// credentialsFromSecret is getCredentialsFromSecret in csi_util.go: a live
+// CredentialsFromSecret is getCredentialsFromSecret in csi_util.go: a live
 // GET of the Secret every time, its data as strings.
-func (k *csiPlugin) credentialsFromSecret(ref *corev1.SecretReference) (map[string]string, error) {
+func (k *Plugin) CredentialsFromSecret(ref *corev1.SecretReference) (map[string]string, error) {
 	creds := map[string]string{}
-	s, ok := k.cluster.Secret(ref.Namespace, ref.Name)
+	s, ok := k.Cluster.Secret(ref.Namespace, ref.Name)
 	if !ok {
 		return creds, errors.New(rootdir.PluginLog("failed to find the secret %s in the namespace %s with error: secrets %q not found", ref.Name, ref.Namespace, ref.Name))
 	}
@@ -23,6 +25,6 @@ func (k *csiPlugin) credentialsFromSecret(ref *corev1.SecretReference) (map[stri
 	return creds, nil
 }
 
-func secretRefText(ref *corev1.SecretReference) string {
+func SecretRefText(ref *corev1.SecretReference) string {
 	return fmt.Sprintf("%s/%s", ref.Namespace, ref.Name)
 }

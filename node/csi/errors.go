@@ -1,4 +1,7 @@
-package node
+package csi
+
+// errors.go follows pkg/volume/util/types (transient and uncertain operation
+// errors) and csi_client.go isFinalError.
 
 import (
 	"errors"
@@ -35,46 +38,46 @@ func (k Kind) String() string {
 	return "final"
 }
 
-// kindMark is how a failure event in the trace says what the kubelet
+// KindMark is how a failure event in the trace says what the kubelet
 // makes of it: " (uncertain)" and " (transient)" change what it does next;
 // a final error has no mark, for "final" would read as "not retried",
 // and the kubelet retries every failed operation (docs/kubelet.md §12).
-func kindMark(k Kind) string {
+func KindMark(k Kind) string {
 	if k == Final {
 		return ""
 	}
 	return " (" + k.String() + ")"
 }
 
-// opError is an error of one kubelet step, with the kind the kubelet gives it.
-type opError struct {
-	kind Kind
-	err  error
+// OpError is an error of one kubelet step, with the kind the kubelet gives it.
+type OpError struct {
+	Kind Kind
+	Err  error
 }
 
-func (e *opError) Error() string { return e.err.Error() }
-func (e *opError) Unwrap() error { return e.err }
+func (e *OpError) Error() string { return e.Err.Error() }
+func (e *OpError) Unwrap() error { return e.Err }
 
-func transient(format string, a ...any) error {
-	return &opError{kind: Transient, err: fmt.Errorf(format, a...)}
+func Transientf(format string, a ...any) error {
+	return &OpError{Kind: Transient, Err: fmt.Errorf(format, a...)}
 }
 
-func uncertain(err error) error { return &opError{kind: Uncertain, err: err} }
+func AsUncertain(err error) error { return &OpError{Kind: Uncertain, Err: err} }
 
-// kindOf classifies an error the way IsOperationFinishedError and
+// KindOf classifies an error the way IsOperationFinishedError and
 // IsUncertainProgressError do.
-func kindOf(err error) Kind {
-	var oe *opError
+func KindOf(err error) Kind {
+	var oe *OpError
 	if errors.As(err, &oe) {
-		return oe.kind
+		return oe.Kind
 	}
 	return Final
 }
 
-// isFinalError is isFinalError in csi_client.go: codes that mean the driver
+// IsFinalError is isFinalError in csi_client.go: codes that mean the driver
 // may still be working, and anything that is not a gRPC status, are not
 // final.
-func isFinalError(err error) bool {
+func IsFinalError(err error) bool {
 	st, ok := status.FromError(err)
 	if !ok {
 		return false
@@ -86,14 +89,14 @@ func isFinalError(err error) bool {
 	return true
 }
 
-// classifyRPC wraps a NodeStage/NodePublish error as the kubelet's client
+// ClassifyRPC wraps a NodeStage/NodePublish error as the kubelet's client
 // does: non-final errors become uncertain.
-func classifyRPC(err error) error {
+func ClassifyRPC(err error) error {
 	if err == nil {
 		return nil
 	}
-	if !isFinalError(err) {
-		return uncertain(err)
+	if !IsFinalError(err) {
+		return AsUncertain(err)
 	}
 	return err
 }
@@ -133,8 +136,8 @@ type prefixedError struct {
 func (e *prefixedError) Error() string { return e.err.Error() }
 func (e *prefixedError) Unwrap() error { return e.err }
 
-// eventPrefix returns the prefix an error carries, or def.
-func eventPrefix(err error, def string) string {
+// EventPrefix returns the prefix an error carries, or def.
+func EventPrefix(err error, def string) string {
 	var pe *prefixedError
 	if errors.As(err, &pe) {
 		return pe.prefix

@@ -1,4 +1,7 @@
-package node
+package csi
+
+// tokensource.go follows pkg/kubelet/token/token_manager.go: the kubelet's
+// TokenRequests, answered here without an API server.
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"

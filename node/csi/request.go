@@ -1,4 +1,7 @@
-package node
+package csi
+
+// request.go follows pkg/volume/csi/csi_client.go: the volume capability and
+// the access mode mappers.
 
 import (
 	"context"
@@ -12,8 +15,8 @@ import (
 // table is used depends on SINGLE_NODE_MULTI_WRITER (csi_client.go).
 type accessModeMapper func(corev1.PersistentVolumeAccessMode) csi.VolumeCapability_AccessMode_Mode
 
-// asCSIAccessMode is asCSIAccessModeV1.
-func asCSIAccessMode(am corev1.PersistentVolumeAccessMode) csi.VolumeCapability_AccessMode_Mode {
+// AsCSIAccessMode is asCSIAccessModeV1.
+func AsCSIAccessMode(am corev1.PersistentVolumeAccessMode) csi.VolumeCapability_AccessMode_Mode {
 	switch am {
 	case corev1.ReadWriteOnce, corev1.ReadWriteOncePod:
 		return csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
@@ -25,9 +28,9 @@ func asCSIAccessMode(am corev1.PersistentVolumeAccessMode) csi.VolumeCapability_
 	return csi.VolumeCapability_AccessMode_UNKNOWN
 }
 
-// asSingleNodeMultiWriterCapableCSIAccessMode is the table for drivers with
+// AsSingleNodeMultiWriterCapableCSIAccessMode is the table for drivers with
 // SINGLE_NODE_MULTI_WRITER.
-func asSingleNodeMultiWriterCapableCSIAccessMode(am corev1.PersistentVolumeAccessMode) csi.VolumeCapability_AccessMode_Mode {
+func AsSingleNodeMultiWriterCapableCSIAccessMode(am corev1.PersistentVolumeAccessMode) csi.VolumeCapability_AccessMode_Mode {
 	switch am {
 	case corev1.ReadWriteOnce:
 		return csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
@@ -41,25 +44,25 @@ func asSingleNodeMultiWriterCapableCSIAccessMode(am corev1.PersistentVolumeAcces
 	return csi.VolumeCapability_AccessMode_UNKNOWN
 }
 
-// accessModeMapper is getNodeV1AccessModeMapper: it asks the driver before
+// AccessModeMapper is getNodeV1AccessModeMapper: it asks the driver before
 // every NodeStage and NodePublish.
-func (k *csiPlugin) accessModeMapper(ctx context.Context) (accessModeMapper, error) {
-	ok, err := k.nodeSupports(ctx, csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER)
+func (k *Plugin) AccessModeMapper(ctx context.Context) (accessModeMapper, error) {
+	ok, err := k.NodeSupports(ctx, csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		return asSingleNodeMultiWriterCapableCSIAccessMode, nil
+		return AsSingleNodeMultiWriterCapableCSIAccessMode, nil
 	}
-	return asCSIAccessMode, nil
+	return AsCSIAccessMode, nil
 }
 
-// volumeCapability builds the capability the kubelet sends to NodeStage and
+// VolumeCapability builds the capability the kubelet sends to NodeStage and
 // NodePublish: Block{} for the internal fsType "block", else always a Mount
 // access type, even with no fsType ({}), and volume_mount_group only when
 // delegated.
-func volumeCapability(mode csi.VolumeCapability_AccessMode_Mode, fsType string, mountFlags []string, fsGroup *int64) *csi.VolumeCapability {
-	if fsType == fsTypeBlockName {
+func VolumeCapability(mode csi.VolumeCapability_AccessMode_Mode, fsType string, mountFlags []string, fsGroup *int64) *csi.VolumeCapability {
+	if fsType == FsTypeBlockName {
 		return &csi.VolumeCapability{
 			AccessMode: &csi.VolumeCapability_AccessMode{Mode: mode},
 			AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},

@@ -1,0 +1,76 @@
+package csi
+
+// plugin.go follows pkg/volume/csi/csi_plugin.go: the plugin and its volume host.
+
+import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// Plugin is the kubelet's CSI volume plugin (csi_plugin.go) with its
+// volume host: what the attacher, the mounter and the block mapper share
+// and nothing of the volume manager's (the actual state of the world, the
+// operations): the release, the node's paths and file system, the
+// cluster's objects, the driver connection and the trace, the token
+// getter, the node's SELinux, and the registered drivers.
+type Plugin struct {
+	// NodeName is the node's name (the volume host's GetNodeName);
+	// dryRun: nothing is really mounted (Config.DryRun).
+	NodeName string
+	DryRun   bool
+	Release  release.Release
+	Layout   rootdir.Paths
+	Cluster  *manifests.Cluster
+	Conn     grpc.ClientConnInterface
+	// NodeClient and identityClient call the driver through conn.
+	NodeClient     csi.NodeClient
+	IdentityClient csi.IdentityClient
+	Trace          *csiclient.Trace
+	Tokens         TokenIssuer
+	FS             *rootdir.FileSystem
+	SELinux        SELinux
+	Drivers        *Drivers
+	// SentTokens are the tokens last sent per pod volume, to tell a
+	// republish that renews them.
+	SentTokens *TokenRecord
+}
+
+// TokenRecord holds the tokens value last sent for each pod volume.
+type TokenRecord struct {
+	mu   sync.Mutex
+	Last map[string]string
+}
+
+// swap stores the tokens value last sent for a pod volume and returns the
+// previous one.
+func (t *TokenRecord) swap(key, value string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev, seen := t.Last[key]
+	t.Last[key] = value
+	return prev, seen
+}
+
+// Attacher is csi_attacher.go's attacher as the kubelet's
+// MountDevice and UnmountDevice use it: NodeStageVolume and
+// NodeUnstageVolume at the device mount path (stage.go).
+type Attacher struct{ *Plugin }
+
+// Mounter is csi_mounter.go's mounter: SetUp and TearDown, that is
+// NodePublishVolume and NodeUnpublishVolume at the pod's target path
+// (publish.go).
+type Mounter struct{ *Plugin }
+
+// BlockMapper is csi_block.go's mapper of block volumes: SetUpDevice
+// (NodeStageVolume), MapPodDevice (NodePublishVolume), their teardown,
+// and the kubelet's device links (block.go).
+type BlockMapper struct{ *Plugin }
