@@ -1,12 +1,12 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"maps"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §10: attach is required unless a CSIDriver says attachRequired: false.

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // Owner says whose a thing left under the root dir is.
@@ -298,8 +297,8 @@ func (k *Kubelet) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 // (cleanupOrphanedPodDirs in kubelet_volumes.go): a pod directory with no
 // volume path left in it is removed. Only pods of this run are touched.
 func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
-	for _, uid := range k.state.podDirUIDs() {
-		if k.state.podHasMounts(uid) {
+	for _, uid := range k.state.PodDirUIDs() {
+		if k.state.PodHasMounts(uid) {
 			continue
 		}
 		podDir := k.Layout.PodDir(uid)

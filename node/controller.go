@@ -1,13 +1,12 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // Controller is what the cluster's controllers do around the kubelet for
@@ -50,11 +49,5 @@ func (k *Kubelet) finishController(plan Plan) func(context.Context) []error {
 // (or uncertain) or mounted by a pod. The attach/detach controller does
 // not detach such a volume, and its PV is not released.
 func (k *Kubelet) volumeInUse(driver, handle string) bool {
-	unique := rootdir.UniqueVolumeName(driver, handle)
-	if _, ok := k.state.device(unique); ok {
-		return true
-	}
-	k.state.mu.Lock()
-	defer k.state.mu.Unlock()
-	return k.state.users[unique] > 0
+	return k.state.VolumeInUse(rootdir.UniqueVolumeName(driver, handle))
 }

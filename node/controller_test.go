@@ -1,15 +1,15 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
 // recordingController is a Controller that notes when it is called and
@@ -63,17 +63,17 @@ func TestRunController(t *testing.T) {
 
 // volumeInUse is true while the device is staged or a pod mounts it.
 func TestVolumeInUse(t *testing.T) {
-	k := &Kubelet{state: newActualState()}
+	k := &Kubelet{state: cache.NewActualState()}
 	unique := rootdir.UniqueVolumeName("d", "h")
 	if k.volumeInUse("d", "h") {
 		t.Fatal("in use before anything")
 	}
-	k.state.recordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
+	k.state.RecordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
 	if !k.volumeInUse("d", "h") {
 		t.Error("a staged device is not in use")
 	}
-	k.state.forgetDevice(unique)
-	k.state.users[unique] = 1
+	k.state.ForgetDevice(unique)
+	k.state.Users[unique] = 1
 	if !k.volumeInUse("d", "h") {
 		t.Error("a mounted volume is not in use")
 	}

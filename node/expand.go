@@ -1,10 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 )
 
 // expandDuringMount is expandVolumeDuringMount (operation_generator.go),
@@ -137,7 +136,7 @@ func isInUseError(err error) bool {
 // markInUseExpansionError is MarkForInUseExpansionError: the reconciler
 // will not expand this volume again while it stays attached.
 func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, err error) {
-	k.state.markInUseExpansionError(v.UniqueName(string(pod.UID)))
+	k.state.MarkInUseExpansionError(v.UniqueName(string(pod.UID)))
 	// Only the kubelet's log says so: no event is recorded (a whole
 	// kubelet showed none), so it is not a warning of the trace.
 	k.Trace.Note(ctx, false, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q : %v; the kubelet lets the mount go on and does not expand the volume again on this node (it logs the error, no event)", v.SpecName, err))

@@ -1,8 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"fmt"
 	"path/filepath"
@@ -11,57 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
-
-// claimSize is what the actual state of the world holds of an attached
-// volume's claim: persistentVolumeSize (the claim's size as the kubelet last
-// knew it) and volumeInUseErrorForExpansion.
-type claimSize struct {
-	size       resource.Quantity
-	inUseError bool
-}
-
-// initClaimSize is VerifyControllerAttachedVolume's InitializeClaimSize:
-// the claim's status.capacity when the volume is verified attached, kept
-// while the volume stays attached (a second pod does not change it).
-func (s *actualState) initClaimSize(unique string, v *csiplugin.VolumeSpec) {
-	if v.PV == nil || v.PVC == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cs, ok := s.claimSizes[unique]; ok && !cs.size.IsZero() {
-		return
-	}
-	s.claimSizes[unique] = &claimSize{size: v.PVC.Status.Capacity[corev1.ResourceStorage].DeepCopy()}
-}
-
-func (s *actualState) claimSize(unique string) claimSize {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cs, ok := s.claimSizes[unique]; ok {
-		return *cs
-	}
-	return claimSize{}
-}
-
-// markResized is MarkVolumeAsResized.
-func (s *actualState) markResized(unique string, size resource.Quantity) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cs, ok := s.claimSizes[unique]; ok {
-		cs.size = size
-	}
-}
-
-// markInUseExpansionError is MarkForInUseExpansionError.
-func (s *actualState) markInUseExpansionError(unique string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cs, ok := s.claimSizes[unique]; ok {
-		cs.inUseError = true
-	}
-}
 
 // inUseExpansionDue is the populator's checkVolumeFSResize (the desired
 // size is the PV's, never recorded for a read-only volume) and the actual
@@ -72,11 +21,11 @@ func (k *Kubelet) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string) (old
 		return old, desired, false
 	}
 	desired = v.PV.Spec.Capacity[corev1.ResourceStorage]
-	cs := k.state.claimSize(unique)
-	if cs.inUseError || cs.size.IsZero() || desired.IsZero() || desired.Cmp(cs.size) <= 0 {
-		return cs.size, desired, false
+	cs := k.state.ClaimSize(unique)
+	if cs.InUseError || cs.Size.IsZero() || desired.IsZero() || desired.Cmp(cs.Size) <= 0 {
+		return cs.Size, desired, false
 	}
-	return cs.size, desired, true
+	return cs.Size, desired, true
 }
 
 // expandInUse is the reconciler's pass after the pod's volumes were
@@ -121,7 +70,7 @@ func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplu
 				return err
 			}
 			if done {
-				k.state.markResized(unique, size)
+				k.state.MarkResized(unique, size)
 			} else {
 				waiting = true
 			}

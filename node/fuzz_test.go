@@ -1,10 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"bytes"
 	"os"
 	"path/filepath"
@@ -17,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 const fuzzRoot = "/var/lib/kubelet"

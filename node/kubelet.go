@@ -15,12 +15,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -28,6 +22,10 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
 // DefaultTimeout is csiTimeout in csi_plugin.go: one context per operation.
@@ -85,7 +83,7 @@ type Config struct {
 type Kubelet struct {
 	*csiplugin.Plugin
 	cfg      Config
-	state    *actualState
+	state    *cache.ActualState
 	ops      *operations
 	attacher *csiplugin.Attacher
 	mounter  *csiplugin.Mounter
@@ -127,7 +125,7 @@ func New(cfg Config) *Kubelet {
 	k := &Kubelet{
 		Plugin:   p,
 		cfg:      cfg,
-		state:    newActualState(),
+		state:    cache.NewActualState(),
 		ops:      &operations{},
 		attacher: &csiplugin.Attacher{Plugin: p},
 		mounter:  &csiplugin.Mounter{Plugin: p},

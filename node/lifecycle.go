@@ -1,21 +1,20 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
 // VolumeResult is what happened to one CSI volume of a pod.
@@ -116,8 +115,8 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.Vo
 		mount = func() error { return k.mapVolume(ctx, pod, v, 0) }
 	}
 	key := operationKey{volume: v.UniqueName(string(pod.UID))}
-	k.state.notePodVolume(string(pod.UID), key.volume)
-	k.state.initClaimSize(key.volume, v)
+	k.state.NotePodVolume(string(pod.UID), key.volume)
+	k.state.InitClaimSize(key.volume, v)
 	err := k.withRetry(ctx, l, func(int) error { return k.ops.run(ctx, key, mount) })
 	if err != nil {
 		vr.Err = err
@@ -146,12 +145,12 @@ func (k *Kubelet) operationContext(ctx context.Context, l csiclient.Labels) (con
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
 func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.Layout.PodDir(string(pod.UID))
-	if !k.state.podHasDirs(string(pod.UID)) {
+	if !k.state.PodHasDirs(string(pod.UID)) {
 		if err := k.ClaimDir("pod "+podName(pod), dir); err != nil {
 			return err
 		}
 	}
-	k.state.markPodDirs(string(pod.UID))
+	k.state.MarkPodDirs(string(pod.UID))
 	for _, d := range []string{dir, dir + "/volumes", dir + "/plugins"} {
 		if err := k.FS.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -171,7 +170,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin
 	fail := func(op string, err error) error {
 		return k.volumeFailure(ctx, labels, op, v, pod, err)
 	}
-	if v.Persistent() && k.state.mountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+	if v.Persistent() && k.state.MountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail("MountVolume.SetUp", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	seLinuxLabel, err := k.mountSELinuxLabel(pod, v)
@@ -190,13 +189,13 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin
 		}
 	}
 	if v.Persistent() {
-		if !k.state.deviceMounted(unique) {
+		if !k.state.DeviceMounted(unique) {
 			l := labels
 			l.Operation = "MountDevice"
 			octx, cancel := k.operationContext(ctx, l)
 			err := k.attacher.MountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
-			k.state.recordDevice(unique, v, err)
+			k.state.RecordDevice(unique, v, err)
 			if err != nil {
 				return fail("MountVolume.MountDevice", err)
 			}
@@ -207,7 +206,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin
 	octx, cancel := k.operationContext(ctx, l)
 	err = k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
-	k.state.recordMount(pod, unique, v, err)
+	k.state.RecordMount(pod, unique, v, err)
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
@@ -227,11 +226,11 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin
 // (NodeUnstage). It returns the failures, worded as the kubelet's events.
 // With parallel the volumes are torn down side by side.
 func (k *Kubelet) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
-	keys := k.state.podMounts(pod)
+	keys := k.state.PodMounts(pod)
 	errs := make([]error, len(keys))
 	devices := make([]string, len(keys))
 	each := func(i int) {
-		devices[i] = keys[i].uniqueName
+		devices[i] = keys[i].UniqueName
 		errs[i] = k.unmountOne(ctx, pod, keys[i])
 	}
 	if parallel {
@@ -252,43 +251,43 @@ func (k *Kubelet) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool
 			out = append(out, err)
 		}
 	}
-	devices = append(devices, k.state.podVolumeNames(string(pod.UID))...)
+	devices = append(devices, k.state.PodVolumeNames(string(pod.UID))...)
 	out = append(out, k.unmountDevices(ctx, devices)...)
-	k.state.prunePodVolumes(string(pod.UID))
+	k.state.PrunePodVolumes(string(pod.UID))
 	return out
 }
 
 // unmountOne is the unmount (or unmap) operation of one pod volume, under
 // the key of the volume and the pod.
-func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey) error {
-	m, ok := k.state.mount(key)
+func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key cache.MountKey) error {
+	m, ok := k.state.Mount(key)
 	if !ok {
 		return nil
 	}
 	op, prefix, teardown := "TearDown", "UnmountVolume.TearDown failed", k.mounter.TearDown
-	if m.spec.Block {
+	if m.Spec.Block {
 		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.mapper.UnmapVolume
 	}
-	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.spec.SpecName, Pod: podName(pod)}
-	opKey := operationKey{volume: key.uniqueName, pod: key.podUID}
+	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.Spec.SpecName, Pod: podName(pod)}
+	opKey := operationKey{volume: key.UniqueName, pod: key.PodUID}
 	err := k.withRetry(ctx, l, func(int) error {
 		return k.ops.run(ctx, opKey, func() error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
-			return teardown(octx, pod, m.spec)
+			return teardown(octx, pod, m.Spec)
 		})
 	})
 	if err != nil {
-		ve := &csiplugin.VolumeError{Operation: op, Prefix: csiplugin.EventPrefix(err, prefix), Volume: m.spec.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
+		ve := &csiplugin.VolumeError{Operation: op, Prefix: csiplugin.EventPrefix(err, prefix), Volume: m.Spec.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
 		k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
-		if k.forced(csiclient.WithLabels(ctx, l), err, k.volumePaths(m.spec, key.podUID)) {
-			k.state.forgetMount(key)
+		if k.forced(csiclient.WithLabels(ctx, l), err, k.volumePaths(m.Spec, key.PodUID)) {
+			k.state.ForgetMount(key)
 			return nil
 		}
-		k.keepVolume(m.spec, key.podUID)
+		k.keepVolume(m.Spec, key.PodUID)
 		return ve
 	}
-	k.state.forgetMount(key)
+	k.state.ForgetMount(key)
 	return nil
 }
 
@@ -296,7 +295,7 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key mountKey)
 // devices: only those that no pod mounts any more.
 func (k *Kubelet) unmountDevices(ctx context.Context, among []string) []error {
 	var errs []error
-	for _, unique := range k.state.devicesNotInUse(among) {
+	for _, unique := range k.state.DevicesNotInUse(among) {
 		if err := k.unmountDevice1(ctx, unique); err != nil {
 			errs = append(errs, err)
 		}
@@ -310,50 +309,41 @@ func (k *Kubelet) unmountDevices(ctx context.Context, among []string) []error {
 func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 	var out error
 	err := k.ops.run(ctx, operationKey{volume: unique}, func() error {
-		if len(k.state.devicesNotInUse([]string{unique})) == 0 {
+		if len(k.state.DevicesNotInUse([]string{unique})) == 0 {
 			return nil
 		}
-		d, _ := k.state.device(unique)
+		d, _ := k.state.Device(unique)
 		op, prefix := "UnmountDevice", "UnmountDevice failed"
-		unmount := func(ctx context.Context) error { return k.attacher.UnmountDevice(ctx, d.driver, d.handle) }
-		if d.spec.Block {
+		unmount := func(ctx context.Context) error { return k.attacher.UnmountDevice(ctx, d.Driver, d.Handle) }
+		if d.Spec.Block {
 			op, prefix = "TearDownDevice", "UnmapDevice.TearDownDevice failed"
-			unmount = func(ctx context.Context) error { return k.mapper.UnmapDevice(ctx, d.spec) }
+			unmount = func(ctx context.Context) error { return k.mapper.UnmapDevice(ctx, d.Spec) }
 		}
-		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: d.spec.SpecName}
+		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: d.Spec.SpecName}
 		err := k.withRetry(ctx, l, func(int) error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
 			return unmount(octx)
 		})
 		if err != nil {
-			ve := &csiplugin.VolumeError{Operation: op, Prefix: prefix, Volume: d.spec.SpecName, Kind: csiplugin.KindOf(err), Err: err}
+			ve := &csiplugin.VolumeError{Operation: op, Prefix: prefix, Volume: d.Spec.SpecName, Kind: csiplugin.KindOf(err), Err: err}
 			k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
-			if k.forced(csiclient.WithLabels(ctx, l), err, k.devicePaths(d.spec)) {
-				k.state.forgetDevice(unique)
+			if k.forced(csiclient.WithLabels(ctx, l), err, k.devicePaths(d.Spec)) {
+				k.state.ForgetDevice(unique)
 				return nil
 			}
-			k.state.markDeviceUncertain(unique)
-			k.keepDevice(d.spec)
+			k.state.MarkDeviceUncertain(unique)
+			k.keepDevice(d.Spec)
 			out = ve
 			return nil
 		}
-		k.state.forgetDevice(unique)
+		k.state.ForgetDevice(unique)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for key := range m {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // waitForAttach is what the kubelet does for an attachable PV before

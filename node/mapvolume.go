@@ -1,15 +1,15 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // mapVolume is GenerateMapVolumeFunc: ReadWriteOncePod check, the mapper,
@@ -32,7 +32,7 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.V
 	fail := func(l csiclient.Labels, event string, err error) error {
 		return k.volumeFailure(ctx, l, event, v, pod, err)
 	}
-	if k.state.mountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+	if k.state.MountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail(labels, "MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	if err := k.mapper.NewBlockVolumeMapper(csiclient.WithLabels(ctx, labels), v); err != nil {
@@ -46,12 +46,12 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.V
 	}
 	// SetUpDevice's return value: the staging path when it staged.
 	stagingPath := ""
-	if !k.state.deviceMounted(unique) {
+	if !k.state.DeviceMounted(unique) {
 		l := op("SetUpDevice")
 		octx, cancel := k.operationContext(ctx, l)
 		staged, err := k.mapper.SetUpDevice(octx, v)
 		cancel()
-		k.state.recordDevice(unique, v, err)
+		k.state.RecordDevice(unique, v, err)
 		if err != nil {
 			return fail(l, "MapVolume.SetUpDevice", err)
 		}
@@ -61,14 +61,14 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.V
 	octx, cancel := k.operationContext(ctx, l)
 	defer cancel()
 	publishPath, err := k.mapper.MapPodDevice(octx, pod, v)
-	k.state.recordMount(pod, unique, v, err)
+	k.state.RecordMount(pod, unique, v, err)
 	if err != nil {
 		return fail(l, "MapVolume.MapPodDevice", err)
 	}
 	if err := k.mapper.MapBlockVolume(octx, pod, v, publishPath); err != nil {
 		// After MapPodDevice a failure leaves the volume uncertain, so that
 		// teardown still unpublishes it.
-		k.state.recordMount(pod, unique, v, csiplugin.AsUncertain(err))
+		k.state.RecordMount(pod, unique, v, csiplugin.AsUncertain(err))
 		return fail(l, "MapVolume.MapBlockVolume", err)
 	}
 	// EvalHostSymlinks: a driver may publish a symlink to its device.
@@ -80,7 +80,7 @@ func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.V
 	ectx, ecancel := k.operationContext(ctx, l)
 	defer ecancel()
 	if err := k.expandDuringMount(ectx, pod, v, resizePaths{volumePath: devicePath, stagingPath: stagingPath}); err != nil {
-		k.state.recordMount(pod, unique, v, csiplugin.AsUncertain(err))
+		k.state.RecordMount(pod, unique, v, csiplugin.AsUncertain(err))
 		return k.volumeFailure(ctx, l, "MapVolume.MarkVolumeAsMounted failed while expanding volume", v, pod, err)
 	}
 	return nil

@@ -76,3 +76,23 @@ func (o *operations) finish(key operationKey) {
 		}
 	}
 }
+
+// retrying tells whether volume's failed remount waits for its retry.
+func (o *operations) retrying(volume string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.backingOff[volume]
+}
+
+func (o *operations) setBackingOff(volume string, on bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !on {
+		delete(o.backingOff, volume)
+		return
+	}
+	if o.backingOff == nil {
+		o.backingOff = map[string]bool{}
+	}
+	o.backingOff[volume] = true
+}

@@ -1,9 +1,9 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"path/filepath"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // keepVolume leaves a pod's volume as it is after its teardown failed:

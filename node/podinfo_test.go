@@ -1,8 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"errors"
 	"maps"
@@ -14,6 +12,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §3: volume_context is the volume's attributes, plus the five

@@ -1,10 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +16,8 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // Recover finishes what earlier runs left under the root dir, as a
@@ -134,7 +132,7 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 		}
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "(reconstructed)", UID: types.UID(uid)}}
 		byUID[uid] = p
-		k.state.markPodDirs(uid)
+		k.state.MarkPodDirs(uid)
 		return p
 	}
 	var order []string
@@ -147,8 +145,8 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 			order = append(order, uid)
 		}
 		pod := podOf(uid)
-		k.state.recordMount(pod, v.UniqueName(uid), v, csiplugin.AsUncertain(errors.New("reconstructed")))
-		k.state.notePodVolume(uid, v.UniqueName(uid))
+		k.state.RecordMount(pod, v.UniqueName(uid), v, csiplugin.AsUncertain(errors.New("reconstructed")))
+		k.state.NotePodVolume(uid, v.UniqueName(uid))
 		k.Trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
 		k.recordReconstructedDevice(v)
 	}
@@ -274,7 +272,7 @@ func (k *Kubelet) recordReconstructedDevice(v *csiplugin.VolumeSpec) {
 		return
 	}
 	unique := v.UniqueName("")
-	if _, ok := k.state.device(unique); ok {
+	if _, ok := k.state.Device(unique); ok {
 		return
 	}
 	if v.Block {
@@ -284,7 +282,7 @@ func (k *Kubelet) recordReconstructedDevice(v *csiplugin.VolumeSpec) {
 	} else if _, err := k.FS.LoadVolumeData(filepath.Dir(k.Layout.DeviceMountPath(v.Driver, v.Handle))); err != nil {
 		return
 	}
-	k.state.recordDevice(unique, v, csiplugin.AsUncertain(errors.New("reconstructed")))
+	k.state.RecordDevice(unique, v, csiplugin.AsUncertain(errors.New("reconstructed")))
 }
 
 // validReconstructed checks what was read back from disk before any path is

@@ -1,8 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"errors"
 	"maps"
@@ -17,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §13, §21.2: the registrar asks GetPluginInfo; the kubelet

@@ -46,7 +46,7 @@ func (r *remountRetries) start(fails []remountFailure) []error {
 			errs = append(errs, f.err)
 			continue
 		}
-		r.k.ops.setBackingOff(f.key.uniqueName, true)
+		r.k.ops.setBackingOff(f.key.UniqueName, true)
 		r.wg.Add(1)
 		go r.retry(f)
 	}
@@ -66,7 +66,7 @@ func (r *remountRetries) end() {
 // succeeded is the sync's failure.
 func (r *remountRetries) retry(f remountFailure) {
 	defer r.wg.Done()
-	defer r.k.ops.setBackingOff(f.key.uniqueName, false)
+	defer r.k.ops.setBackingOff(f.key.UniqueName, false)
 	b := &backoff{started: f.started}
 	err := f.err
 	for attempt := 1; ; attempt++ {
@@ -90,24 +90,4 @@ func (r *remountRetries) retry(f remountFailure) {
 func (r *remountRetries) note(f remountFailure, text string) {
 	l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", f.round), Volume: f.v.SpecName, Pod: podName(r.pod)}
 	r.k.Trace.Note(csiclient.WithLabels(r.run, l), false, text)
-}
-
-// retrying tells whether volume's failed remount waits for its retry.
-func (o *operations) retrying(volume string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.backingOff[volume]
-}
-
-func (o *operations) setBackingOff(volume string, on bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !on {
-		delete(o.backingOff, volume)
-		return
-	}
-	if o.backingOff == nil {
-		o.backingOff = map[string]bool{}
-	}
-	o.backingOff[volume] = true
 }

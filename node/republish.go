@@ -1,8 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"fmt"
 	"strings"
@@ -11,13 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
 // requiresRepublish tells whether any volume of the pod belongs to a
 // driver whose CSIDriver has requiresRepublish (csiPlugin.RequiresRemount).
 func (k *Kubelet) requiresRepublish(pod *corev1.Pod) bool {
-	for _, key := range k.state.podMounts(pod) {
-		if m, ok := k.state.mount(key); ok && k.requiresRemount(m.spec.Driver) {
+	for _, key := range k.state.PodMounts(pod) {
+		if m, ok := k.state.Mount(key); ok && k.requiresRemount(m.Spec.Driver) {
 			return true
 		}
 	}
@@ -47,7 +47,7 @@ func (k *Kubelet) republish(ctx context.Context, pod *corev1.Pod, round int) []e
 // mounted with remountRequired set, so the reconciler mounts it again once
 // the operation's backoff allows (remountretry.go).
 type remountFailure struct {
-	key     mountKey
+	key     cache.MountKey
 	v       *csiplugin.VolumeSpec
 	round   int
 	started time.Time
@@ -59,13 +59,13 @@ type remountFailure struct {
 // key is in its backoff, and the kubelet runs one operation per volume.
 func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []remountFailure {
 	var fails []remountFailure
-	for _, key := range k.state.podMounts(pod) {
-		m, ok := k.state.mount(key)
-		if !ok || m.status != statusMounted || !k.requiresRemount(m.spec.Driver) {
+	for _, key := range k.state.PodMounts(pod) {
+		m, ok := k.state.Mount(key)
+		if !ok || m.Status != cache.StatusMounted || !k.requiresRemount(m.Spec.Driver) {
 			continue
 		}
-		v := m.spec
-		if k.ops.retrying(key.uniqueName) {
+		v := m.Spec
+		if k.ops.retrying(key.UniqueName) {
 			l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
 			k.Trace.Note(csiclient.WithLabels(ctx, l), false, "pod sync: the volume's failed remount waits for its retry (the operation's backoff), so this sync starts no other: one operation per volume at a time")
 			continue
@@ -79,15 +79,15 @@ func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []
 }
 
 // remountOp is the remount as an operation, under the volume's key.
-func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key mountKey, round int) error {
-	return k.ops.run(ctx, operationKey{volume: key.uniqueName}, func() error {
+func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
+	return k.ops.run(ctx, operationKey{volume: key.UniqueName}, func() error {
 		return k.remount(ctx, pod, v, key, round)
 	})
 }
 
 // remount is one volume's part of a pod sync for a requiresRepublish
 // driver.
-func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key mountKey, round int) error {
+func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
 	if v.Block {
 		return k.mapVolume(ctx, pod, v, round)
 	}
@@ -99,7 +99,7 @@ func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.Vol
 			}
 		}
 		octx, cancel := k.operationContext(ctx, labels)
-		err := k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: k.state.seLinuxLabel(key.uniqueName), IsRemount: true})
+		err := k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: k.state.SELinuxLabel(key.UniqueName), IsRemount: true})
 		cancel()
 		if err != nil {
 			// The volume stays mounted and remountRequired stays set

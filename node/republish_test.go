@@ -1,8 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"fmt"
 	"slices"
@@ -12,10 +10,11 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // republishDriver is a CSIDriver with requiresRepublish and the given

@@ -1,14 +1,14 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §8: both columns of the access-mode table.

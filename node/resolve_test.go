@@ -4,8 +4,6 @@ package node
 // volumes, generic ephemeral volumes.
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"errors"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // Claims are resolved like the desired-state populator does; inputs the

@@ -1,10 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"fmt"
 	"slices"
@@ -15,6 +11,8 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // Plan is a command's schedule for the kubelet: which pods come, when,

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // parallelManifests: pods app-0..app-9 share pv-shared (one volume, one

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-
 	"context"
 	"math/rand/v2"
 	"sync"
@@ -11,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 )
 
 // RunningSchedule is when the kubelet touches a running pod's volumes.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"google.golang.org/grpc/codes"
 )
 
 // The running pod's timers: pod syncs at wait.Jitter(syncFrequency, 0.5)

@@ -1,8 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"os"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // stepController notes when the plan's controller runs.

@@ -1,12 +1,12 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §9: a live GET of the Secret, its data as strings; a missing

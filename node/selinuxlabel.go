@@ -1,14 +1,14 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 )
 
 // volumeSupportsSELinuxMount is util.VolumeSupportsSELinuxMount: PVs only;
@@ -34,7 +34,7 @@ func (k *Kubelet) mountSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (s
 	if err != nil {
 		return "", err
 	}
-	existing, known := k.state.seLinuxVolume(unique, func() *csiplugin.SELinuxVolume {
+	existing, known := k.state.SELinuxVolume(unique, func() *csiplugin.SELinuxVolume {
 		effective := label
 		if !k.volumeSupportsSELinuxMount(v) {
 			effective = ""

@@ -1,8 +1,6 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 

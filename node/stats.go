@@ -1,16 +1,16 @@
 package node
 
 import (
-	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-
 	"context"
 	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
 func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
@@ -59,12 +59,12 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin
 // driver's answers that the kubelet would reject.
 func (k *Kubelet) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
-	for _, key := range k.state.podMounts(pod) {
-		m, ok := k.state.mount(key)
-		if !ok || m.status != statusMounted {
+	for _, key := range k.state.PodMounts(pod) {
+		m, ok := k.state.Mount(key)
+		if !ok || m.Status != cache.StatusMounted {
 			continue
 		}
-		v := m.spec
+		v := m.Spec
 		l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("GetMetrics#%d", round), Volume: v.SpecName, Pod: podName(pod)}
 		octx, cancel := k.operationContext(ctx, l)
 		err := k.volumeStats(octx, pod, v)

@@ -31,7 +31,7 @@ func (k *Kubelet) teardownAll(ctx context.Context, t teardown, out *Outcome) {
 		out.TeardownErrs = append(out.TeardownErrs, k.unmountPod(ctx, pod, false)...)
 	}
 	if t.allDevices {
-		out.TeardownErrs = append(out.TeardownErrs, k.unmountDevices(ctx, k.state.allDevices())...)
+		out.TeardownErrs = append(out.TeardownErrs, k.unmountDevices(ctx, k.state.AllDevices())...)
 	}
 	if t.after != nil && ctx.Err() == nil {
 		out.TeardownErrs = append(out.TeardownErrs, t.after(ctx)...)

@@ -4,10 +4,10 @@ package csi
 // VolumeAttachment and publish_context.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"fmt"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // AttachRequired is the negation of csiPlugin.skipAttach: attach is needed

@@ -4,8 +4,6 @@ package csi
 // UnmapPodDevice, TearDownDevice.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	mount "k8s.io/mount-utils"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // FsTypeBlockName is the fsType the CSI plugin uses internally for

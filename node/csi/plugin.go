@@ -3,10 +3,6 @@ package csi
 // plugin.go follows pkg/volume/csi/csi_plugin.go: the plugin and its volume host.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -14,6 +10,8 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // Plugin is the kubelet's CSI volume plugin (csi_plugin.go) with its

@@ -3,8 +3,6 @@ package csi
 // publish.go follows pkg/volume/csi/csi_mounter.go: SetUpAt, TearDownAt.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // MounterArgs are volume.MounterArgs: what the operation generator hands

@@ -3,12 +3,12 @@ package csi
 // secrets.go follows pkg/volume/csi/csi_util.go getCredentialsFromSecret.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // CredentialsFromSecret is getCredentialsFromSecret in csi_util.go: a live

@@ -4,8 +4,6 @@ package csi
 // SELinux mount support.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 )
 
 // SELinux is the node's SELinux as the kubelet's label translator sees it

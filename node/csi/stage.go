@@ -3,8 +3,6 @@ package csi
 // stage.go follows pkg/volume/csi/csi_attacher.go: MountDevice, UnmountDevice.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // MountDevice is csiAttacher.MountDevice (csi_attacher.go): staging of a

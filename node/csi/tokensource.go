@@ -4,8 +4,6 @@ package csi
 // TokenRequests, answered here without an API server.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
-
 	"context"
 	"crypto"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 

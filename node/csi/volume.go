@@ -4,14 +4,13 @@ package csi
 // pkg/volume/util (GetUniqueVolumeName): the volume spec the plugin is given.
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // VolumeSpec is volume.Spec as the CSI plugin reads it: one CSI volume of a
