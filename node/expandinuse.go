@@ -10,6 +10,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 )
 
 // inUseExpansionDue is the populator's checkVolumeFSResize (the desired
@@ -62,7 +63,7 @@ func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplu
 	at := k.inUsePaths(pod, v)
 	waiting := false
 	err := k.withRetry(ctx, l, func(int) error {
-		return k.ops.run(ctx, operationKey{volume: unique}, func() error {
+		return k.ops.Run(ctx, operationexecutor.OperationKey{Volume: unique}, func() error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
 			done, size, err := k.resizeOnNode(octx, pod, v, at, desired)

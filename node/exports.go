@@ -6,6 +6,7 @@ package node
 
 import (
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
@@ -62,3 +63,6 @@ type (
 )
 
 var NewTokenSource = csiplugin.NewTokenSource
+
+// The bounds of the kubelet's retries (node/operationexecutor).
+type Retry = operationexecutor.Retry

@@ -23,6 +23,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
@@ -70,7 +71,7 @@ type Config struct {
 	// SELinux is the node's SELinux.
 	SELinux csiplugin.SELinux
 	// Retry bounds the kubelet's retries of failed operations.
-	Retry Retry
+	Retry operationexecutor.Retry
 	// DryRun: nothing is really mounted (`plan`), so the kubelet's own
 	// work on the mounted volume (fsGroup, mount checks) is only described.
 	DryRun bool
@@ -84,7 +85,7 @@ type Kubelet struct {
 	*csiplugin.Plugin
 	cfg      Config
 	state    *cache.ActualState
-	ops      *operations
+	ops      *operationexecutor.Operations
 	attacher *csiplugin.Attacher
 	mounter  *csiplugin.Mounter
 	mapper   *csiplugin.BlockMapper
@@ -126,7 +127,7 @@ func New(cfg Config) *Kubelet {
 		Plugin:   p,
 		cfg:      cfg,
 		state:    cache.NewActualState(),
-		ops:      &operations{},
+		ops:      &operationexecutor.Operations{},
 		attacher: &csiplugin.Attacher{Plugin: p},
 		mounter:  &csiplugin.Mounter{Plugin: p},
 		mapper:   &csiplugin.BlockMapper{Plugin: p},

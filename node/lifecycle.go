@@ -13,6 +13,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
@@ -114,10 +115,10 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.Vo
 		vr.TargetPath = k.Layout.BlockPublishPath(v.SpecName, string(pod.UID))
 		mount = func() error { return k.mapVolume(ctx, pod, v, 0) }
 	}
-	key := operationKey{volume: v.UniqueName(string(pod.UID))}
-	k.state.NotePodVolume(string(pod.UID), key.volume)
-	k.state.InitClaimSize(key.volume, v)
-	err := k.withRetry(ctx, l, func(int) error { return k.ops.run(ctx, key, mount) })
+	key := operationexecutor.OperationKey{Volume: v.UniqueName(string(pod.UID))}
+	k.state.NotePodVolume(string(pod.UID), key.Volume)
+	k.state.InitClaimSize(key.Volume, v)
+	err := k.withRetry(ctx, l, func(int) error { return k.ops.Run(ctx, key, mount) })
 	if err != nil {
 		vr.Err = err
 	} else {
@@ -269,9 +270,9 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key cache.Mou
 		op, prefix, teardown = "UnmapPodDevice", "UnmapVolume.UnmapPodDevice failed", k.mapper.UnmapVolume
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.Spec.SpecName, Pod: podName(pod)}
-	opKey := operationKey{volume: key.UniqueName, pod: key.PodUID}
+	opKey := operationexecutor.OperationKey{Volume: key.UniqueName, Pod: key.PodUID}
 	err := k.withRetry(ctx, l, func(int) error {
-		return k.ops.run(ctx, opKey, func() error {
+		return k.ops.Run(ctx, opKey, func() error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
 			return teardown(octx, pod, m.Spec)
@@ -308,7 +309,7 @@ func (k *Kubelet) unmountDevices(ctx context.Context, among []string) []error {
 // while the operation waited for its turn.
 func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 	var out error
-	err := k.ops.run(ctx, operationKey{volume: unique}, func() error {
+	err := k.ops.Run(ctx, operationexecutor.OperationKey{Volume: unique}, func() error {
 		if len(k.state.DevicesNotInUse([]string{unique})) == 0 {
 			return nil
 		}

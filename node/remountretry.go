@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 )
 
 // A failed remount leaves the volume mounted with remountRequired set
@@ -41,12 +42,12 @@ func (k *Kubelet) newRemountRetries(ctx context.Context, pod *corev1.Pod, rep *R
 func (r *remountRetries) start(fails []remountFailure) []error {
 	var errs []error
 	for _, f := range fails {
-		if !r.k.cfg.Retry.allows(1, time.Since(f.started)+initialDurationBeforeRetry) {
-			r.note(f, fmt.Sprintf("the kubelet retries this remount after its backoff of %s while the pod runs; --retry-for or --max-attempts does so here", initialDurationBeforeRetry))
+		if !r.k.cfg.Retry.Allows(1, time.Since(f.started)+operationexecutor.InitialDurationBeforeRetry) {
+			r.note(f, fmt.Sprintf("the kubelet retries this remount after its backoff of %s while the pod runs; --retry-for or --max-attempts does so here", operationexecutor.InitialDurationBeforeRetry))
 			errs = append(errs, f.err)
 			continue
 		}
-		r.k.ops.setBackingOff(f.key.UniqueName, true)
+		r.k.ops.SetBackingOff(f.key.UniqueName, true)
 		r.wg.Add(1)
 		go r.retry(f)
 	}
@@ -66,12 +67,12 @@ func (r *remountRetries) end() {
 // succeeded is the sync's failure.
 func (r *remountRetries) retry(f remountFailure) {
 	defer r.wg.Done()
-	defer r.k.ops.setBackingOff(f.key.UniqueName, false)
-	b := &backoff{started: f.started}
+	defer r.k.ops.SetBackingOff(f.key.UniqueName, false)
+	b := &operationexecutor.Backoff{Started: f.started}
 	err := f.err
 	for attempt := 1; ; attempt++ {
-		wait := b.durationBeforeRetry()
-		if !r.k.cfg.Retry.allows(attempt, time.Since(b.started)+wait) {
+		wait := b.DurationBeforeRetry()
+		if !r.k.cfg.Retry.Allows(attempt, time.Since(b.Started)+wait) {
 			break
 		}
 		r.note(f, fmt.Sprintf("attempt %d failed; the kubelet retries after its backoff of %s", attempt, wait))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
@@ -65,7 +66,7 @@ func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []
 			continue
 		}
 		v := m.Spec
-		if k.ops.retrying(key.UniqueName) {
+		if k.ops.Retrying(key.UniqueName) {
 			l := csiclient.Labels{Component: "kubelet", Operation: fmt.Sprintf("SetUp#%d", round), Volume: v.SpecName, Pod: podName(pod)}
 			k.Trace.Note(csiclient.WithLabels(ctx, l), false, "pod sync: the volume's failed remount waits for its retry (the operation's backoff), so this sync starts no other: one operation per volume at a time")
 			continue
@@ -80,7 +81,7 @@ func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []
 
 // remountOp is the remount as an operation, under the volume's key.
 func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
-	return k.ops.run(ctx, operationKey{volume: key.UniqueName}, func() error {
+	return k.ops.Run(ctx, operationexecutor.OperationKey{Volume: key.UniqueName}, func() error {
 		return k.remount(ctx, pod, v, key, round)
 	})
 }

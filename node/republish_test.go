@@ -15,6 +15,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 )
 
 // republishDriver is a CSIDriver with requiresRepublish and the given
@@ -231,18 +232,18 @@ func TestRepublishFailureRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		manifests string
-		retry     Retry
+		retry     operationexecutor.Retry
 		dry       bool
 		wantPubs  int
 		minor     int
 	}{
-		{"retry-for", fsVol, Retry{For: 10 * time.Second}, false, 2, 37},
-		{"max-attempts", fsVol, Retry{MaxAttempts: 2}, false, 2, 37},
+		{"retry-for", fsVol, operationexecutor.Retry{For: 10 * time.Second}, false, 2, 37},
+		{"max-attempts", fsVol, operationexecutor.Retry{MaxAttempts: 2}, false, 2, 37},
 		// Up to 1.35 the failure removed the target and its vol_data.json;
 		// the retry's SetUp writes them again, so the teardown finds them.
-		{"1.35", fsVol, Retry{For: 10 * time.Second}, false, 2, 35},
-		{"block", block, Retry{For: 10 * time.Second}, true, 2, 37},
-		{"no retries", fsVol, Retry{}, false, 1, 37},
+		{"1.35", fsVol, operationexecutor.Retry{For: 10 * time.Second}, false, 2, 35},
+		{"block", block, operationexecutor.Retry{For: 10 * time.Second}, true, 2, 37},
+		{"no retries", fsVol, operationexecutor.Retry{}, false, 1, 37},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := []envOption{withVersion(tc.minor), func(c *Config) { c.Retry = tc.retry }}
@@ -266,7 +267,7 @@ func TestRepublishFailureRetried(t *testing.T) {
 			retried := tc.wantPubs == 2
 			if retried {
 				failedAt := pubs[0].Start.Add(pubs[0].Duration)
-				if gap := pubs[1].Start.Sub(failedAt); gap < initialDurationBeforeRetry-20*time.Millisecond {
+				if gap := pubs[1].Start.Sub(failedAt); gap < operationexecutor.InitialDurationBeforeRetry-20*time.Millisecond {
 					t.Errorf("retry %v after the failure, want the backoff of 500ms", gap)
 				}
 				if pubs[1].Err != nil {
@@ -301,7 +302,7 @@ func TestRepublishFailureRetried(t *testing.T) {
 // operation per volume at a time).
 func TestRepublishRetryStopsAtHoldEnd(t *testing.T) {
 	e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage),
-		withVersion(37), func(c *Config) { c.Retry = Retry{For: time.Minute} })
+		withVersion(37), func(c *Config) { c.Retry = operationexecutor.Retry{For: time.Minute} })
 	e.mountOK("app-1")
 	first := len(publishes(e))
 	e.drv.FailNext("NodePublishVolume", codes.Internal, 10)

@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 )
 
 // withRetry runs op until it succeeds or the retry bounds are reached,
 // waiting the kubelet's backoff between attempts and saying so in the trace.
 func (k *Kubelet) withRetry(ctx context.Context, l csiclient.Labels, op func(attempt int) error) error {
-	b := &backoff{started: time.Now()}
+	b := &operationexecutor.Backoff{Started: time.Now()}
 	for attempt := 1; ; attempt++ {
 		err := op(attempt)
 		if err == nil {
 			return nil
 		}
-		wait := b.durationBeforeRetry()
-		if !k.cfg.Retry.allows(attempt, time.Since(b.started)+wait) {
+		wait := b.DurationBeforeRetry()
+		if !k.cfg.Retry.Allows(attempt, time.Since(b.Started)+wait) {
 			return err
 		}
 		k.Trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("attempt %d failed; the kubelet retries after its backoff of %s", attempt, wait))

@@ -1,4 +1,6 @@
-package node
+package operationexecutor
+
+// backoff.go follows pkg/util/goroutinemap/exponentialbackoff/exponential_backoff.go.
 
 import (
 	"time"
@@ -8,7 +10,7 @@ import (
 // (pkg/util/goroutinemap/exponentialbackoff): 500 ms after the first
 // failure, doubling, capped at 2m2s, no jitter.
 const (
-	initialDurationBeforeRetry = 500 * time.Millisecond
+	InitialDurationBeforeRetry = 500 * time.Millisecond
 	maxDurationBeforeRetry     = 2*time.Minute + 2*time.Second
 )
 
@@ -21,16 +23,16 @@ type Retry struct {
 	For time.Duration
 }
 
-// backoff is the state of one operation key.
-type backoff struct {
+// Backoff is the state of one operation key.
+type Backoff struct {
 	next    time.Duration
-	started time.Time
+	Started time.Time
 }
 
-// durationBeforeRetry is exponentialBackoff.calculateDurationBeforeRetry.
-func (b *backoff) durationBeforeRetry() time.Duration {
+// DurationBeforeRetry is exponentialBackoff.calculateDurationBeforeRetry.
+func (b *Backoff) DurationBeforeRetry() time.Duration {
 	if b.next == 0 {
-		b.next = initialDurationBeforeRetry
+		b.next = InitialDurationBeforeRetry
 	} else {
 		b.next *= 2
 		if b.next > maxDurationBeforeRetry {
@@ -40,9 +42,9 @@ func (b *backoff) durationBeforeRetry() time.Duration {
 	return b.next
 }
 
-// allows tells whether another attempt may start after attempts, at
+// Allows tells whether another attempt may start after attempts, at
 // elapsed time since the first.
-func (r Retry) allows(attempts int, elapsed time.Duration) bool {
+func (r Retry) Allows(attempts int, elapsed time.Duration) bool {
 	if r.MaxAttempts <= 1 && r.For == 0 {
 		return false
 	}

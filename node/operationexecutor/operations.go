@@ -1,4 +1,10 @@
-package node
+// Package operationexecutor is the kubelet's operation executor as the
+// volume manager uses it: at most one operation per volume and pod
+// (operations.go, after pkg/volume/util/nestedpendingoperations) and the
+// exponential backoff of a failed operation with the bounds of its retries
+// (backoff.go, after pkg/util/goroutinemap/exponentialbackoff). The
+// operations themselves are the kubelet's (node, its operation generator).
+package operationexecutor
 
 import (
 	"context"
@@ -11,36 +17,36 @@ import (
 // (reconcilerLoopSleepPeriod, volume_manager.go).
 const reconcilerLoopPeriod = 100 * time.Millisecond
 
-// operationKey is nestedpendingoperations' key: the volume and the pod.
+// OperationKey is nestedpendingoperations' key: the volume and the pod.
 // An empty pod is the whole volume: MountVolume of an attachable or
 // device-mountable plugin (CSI is both) and UnmountDevice use it, so a
 // volume is mounted for one pod at a time; UnmountVolume uses the pod, so
 // different pods' unmounts of a volume run side by side.
-type operationKey struct {
-	volume, pod string
+type OperationKey struct {
+	Volume, Pod string
 }
 
-// conflicts is isOperationExists: the same volume, and the same pod or
+// Conflicts is isOperationExists: the same volume, and the same pod or
 // either pod empty.
-func (a operationKey) conflicts(b operationKey) bool {
-	return a.volume == b.volume && (a.pod == "" || b.pod == "" || a.pod == b.pod)
+func (a OperationKey) Conflicts(b OperationKey) bool {
+	return a.Volume == b.Volume && (a.Pod == "" || b.Pod == "" || a.Pod == b.Pod)
 }
 
-// operations is the operation executor's pending operations: at most one
+// Operations is the operation executor's pending operations: at most one
 // operation per key. Where the kubelet's reconciler finds an operation
 // pending it tries again on its next loop, and so does run: it waits one
 // reconciler period and looks again.
-type operations struct {
+type Operations struct {
 	mu      sync.Mutex
-	pending []operationKey
+	pending []OperationKey
 	// backingOff are the volumes whose failed remount waits for its retry
 	// (remountretry.go).
 	backingOff map[string]bool
 }
 
-// run runs op once no conflicting operation is pending, or returns ctx's
+// Run runs op once no conflicting operation is pending, or returns ctx's
 // error if ctx ends first.
-func (o *operations) run(ctx context.Context, key operationKey, op func() error) error {
+func (o *Operations) Run(ctx context.Context, key OperationKey, op func() error) error {
 	for !o.start(key) {
 		t := time.NewTimer(reconcilerLoopPeriod)
 		select {
@@ -54,11 +60,11 @@ func (o *operations) run(ctx context.Context, key operationKey, op func() error)
 	return op()
 }
 
-func (o *operations) start(key operationKey) bool {
+func (o *Operations) start(key OperationKey) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, p := range o.pending {
-		if p.conflicts(key) {
+		if p.Conflicts(key) {
 			return false
 		}
 	}
@@ -66,7 +72,7 @@ func (o *operations) start(key operationKey) bool {
 	return true
 }
 
-func (o *operations) finish(key operationKey) {
+func (o *Operations) finish(key OperationKey) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i, p := range o.pending {
@@ -77,14 +83,14 @@ func (o *operations) finish(key operationKey) {
 	}
 }
 
-// retrying tells whether volume's failed remount waits for its retry.
-func (o *operations) retrying(volume string) bool {
+// Retrying tells whether volume's failed remount waits for its retry.
+func (o *Operations) Retrying(volume string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.backingOff[volume]
 }
 
-func (o *operations) setBackingOff(volume string, on bool) {
+func (o *Operations) SetBackingOff(volume string, on bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !on {
