@@ -1,17 +1,32 @@
 // Package node is the simulated kubelet: what a kubelet on a node does for
-// the CSI volumes of its pods, call for call. run.go is a pod's whole life
-// (register, attach, mount, run, tear down, clean up) that run, plan, load
-// and conformance drive with their own plans; cleanup goes through
-// recover.go's Recover, which ends with the same teardown (teardown.go).
-// The other files follow the kubelet's own split:
-// register.go (pluginmanager, csi_plugin.go RegisterPlugin), stage.go
-// (csi_attacher.go MountDevice/UnmountDevice), publish.go (csi_mounter.go
-// SetUpAt/TearDownAt), block.go (csi_block.go), attach.go (WaitForAttach and
-// publish_context), lifecycle.go (the operation generator), operations.go
-// (the operation executor's keys), state.go (the actual state of the
-// world), running.go (pod syncs and stats while pods run), recover.go (the
-// kubelet's volume reconstruction after a restart), with the facts of
-// docs/kubelet.md in named helpers.
+// the CSI volumes of its pods, call for call. It is the kubelet's volume
+// manager and pod workers over the packages below it, whose imports only go
+// down:
+//
+//	node                       the Kubelet: New, Run, Plan, Outcome, Recover (this package)
+//	node/volumemanager/cache   the actual state of the world
+//	node/operationexecutor     one operation per volume and pod, backoff, retries
+//	node/csi                   the CSI volume plugin: registration, attacher, mounter,
+//	                           block mapper, requests, pod info, tokens, SELinux, fsGroup
+//	node/rootdir               the root dir: layout, safe file system, lock, journal
+//	node/release               the release: version, rules, feature gates
+//
+// run.go is a pod's whole life (register, attach, mount, run, tear down,
+// clean up) that run, plan, load and conformance drive with their own
+// plans; cleanup goes through recover.go's Recover, which ends with the
+// same teardown (teardown.go). The other files follow the kubelet's own
+// split: pluginmanager.go (pkg/kubelet/pluginmanager and the operation
+// executor's RegisterPlugin), lifecycle.go and mapvolume.go (the operation
+// generator, pkg/volume/util/operationexecutor/operation_generator.go:
+// MountVolume, MapVolume, UnmountVolume, UnmountDevice), selinuxlabel.go
+// (the desired state's SELinux label), expand.go and expandinuse.go
+// (NodeExpandVolume at mount and in use), republish.go and remountretry.go
+// (the reconciler's remounts), running.go and stats.go (pod syncs and
+// stats while pods run), cleanup.go (the orphaned pod dirs' cleanup and
+// what a run leaves), recover.go (the reconciler's reconstruction after a
+// restart, pkg/kubelet/volumemanager/reconciler/reconstruct.go), with the
+// facts of docs/kubelet.md in named helpers. exports.go is the front door
+// for the CLI and the engine: the names they use from the packages below.
 package node
 
 import (
