@@ -96,7 +96,7 @@ func (l *Leftovers) DriverLeft() bool {
 // nothing inside a path that is or was a mount point, nothing of a volume
 // kept after a failed teardown. With removeRoot, the root dir goes too
 // when it is then empty.
-func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
+func (k *volumeManager) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 	ctx = csiclient.WithLabels(ctx, csiclient.Labels{Component: "simulator", Operation: "Cleanup"})
 	l := &Leftovers{}
 	k.checkMounts(ctx, l)
@@ -134,7 +134,7 @@ func (k *Kubelet) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 
 // removeEmptyCreated removes the created directories that held only the
 // journal: the root dir a run made, and its parents.
-func (k *Kubelet) removeEmptyCreated() {
+func (k *volumeManager) removeEmptyCreated() {
 	created := k.FS.Created()
 	for i := len(created) - 1; i >= 0; i-- {
 		_ = k.FS.RemovePath(created[i])
@@ -143,7 +143,7 @@ func (k *Kubelet) removeEmptyCreated() {
 
 // removeCreated removes one path the simulation created, after reporting
 // what others put in it.
-func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
+func (k *volumeManager) removeCreated(ctx context.Context, p string, l *Leftovers) {
 	if k.FS.IsKept(p) {
 		return
 	}
@@ -179,7 +179,7 @@ func (k *Kubelet) removeCreated(ctx context.Context, p string, l *Leftovers) {
 // path is the simulator's. A mount elsewhere inside the simulator's
 // directories is reported and left. Every other mount (another program's,
 // the real kubelet's) is not looked at.
-func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
+func (k *volumeManager) checkMounts(ctx context.Context, l *Leftovers) {
 	if k.rootMoved(ctx, l) {
 		return
 	}
@@ -224,7 +224,7 @@ func (k *Kubelet) checkMounts(ctx context.Context, l *Leftovers) {
 // says where it is now. The teardown's calls named the old paths; what is
 // mounted under the new one is reported from mountinfo, and left: the
 // simulator acts only at the paths it handed out.
-func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
+func (k *volumeManager) rootMoved(ctx context.Context, l *Leftovers) bool {
 	now := k.FS.RootNow()
 	if now == "" || now == filepath.Clean(k.Layout.Root) {
 		return false
@@ -248,7 +248,7 @@ func (k *Kubelet) rootMoved(ctx context.Context, l *Leftovers) bool {
 // unmounting it under a driver that is mid-call leaks what the driver
 // holds (its loop devices). It is left, and a later `cleanup` asks the
 // driver again.
-func (k *Kubelet) inFlightMount(ctx context.Context, p string, l *Leftovers) bool {
+func (k *volumeManager) inFlightMount(ctx context.Context, p string, l *Leftovers) bool {
 	op, ok := k.FS.CallInFlight(p)
 	if !ok {
 		return false
@@ -259,7 +259,7 @@ func (k *Kubelet) inFlightMount(ctx context.Context, p string, l *Leftovers) boo
 }
 
 // insideOwned tells whether p lies inside a directory the simulator made.
-func (k *Kubelet) insideOwned(p string) bool {
+func (k *volumeManager) insideOwned(p string) bool {
 	for d := filepath.Dir(p); len(d) > len(k.Layout.Root); d = filepath.Dir(d) {
 		if k.FS.IsOwned(d) {
 			return true
@@ -271,7 +271,7 @@ func (k *Kubelet) insideOwned(p string) bool {
 // reportForeign reports what is inside a directory the simulation created
 // but was not created by it: the driver's files. They are left in place:
 // the simulator deletes only what it made.
-func (k *Kubelet) reportForeign(ctx context.Context, dir string, l *Leftovers) {
+func (k *volumeManager) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -296,7 +296,7 @@ func (k *Kubelet) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 // cleanupOrphanedPodDirs is the kubelet's housekeeping of deleted pods
 // (cleanupOrphanedPodDirs in kubelet_volumes.go): a pod directory with no
 // volume path left in it is removed. Only pods of this run are touched.
-func (k *Kubelet) cleanupOrphanedPodDirs(ctx context.Context) {
+func (k *volumeManager) cleanupOrphanedPodDirs(ctx context.Context) {
 	for _, uid := range k.state.PodDirUIDs() {
 		if k.state.PodHasMounts(uid) {
 			continue
@@ -347,8 +347,8 @@ func isKubeletKept(p rootdir.Paths, path string) bool {
 // them is left; otherwise they are kept as without --force. A call the
 // driver did not answer (no socket, no answer in time, an interrupt) is
 // never forced: the driver may still be working on the volume.
-func (k *Kubelet) forced(ctx context.Context, err error, dirs []string) bool {
-	if !k.cfg.Force || ctx.Err() != nil {
+func (k *volumeManager) forced(ctx context.Context, err error, dirs []string) bool {
+	if !k.force || ctx.Err() != nil {
 		return false
 	}
 	if _, answered := csiclient.DriverStatus(err); !answered || csiclient.Classify(err) != csiclient.Answered {
@@ -371,7 +371,7 @@ func (k *Kubelet) forced(ctx context.Context, err error, dirs []string) bool {
 // only when the journal lists it as the simulator's or as a mount path,
 // and a directory only when empty (rmdir). Anything else stops it: what
 // is not the simulator's stays where it is.
-func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
+func (k *volumeManager) forceRemove(ctx context.Context, dir string) error {
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
 		return nil
 	}
@@ -414,7 +414,7 @@ func (k *Kubelet) forceRemove(ctx context.Context, dir string) error {
 // forceWalk calls do for dir's entries depth first, then for dir, after
 // checking that each is recorded in the journal; mountinfo shows nothing
 // mounted at or under dir.
-func (k *Kubelet) forceWalk(dir string, do func(p string, isDir bool) error) error {
+func (k *volumeManager) forceWalk(dir string, do func(p string, isDir bool) error) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ func TestRunController(t *testing.T) {
 
 // volumeInUse is true while the device is staged or a pod mounts it.
 func TestVolumeInUse(t *testing.T) {
-	k := &Kubelet{state: cache.NewActualState()}
+	k := &Kubelet{volumeManager: &volumeManager{state: cache.NewActualState()}}
 	unique := rootdir.UniqueVolumeName("d", "h")
 	if k.volumeInUse("d", "h") {
 		t.Fatal("in use before anything")

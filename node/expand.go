@@ -25,7 +25,7 @@ import (
 // NodeResizeInProgress. The mount operation ignores whether the expansion
 // finished: the actual state keeps the claim's old size, so the reconciler
 // expands the volume again while in use (expandinuse.go).
-func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths) error {
+func (k *volumeManager) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths) error {
 	if v.PV == nil || v.PVC == nil {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *csi
 // (legacyCallNodeExpandOnPlugin) or, when the claim's resize fields drive
 // it, the new one (NodeExpander.expandOnPlugin). It returns whether the
 // expansion is finished for the actual state and the size to record there.
-func (k *Kubelet) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths, pvSize resource.Quantity) (bool, resource.Quantity, error) {
+func (k *volumeManager) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths, pvSize resource.Quantity) (bool, resource.Quantity, error) {
 	pvc := v.PVC
 	if !k.recoveringFromExpansion(pvc) {
 		err := k.nodeExpand(ctx, v, at, pvSize)
@@ -116,7 +116,7 @@ func nodeExpansionAllowed(rel release.Version, pvc *corev1.PersistentVolumeClaim
 // successful NodeExpandVolume (MarkFSResizeFinished,
 // MarkNodeExpansionFinishedWithRecovery): the new size it asked for, not
 // the size the driver answered, and no resize status.
-func (k *Kubelet) recordClaimSize(ctx context.Context, pvc *corev1.PersistentVolumeClaim, size resource.Quantity) {
+func (k *volumeManager) recordClaimSize(ctx context.Context, pvc *corev1.PersistentVolumeClaim, size resource.Quantity) {
 	if pvc.Status.Capacity == nil {
 		pvc.Status.Capacity = corev1.ResourceList{}
 	}
@@ -135,7 +135,7 @@ func isInUseError(err error) bool {
 
 // markInUseExpansionError is MarkForInUseExpansionError: the reconciler
 // will not expand this volume again while it stays attached.
-func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, err error) {
+func (k *volumeManager) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, err error) {
 	k.state.MarkInUseExpansionError(v.UniqueName(string(pod.UID)))
 	// Only the kubelet's log says so: no event is recorded (a whole
 	// kubelet showed none), so it is not a warning of the trace.
@@ -147,7 +147,7 @@ func (k *Kubelet) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, 
 // RecoverVolumeExpansionFailure path) or the legacy path expands to the PV's
 // size. From 1.31 a claim with either field set takes the new path even
 // with the gate off; in 1.30 the gate alone decides.
-func (k *Kubelet) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
+func (k *volumeManager) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
 	set := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != "" || pvc.Status.AllocatedResources != nil
 	if !k.Release.Enabled(release.RecoverVolumeExpansionFailure) && !k.Release.ExpansionByClaimStatus() {
 		return false
@@ -172,7 +172,7 @@ var errNodeExpandNotSupported = errors.New("NodeExpand is not supported by the C
 // NodeExpandVolume: the EXPAND_VOLUME query, the expand secret, then the
 // access-mode query and the call, with the PV's mount options but never an
 // SELinux option.
-func (k *Kubelet) nodeExpand(ctx context.Context, v *csiplugin.VolumeSpec, at resizePaths, newSize resource.Quantity) error {
+func (k *volumeManager) nodeExpand(ctx context.Context, v *csiplugin.VolumeSpec, at resizePaths, newSize resource.Quantity) error {
 	ok, err := k.NodeSupports(ctx, csi.NodeServiceCapability_RPC_EXPAND_VOLUME)
 	if err != nil {
 		return fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %v", err)

@@ -17,7 +17,7 @@ import (
 // size is the PV's, never recorded for a read-only volume) and the actual
 // state's volumeNeedsExpansion: the claim size it holds is known and below
 // the PV's, and no driver said it cannot expand the volume in use.
-func (k *Kubelet) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string) (old, desired resource.Quantity, due bool) {
+func (k *volumeManager) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string) (old, desired resource.Quantity, due bool) {
 	if v.PV == nil || v.PVC == nil || v.ReadOnly {
 		return old, desired, false
 	}
@@ -36,7 +36,7 @@ func (k *Kubelet) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string) (old
 // (GenerateExpandInUseVolumeFunc), which calls NodeExpandVolume again on
 // the legacy path. It comes before the pod's next sync (docs/kubelet.md §15.4).
 // A failure is the volume's: the kubelet's VolumeResizeFailed event.
-func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*csiplugin.VolumeSpec, res *PodResult) {
+func (k *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*csiplugin.VolumeSpec, res *PodResult) {
 	for i, v := range specs {
 		if ctx.Err() != nil {
 			return
@@ -52,7 +52,7 @@ func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*csi
 
 // expandInUseOne is one volume's ExpandInUseVolume, under the volume's
 // operation key and with the kubelet's retries.
-func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+func (k *volumeManager) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
 	unique := v.UniqueName(string(pod.UID))
 	old, desired, due := k.inUseExpansionDue(v, unique)
 	if !due {
@@ -91,7 +91,7 @@ func (k *Kubelet) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplu
 // filesystem volume the pod's target path and the device mount path, for
 // a block volume the device path the map recorded and the block mapper's
 // staging path, both whether or not the driver stages.
-func (k *Kubelet) inUsePaths(pod *corev1.Pod, v *csiplugin.VolumeSpec) resizePaths {
+func (k *volumeManager) inUsePaths(pod *corev1.Pod, v *csiplugin.VolumeSpec) resizePaths {
 	if !v.Block {
 		return resizePaths{volumePath: k.Layout.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.Layout.DeviceMountPath(v.Driver, v.Handle)}
 	}

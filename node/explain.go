@@ -17,12 +17,12 @@ import (
 
 // explainNoSELinux tells why a volume is mounted without context=. Loud
 // when the CSIDriver asked for seLinuxMount, at -v otherwise.
-func (k *Kubelet) explainNoSELinux(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) {
+func (k *volumeManager) explainNoSELinux(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) {
 	asked := k.PluginSupportsSELinuxMount(v.Driver)
 	k.Trace.Note(ctx, !asked, "SELinux: no context= mount option: "+k.noSELinuxReason(pod, v, asked))
 }
 
-func (k *Kubelet) noSELinuxReason(pod *corev1.Pod, v *csiplugin.VolumeSpec, asked bool) string {
+func (k *volumeManager) noSELinuxReason(pod *corev1.Pod, v *csiplugin.VolumeSpec, asked bool) string {
 	switch {
 	case !k.Release.Enabled(release.SELinuxMountReadWriteOncePod):
 		return "the SELinuxMountReadWriteOncePod feature gate is off"
@@ -48,7 +48,7 @@ func (k *Kubelet) noSELinuxReason(pod *corev1.Pod, v *csiplugin.VolumeSpec, aske
 
 // explainPodInfo tells, at -v, why volume_context has no pod info or no
 // tokens.
-func (k *Kubelet) explainPodInfo(ctx context.Context, v *csiplugin.VolumeSpec) {
+func (k *volumeManager) explainPodInfo(ctx context.Context, v *csiplugin.VolumeSpec) {
 	d, ok := k.Cluster.CSIDriver(v.Driver)
 	switch {
 	case !ok:
@@ -64,9 +64,9 @@ func (k *Kubelet) explainPodInfo(ctx context.Context, v *csiplugin.VolumeSpec) {
 
 // attachHint explains a VolumeAttachment not found for a pod bound to
 // another node than the kubelet's.
-func (k *Kubelet) attachHint(pod *corev1.Pod) string {
-	if pod.Spec.NodeName != "" && pod.Spec.NodeName != k.cfg.NodeName {
-		return fmt.Sprintf(" (the pod's spec.nodeName is %q but this kubelet is node %q, which names the VolumeAttachment it reads: give --node-name %s)", pod.Spec.NodeName, k.cfg.NodeName, pod.Spec.NodeName)
+func (k *volumeManager) attachHint(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != k.NodeName {
+		return fmt.Sprintf(" (the pod's spec.nodeName is %q but this kubelet is node %q, which names the VolumeAttachment it reads: give --node-name %s)", pod.Spec.NodeName, k.NodeName, pod.Spec.NodeName)
 	}
 	return ""
 }

@@ -97,8 +97,15 @@ type Config struct {
 // the CSI plugin, whose attacher (MountDevice, UnmountDevice), mounter
 // (SetUp, TearDown) and block mapper it drives.
 type Kubelet struct {
+	*volumeManager
+	cfg Config
+}
+
+// volumeManager is the kubelet's volume manager (volume_manager.go): the
+// actual state of the world and the operations over the CSI plugin, with
+// the bounds the kubelet's Config sets on them.
+type volumeManager struct {
 	*csiplugin.Plugin
-	cfg      Config
 	state    *cache.ActualState
 	ops      *operationexecutor.Operations
 	attacher *csiplugin.Attacher
@@ -107,6 +114,12 @@ type Kubelet struct {
 	// started is when the kubelet started: its stats analyzer ticks
 	// from then (running.go).
 	started time.Time
+	// timeout is the one context of each operation (csiTimeout), retry
+	// the bounds of the retries of failed operations, force `cleanup
+	// --force` (Config).
+	timeout time.Duration
+	retry   operationexecutor.Retry
+	force   bool
 }
 
 // New returns the kubelet cfg describes.
@@ -139,14 +152,19 @@ func New(cfg Config) *Kubelet {
 	}
 	p.NodeClient, p.IdentityClient = csi.NewNodeClient(p.Conn), csi.NewIdentityClient(p.Conn)
 	k := &Kubelet{
-		Plugin:   p,
-		cfg:      cfg,
-		state:    cache.NewActualState(),
-		ops:      &operationexecutor.Operations{},
-		attacher: &csiplugin.Attacher{Plugin: p},
-		mounter:  &csiplugin.Mounter{Plugin: p},
-		mapper:   &csiplugin.BlockMapper{Plugin: p},
-		started:  time.Now(),
+		volumeManager: &volumeManager{
+			Plugin:   p,
+			state:    cache.NewActualState(),
+			ops:      &operationexecutor.Operations{},
+			attacher: &csiplugin.Attacher{Plugin: p},
+			mounter:  &csiplugin.Mounter{Plugin: p},
+			mapper:   &csiplugin.BlockMapper{Plugin: p},
+			started:  time.Now(),
+			timeout:  cfg.Timeout,
+			retry:    cfg.Retry,
+			force:    cfg.Force,
+		},
+		cfg: cfg,
 	}
 	if k.Tokens == nil && cfg.TokenOptions != nil {
 		o := *cfg.TokenOptions

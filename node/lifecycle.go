@@ -55,7 +55,7 @@ func (r *PodResult) Failed() bool {
 // operation per volume, side by side, one pending operation per volume
 // (operations.go); without, the volumes are mounted in the pod's order, so
 // that a trace reads as a story.
-func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
+func (k *volumeManager) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
 	specs, skipped, err := csiplugin.ResolveVolumes(k.Cluster, pod)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (k *Kubelet) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) 
 // noteUnused says which of the pod's volumes the kubelet leaves alone
 // because no container uses them, as its populator logs "Skipping unused
 // volume".
-func (k *Kubelet) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []csiplugin.SkippedVolume) {
+func (k *volumeManager) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []csiplugin.SkippedVolume) {
 	for _, sk := range skipped {
 		if !sk.Unused {
 			continue
@@ -100,7 +100,7 @@ func (k *Kubelet) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []csi
 
 // mountOne runs the mount (or map) operation of one volume under the
 // volume's operation key, with the kubelet's retries.
-func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) VolumeResult {
+func (k *volumeManager) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) VolumeResult {
 	vr := VolumeResult{
 		PodVolume:  v.PodVolume,
 		SpecName:   v.SpecName,
@@ -139,12 +139,12 @@ func (k *Kubelet) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.Vo
 
 // operationContext is createCSIOperationContext: one timeout shared by all
 // the calls of one kubelet operation, which the operations made here take.
-func (k *Kubelet) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.cfg.Timeout)
+func (k *volumeManager) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.timeout)
 }
 
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
-func (k *Kubelet) makePodDataDirs(pod *corev1.Pod) error {
+func (k *volumeManager) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.Layout.PodDir(string(pod.UID))
 	if !k.state.PodHasDirs(string(pod.UID)) {
 		if err := k.ClaimDir("pod "+podName(pod), dir); err != nil {
@@ -165,7 +165,7 @@ func podName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 // mountVolume is GenerateMountVolumeFunc: the ReadWriteOncePod check,
 // WaitForAttach for attachable volumes, MountDevice unless the device is
 // already globally mounted, SetUp; and the state each outcome leaves.
-func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+func (k *volumeManager) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
 	unique := v.UniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
 	fail := func(op string, err error) error {
@@ -226,7 +226,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin
 // for each of its devices no pod uses any more, UnmountDevice
 // (NodeUnstage). It returns the failures, worded as the kubelet's events.
 // With parallel the volumes are torn down side by side.
-func (k *Kubelet) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
+func (k *volumeManager) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
 	keys := k.state.PodMounts(pod)
 	errs := make([]error, len(keys))
 	devices := make([]string, len(keys))
@@ -260,7 +260,7 @@ func (k *Kubelet) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool
 
 // unmountOne is the unmount (or unmap) operation of one pod volume, under
 // the key of the volume and the pod.
-func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key cache.MountKey) error {
+func (k *volumeManager) unmountOne(ctx context.Context, pod *corev1.Pod, key cache.MountKey) error {
 	m, ok := k.state.Mount(key)
 	if !ok {
 		return nil
@@ -294,7 +294,7 @@ func (k *Kubelet) unmountOne(ctx context.Context, pod *corev1.Pod, key cache.Mou
 
 // unmountDevices is the reconciler's unmountDetachDevices for the given
 // devices: only those that no pod mounts any more.
-func (k *Kubelet) unmountDevices(ctx context.Context, among []string) []error {
+func (k *volumeManager) unmountDevices(ctx context.Context, among []string) []error {
 	var errs []error
 	for _, unique := range k.state.DevicesNotInUse(among) {
 		if err := k.unmountDevice1(ctx, unique); err != nil {
@@ -307,7 +307,7 @@ func (k *Kubelet) unmountDevices(ctx context.Context, among []string) []error {
 // unmountDevice1 is the UnmountDevice (TearDownDevice) operation of one
 // device, under the volume's key; the device may have found a new user
 // while the operation waited for its turn.
-func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
+func (k *volumeManager) unmountDevice1(ctx context.Context, unique string) error {
 	var out error
 	err := k.ops.Run(ctx, operationexecutor.OperationKey{Volume: unique}, func() error {
 		if len(k.state.DevicesNotInUse([]string{unique})) == 0 {
@@ -351,8 +351,8 @@ func (k *Kubelet) unmountDevice1(ctx context.Context, unique string) error {
 // MountDevice: VerifyControllerAttachedVolume (the volume in
 // node.status.volumesAttached) and csiAttacher.WaitForAttach (one GET of the
 // VolumeAttachment, which must be attached).
-func (k *Kubelet) waitForAttach(ctx context.Context, v *csiplugin.VolumeSpec) error {
-	if node, ok := k.Cluster.Node(k.cfg.NodeName); ok {
+func (k *volumeManager) waitForAttach(ctx context.Context, v *csiplugin.VolumeSpec) error {
+	if node, ok := k.Cluster.Node(k.NodeName); ok {
 		unique := rootdir.UniqueVolumeName(v.Driver, v.Handle)
 		found := false
 		for _, av := range node.Status.VolumesAttached {
@@ -366,7 +366,7 @@ func (k *Kubelet) waitForAttach(ctx context.Context, v *csiplugin.VolumeSpec) er
 	} else {
 		k.Trace.Note(ctx, true, "no Node object given: the attach/detach controller is taken to have reported the volume in node.status.volumesAttached")
 	}
-	name := rootdir.AttachmentName(v.Handle, v.Driver, k.cfg.NodeName)
+	name := rootdir.AttachmentName(v.Handle, v.Driver, k.NodeName)
 	va, ok := k.Cluster.VolumeAttachment(name)
 	if !ok {
 		return fmt.Errorf("volume %v has GET error for volume attachment %v: volumeattachments.storage.k8s.io %q not found", v.Handle, name, name)

@@ -18,7 +18,7 @@ import (
 // published device (MapBlockVolume), and the expansion during mount. The
 // same function runs again for each republish (round > 0): the reconciler's
 // remount of a block volume is the whole map operation.
-func (k *Kubelet) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, round int) error {
+func (k *volumeManager) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, round int) error {
 	unique := v.UniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
 	op := func(name string) csiclient.Labels {

@@ -17,7 +17,7 @@ import (
 // name with GetPluginInfo and offers it on a registration socket; the
 // kubelet validates the versions and calls NodeGetInfo, then records the
 // node ID and topology. The kubelet itself never calls an Identity method.
-func (k *Kubelet) register(ctx context.Context) (*csiplugin.Registration, error) {
+func (k *volumeManager) register(ctx context.Context) (*csiplugin.Registration, error) {
 	rctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "registrar", Operation: "GetDriverName"})
 	info, err := k.IdentityClient.GetPluginInfo(rctx, &csi.GetPluginInfoRequest{})
 	cancel()
@@ -39,8 +39,8 @@ func (k *Kubelet) register(ctx context.Context) (*csiplugin.Registration, error)
 	}
 	kctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
 	defer cancel()
-	uid, from := csiplugin.NodeUID(k.Cluster, k.cfg.NodeName)
-	k.Trace.Note(kctx, true, fmt.Sprintf("Node %q, uid %s: %s; pod-bound tokens carry it in kubernetes.io.node", k.cfg.NodeName, uid, from))
+	uid, from := csiplugin.NodeUID(k.Cluster, k.NodeName)
+	k.Trace.Note(kctx, true, fmt.Sprintf("Node %q, uid %s: %s; pod-bound tokens carry it in kubernetes.io.node", k.NodeName, uid, from))
 	k.Trace.Note(kctx, false, fmt.Sprintf("plugin watcher: %s/%s-reg.sock offers CSIPlugin %q, supported_versions [1.0.0]", k.Layout.RegistrationDir(), name, name))
 
 	ni, err := k.NodeClient.NodeGetInfo(kctx, &csi.NodeGetInfoRequest{})

@@ -20,7 +20,7 @@ import (
 // (docs/kubelet.md §5). remountRetries does that for one running pod, within
 // the retry bounds, until the pod's run ends.
 type remountRetries struct {
-	k   *Kubelet
+	k   *volumeManager
 	pod *corev1.Pod
 	rep *RunningReport
 	// run is the whole run's context, which an attempt takes; hold ends
@@ -31,7 +31,7 @@ type remountRetries struct {
 	wg   sync.WaitGroup
 }
 
-func (k *Kubelet) newRemountRetries(ctx context.Context, pod *corev1.Pod, rep *RunningReport) *remountRetries {
+func (k *volumeManager) newRemountRetries(ctx context.Context, pod *corev1.Pod, rep *RunningReport) *remountRetries {
 	hold, stop := context.WithCancel(ctx)
 	return &remountRetries{k: k, pod: pod, rep: rep, run: ctx, hold: hold, stop: stop}
 }
@@ -42,7 +42,7 @@ func (k *Kubelet) newRemountRetries(ctx context.Context, pod *corev1.Pod, rep *R
 func (r *remountRetries) start(fails []remountFailure) []error {
 	var errs []error
 	for _, f := range fails {
-		if !r.k.cfg.Retry.Allows(1, time.Since(f.started)+operationexecutor.InitialDurationBeforeRetry) {
+		if !r.k.retry.Allows(1, time.Since(f.started)+operationexecutor.InitialDurationBeforeRetry) {
 			r.note(f, fmt.Sprintf("the kubelet retries this remount after its backoff of %s while the pod runs; --retry-for or --max-attempts does so here", operationexecutor.InitialDurationBeforeRetry))
 			errs = append(errs, f.err)
 			continue
@@ -72,7 +72,7 @@ func (r *remountRetries) retry(f remountFailure) {
 	err := f.err
 	for attempt := 1; ; attempt++ {
 		wait := b.DurationBeforeRetry()
-		if !r.k.cfg.Retry.Allows(attempt, time.Since(b.Started)+wait) {
+		if !r.k.retry.Allows(attempt, time.Since(b.Started)+wait) {
 			break
 		}
 		r.note(f, fmt.Sprintf("attempt %d failed; the kubelet retries after its backoff of %s", attempt, wait))

@@ -16,7 +16,7 @@ import (
 
 // requiresRepublish tells whether any volume of the pod belongs to a
 // driver whose CSIDriver has requiresRepublish (csiPlugin.RequiresRemount).
-func (k *Kubelet) requiresRepublish(pod *corev1.Pod) bool {
+func (k *volumeManager) requiresRepublish(pod *corev1.Pod) bool {
 	for _, key := range k.state.PodMounts(pod) {
 		if m, ok := k.state.Mount(key); ok && k.requiresRemount(m.Spec.Driver) {
 			return true
@@ -25,7 +25,7 @@ func (k *Kubelet) requiresRepublish(pod *corev1.Pod) bool {
 	return false
 }
 
-func (k *Kubelet) requiresRemount(driver string) bool {
+func (k *volumeManager) requiresRemount(driver string) bool {
 	d, ok := k.Cluster.CSIDriver(driver)
 	return ok && d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
 }
@@ -36,7 +36,7 @@ func (k *Kubelet) requiresRemount(driver string) bool {
 // is globally mounted), the whole SetUp with tokens from the kubelet's
 // cache, and the fsGroup walk. A block volume gets the whole map operation
 // again (GenerateMapVolumeFunc): MapPodDevice, no SetUpDevice.
-func (k *Kubelet) republish(ctx context.Context, pod *corev1.Pod, round int) []error {
+func (k *volumeManager) republish(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
 	for _, f := range k.remountAll(ctx, pod, round) {
 		errs = append(errs, f.err)
@@ -58,7 +58,7 @@ type remountFailure struct {
 // remountAll is republish, telling which volumes failed. A volume whose
 // failed remount waits for its retry is left alone: the operation of its
 // key is in its backoff, and the kubelet runs one operation per volume.
-func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []remountFailure {
+func (k *volumeManager) remountAll(ctx context.Context, pod *corev1.Pod, round int) []remountFailure {
 	var fails []remountFailure
 	for _, key := range k.state.PodMounts(pod) {
 		m, ok := k.state.Mount(key)
@@ -80,7 +80,7 @@ func (k *Kubelet) remountAll(ctx context.Context, pod *corev1.Pod, round int) []
 }
 
 // remountOp is the remount as an operation, under the volume's key.
-func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
+func (k *volumeManager) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
 	return k.ops.Run(ctx, operationexecutor.OperationKey{Volume: key.UniqueName}, func() error {
 		return k.remount(ctx, pod, v, key, round)
 	})
@@ -88,7 +88,7 @@ func (k *Kubelet) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.V
 
 // remount is one volume's part of a pod sync for a requiresRepublish
 // driver.
-func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
+func (k *volumeManager) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
 	if v.Block {
 		return k.mapVolume(ctx, pod, v, round)
 	}
@@ -115,7 +115,7 @@ func (k *Kubelet) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.Vol
 // volumeFailure records a failed operation as the kubelet's event. op is
 // the operation ("MountVolume.SetUp") or, when it already says "failed",
 // the event's whole prefix.
-func (k *Kubelet) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *csiplugin.VolumeSpec, pod *corev1.Pod, err error) error {
+func (k *volumeManager) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *csiplugin.VolumeSpec, pod *corev1.Pod, err error) error {
 	ve := &csiplugin.VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
 	if strings.Contains(op, " failed") {
 		ve.Operation, _, _ = strings.Cut(op, " ")

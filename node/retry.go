@@ -11,7 +11,7 @@ import (
 
 // withRetry runs op until it succeeds or the retry bounds are reached,
 // waiting the kubelet's backoff between attempts and saying so in the trace.
-func (k *Kubelet) withRetry(ctx context.Context, l csiclient.Labels, op func(attempt int) error) error {
+func (k *volumeManager) withRetry(ctx context.Context, l csiclient.Labels, op func(attempt int) error) error {
 	b := &operationexecutor.Backoff{Started: time.Now()}
 	for attempt := 1; ; attempt++ {
 		err := op(attempt)
@@ -19,7 +19,7 @@ func (k *Kubelet) withRetry(ctx context.Context, l csiclient.Labels, op func(att
 			return nil
 		}
 		wait := b.DurationBeforeRetry()
-		if !k.cfg.Retry.Allows(attempt, time.Since(b.Started)+wait) {
+		if !k.retry.Allows(attempt, time.Since(b.Started)+wait) {
 			return err
 		}
 		k.Trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("attempt %d failed; the kubelet retries after its backoff of %s", attempt, wait))

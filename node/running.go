@@ -42,7 +42,7 @@ const plegRelistPeriod = time.Second
 // volumes: at once with PLEGOnDemandRelist, whose SyncPod asks for a relist
 // of the pod when it did runtime work (postSync, RequestPodRelist), else at
 // the next periodic relist. The regular syncs count from this one.
-func (k *Kubelet) earlySync() (time.Duration, string) {
+func (k *volumeManager) earlySync() (time.Duration, string) {
 	if k.Release.Enabled(release.PLEGOnDemandRelist) {
 		return 0, "pod sync: the pod's containers started, and PLEGOnDemandRelist relists the pod at once: its ContainerStarted event syncs the pod again, so requiresRepublish volumes are published again right after the first publish"
 	}
@@ -114,7 +114,7 @@ func (r *RunningReport) Snapshot() RunningReport {
 // failed remount retried with the kubelet's backoff as the retry bounds
 // allow, until the pod's run ends), and each stats round calls
 // NodeGetVolumeStats per volume on its own.
-func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
+func (k *volumeManager) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
 	if d == 0 {
 		return
 	}

@@ -14,7 +14,7 @@ import (
 // volumeSupportsSELinuxMount is util.VolumeSupportsSELinuxMount: PVs only;
 // any access mode with the SELinuxMount gate (in 1.30 and 1.31 the PV still
 // needed a single access mode), else exactly [ReadWriteOncePod].
-func (k *Kubelet) volumeSupportsSELinuxMount(v *csiplugin.VolumeSpec) bool {
+func (k *volumeManager) volumeSupportsSELinuxMount(v *csiplugin.VolumeSpec) bool {
 	if !k.Release.Enabled(release.SELinuxMountReadWriteOncePod) || v.PV == nil {
 		return false
 	}
@@ -28,7 +28,7 @@ func (k *Kubelet) volumeSupportsSELinuxMount(v *csiplugin.VolumeSpec) bool {
 // mountSELinuxLabel is GetMountSELinuxLabel and desiredStateOfWorld
 // .AddPodToVolume: the label to mount the volume with for this pod, or an
 // error the kubelet reports for the pod.
-func (k *Kubelet) mountSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (string, error) {
+func (k *volumeManager) mountSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (string, error) {
 	unique := v.UniqueName(string(pod.UID))
 	label, pluginSupports, err := k.podSELinuxLabel(pod, v)
 	if err != nil {
@@ -51,7 +51,7 @@ func (k *Kubelet) mountSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (s
 }
 
 // podSELinuxLabel is GetMountSELinuxLabel for one pod and volume.
-func (k *Kubelet) podSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (label string, pluginSupports bool, err error) {
+func (k *volumeManager) podSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (label string, pluginSupports bool, err error) {
 	if !k.Release.Enabled(release.SELinuxMountReadWriteOncePod) || !k.SELinux.Enabled {
 		return "", false, nil
 	}

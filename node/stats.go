@@ -13,7 +13,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
-func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+func (k *volumeManager) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
 	if err := k.DriverRegistered(v.Driver); err != nil {
 		return csiplugin.Transientf("%v", err)
 	}
@@ -57,7 +57,7 @@ func (k *Kubelet) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin
 // volume, a GET_VOLUME_STATS query and NodeGetVolumeStats{volume_id,
 // volume_path} with the target path, never the staging path. It returns the
 // driver's answers that the kubelet would reject.
-func (k *Kubelet) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) []error {
+func (k *volumeManager) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
 	for _, key := range k.state.PodMounts(pod) {
 		m, ok := k.state.Mount(key)
