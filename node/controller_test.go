@@ -9,6 +9,7 @@ import (
 
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
@@ -63,17 +64,17 @@ func TestRunController(t *testing.T) {
 
 // volumeInUse is true while the device is staged or a pod mounts it.
 func TestVolumeInUse(t *testing.T) {
-	k := &Kubelet{volumeManager: &volumeManager{state: cache.NewActualState()}}
+	k := &Kubelet{VolumeManager: &volumemanager.VolumeManager{State: cache.NewActualState()}}
 	unique := rootdir.UniqueVolumeName("d", "h")
 	if k.volumeInUse("d", "h") {
 		t.Fatal("in use before anything")
 	}
-	k.state.RecordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
+	k.State.RecordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
 	if !k.volumeInUse("d", "h") {
 		t.Error("a staged device is not in use")
 	}
-	k.state.ForgetDevice(unique)
-	k.state.Users[unique] = 1
+	k.State.ForgetDevice(unique)
+	k.State.Users[unique] = 1
 	if !k.volumeInUse("d", "h") {
 		t.Error("a mounted volume is not in use")
 	}

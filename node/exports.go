@@ -9,6 +9,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // The release and its gates (node/release).
@@ -66,3 +67,16 @@ var NewTokenSource = csiplugin.NewTokenSource
 
 // The bounds of the kubelet's retries (node/operationexecutor).
 type Retry = operationexecutor.Retry
+
+// What the volume manager reports: a pod's and a volume's results, the
+// running pods' schedule and report, what a run left behind
+// (node/volumemanager).
+type (
+	Leftovers       = volumemanager.Leftovers
+	PodResult       = volumemanager.PodResult
+	RunningReport   = volumemanager.RunningReport
+	RunningSchedule = volumemanager.RunningSchedule
+	VolumeResult    = volumemanager.VolumeResult
+)
+
+const OwnerDriver = volumemanager.OwnerDriver

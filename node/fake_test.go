@@ -19,6 +19,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // newFakeDriver is the csifake driver node tests use: testDriver on
@@ -186,7 +187,7 @@ func withGates(t *testing.T, minor int, gates string) envOption {
 func newEnv(t *testing.T, manifests string, drv *csifake.Driver, opts ...envOption) *testEnv {
 	t.Helper()
 	e := newUnregisteredEnv(t, manifests, drv, opts...)
-	if _, err := e.k.register(context.Background()); err != nil {
+	if _, err := e.k.Register(context.Background()); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	drv.ClearCalls()
@@ -230,9 +231,9 @@ func (e *testEnv) pod(name string) *corev1.Pod {
 
 // mount mounts a pod's volumes and returns the result; an unresolved pod
 // fails the test.
-func (e *testEnv) mount(name string) *PodResult {
+func (e *testEnv) mount(name string) *volumemanager.PodResult {
 	e.t.Helper()
-	res, err := e.k.mountPod(context.Background(), e.pod(name), false)
+	res, err := e.k.MountPod(context.Background(), e.pod(name), false)
 	if err != nil {
 		e.t.Fatalf("MountPod(%s): %v", name, err)
 	}
@@ -240,7 +241,7 @@ func (e *testEnv) mount(name string) *PodResult {
 }
 
 // mountOK mounts and fails the test on any volume error.
-func (e *testEnv) mountOK(name string) *PodResult {
+func (e *testEnv) mountOK(name string) *volumemanager.PodResult {
 	e.t.Helper()
 	res := e.mount(name)
 	for _, v := range res.Volumes {
@@ -252,7 +253,7 @@ func (e *testEnv) mountOK(name string) *PodResult {
 }
 
 func (e *testEnv) unmount(name string) []error {
-	return e.k.unmountPod(context.Background(), e.pod(name), false)
+	return e.k.UnmountPod(context.Background(), e.pod(name), false)
 }
 
 func (e *testEnv) unmountOK(name string) {
@@ -275,7 +276,7 @@ func (e *testEnv) steps(warnings bool) []string {
 }
 
 // volErr returns the error of the pod's only volume result.
-func volErr(t *testing.T, res *PodResult) *csiplugin.VolumeError {
+func volErr(t *testing.T, res *volumemanager.PodResult) *csiplugin.VolumeError {
 	t.Helper()
 	if len(res.Volumes) != 1 {
 		t.Fatalf("want 1 volume result, got %d", len(res.Volumes))

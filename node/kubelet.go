@@ -1,9 +1,11 @@
 // Package node is the simulated kubelet: what a kubelet on a node does for
-// the CSI volumes of its pods, call for call. It is the kubelet's volume
-// manager and pod workers over the packages below it, whose imports only go
-// down:
+// the CSI volumes of its pods, call for call. It is the Kubelet that the
+// CLI and the engine start (New, Config) and drive (Run with a Plan,
+// Recover), over the packages below it, whose imports only go down:
 //
-//	node                       the Kubelet: New, Run, Plan, Outcome, Recover (this package)
+//	node                       the Kubelet: New, Run, Plan, Outcome, Recover, exports.go
+//	node/volumemanager         the volume manager: the operations on a pod's volumes,
+//	                           registration, expansion, republish, syncs, stats, cleanup
 //	node/volumemanager/cache   the actual state of the world
 //	node/operationexecutor     one operation per volume and pod, backoff, retries
 //	node/csi                   the CSI volume plugin: registration, attacher, mounter,
@@ -11,22 +13,17 @@
 //	node/rootdir               the root dir: layout, safe file system, lock, journal
 //	node/release               the release: version, rules, feature gates
 //
-// run.go is a pod's whole life (register, attach, mount, run, tear down,
-// clean up) that run, plan, load and conformance drive with their own
-// plans; cleanup goes through recover.go's Recover, which ends with the
-// same teardown (teardown.go). The other files follow the kubelet's own
-// split: pluginmanager.go (pkg/kubelet/pluginmanager and the operation
-// executor's RegisterPlugin), lifecycle.go and mapvolume.go (the operation
-// generator, pkg/volume/util/operationexecutor/operation_generator.go:
-// MountVolume, MapVolume, UnmountVolume, UnmountDevice), selinuxlabel.go
-// (the desired state's SELinux label), expand.go and expandinuse.go
-// (NodeExpandVolume at mount and in use), republish.go and remountretry.go
-// (the reconciler's remounts), running.go and stats.go (pod syncs and
-// stats while pods run), cleanup.go (the orphaned pod dirs' cleanup and
-// what a run leaves), recover.go (the reconciler's reconstruction after a
-// restart, pkg/kubelet/volumemanager/reconciler/reconstruct.go), with the
-// facts of docs/kubelet.md in named helpers. exports.go is the front door
-// for the CLI and the engine: the names they use from the packages below.
+// kubelet.go holds Config and New (cmd/kubelet/app/server.go's
+// RunKubelet, pkg/kubelet/kubelet.go NewMainKubelet); run.go is a pod's
+// whole life (register, attach, mount, run, tear down, clean up) that run,
+// plan, load and conformance drive with their own plans (the pod workers,
+// pkg/kubelet/pod_workers.go); runningpod.go the pod while it runs;
+// controller.go the attach/detach controller's side; recover.go the
+// volume reconstruction after a restart
+// (pkg/kubelet/volumemanager/reconciler/reconstruct.go) that `cleanup`
+// runs, ending with the same teardown (teardown.go). exports.go is the
+// front door for the CLI and the engine: the names they use from the
+// packages below.
 package node
 
 import (
@@ -41,7 +38,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // DefaultTimeout is csiTimeout in csi_plugin.go: one context per operation.
@@ -97,29 +94,8 @@ type Config struct {
 // the CSI plugin, whose attacher (MountDevice, UnmountDevice), mounter
 // (SetUp, TearDown) and block mapper it drives.
 type Kubelet struct {
-	*volumeManager
+	*volumemanager.VolumeManager
 	cfg Config
-}
-
-// volumeManager is the kubelet's volume manager (volume_manager.go): the
-// actual state of the world and the operations over the CSI plugin, with
-// the bounds the kubelet's Config sets on them.
-type volumeManager struct {
-	*csiplugin.Plugin
-	state    *cache.ActualState
-	ops      *operationexecutor.Operations
-	attacher *csiplugin.Attacher
-	mounter  *csiplugin.Mounter
-	mapper   *csiplugin.BlockMapper
-	// started is when the kubelet started: its stats analyzer ticks
-	// from then (running.go).
-	started time.Time
-	// timeout is the one context of each operation (csiTimeout), retry
-	// the bounds of the retries of failed operations, force `cleanup
-	// --force` (Config).
-	timeout time.Duration
-	retry   operationexecutor.Retry
-	force   bool
 }
 
 // New returns the kubelet cfg describes.
@@ -152,19 +128,8 @@ func New(cfg Config) *Kubelet {
 	}
 	p.NodeClient, p.IdentityClient = csi.NewNodeClient(p.Conn), csi.NewIdentityClient(p.Conn)
 	k := &Kubelet{
-		volumeManager: &volumeManager{
-			Plugin:   p,
-			state:    cache.NewActualState(),
-			ops:      &operationexecutor.Operations{},
-			attacher: &csiplugin.Attacher{Plugin: p},
-			mounter:  &csiplugin.Mounter{Plugin: p},
-			mapper:   &csiplugin.BlockMapper{Plugin: p},
-			started:  time.Now(),
-			timeout:  cfg.Timeout,
-			retry:    cfg.Retry,
-			force:    cfg.Force,
-		},
-		cfg: cfg,
+		VolumeManager: volumemanager.NewVolumeManager(p, cfg.Timeout, cfg.Retry, cfg.Force),
+		cfg:           cfg,
 	}
 	if k.Tokens == nil && cfg.TokenOptions != nil {
 		o := *cfg.TokenOptions

@@ -18,6 +18,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // Recover finishes what earlier runs left under the root dir, as a
@@ -40,7 +41,7 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 		if after != nil {
 			out.TeardownErrs = after(ctx)
 		}
-		out.Leftovers = &Leftovers{}
+		out.Leftovers = &volumemanager.Leftovers{}
 		if len(out.TeardownErrs) == 0 && ctx.Err() == nil {
 			k.FS.ReleaseLock()
 		}
@@ -49,7 +50,7 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 	if stop := k.adoptJournals(ctx, journals); stop != nil {
 		return stop
 	}
-	reg, err := k.register(ctx)
+	reg, err := k.Register(ctx)
 	out.Registration, out.RegErr = reg, err
 	if err != nil {
 		return out
@@ -82,7 +83,7 @@ func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome
 	if refused := k.FS.Refusals(); len(refused) > 0 {
 		return &Outcome{
 			MountErr:  fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0]),
-			Leftovers: &Leftovers{Symlinks: k.FS.RefusedSymlinks(), Refused: refused},
+			Leftovers: &volumemanager.Leftovers{Symlinks: k.FS.RefusedSymlinks(), Refused: refused},
 		}
 	}
 	return nil
@@ -102,7 +103,7 @@ func (k *Kubelet) removeJournals(journals []string, out *Outcome) {
 	out.Leftovers.Symlinks, out.Leftovers.Refused = k.FS.RefusedSymlinks(), k.FS.Refusals()
 	if removed {
 		rootdir.RemoveSimDir(k.Layout.Root)
-		k.removeEmptyCreated()
+		k.RemoveEmptyCreated()
 	}
 }
 
@@ -132,7 +133,7 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 		}
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "(reconstructed)", UID: types.UID(uid)}}
 		byUID[uid] = p
-		k.state.MarkPodDirs(uid)
+		k.State.MarkPodDirs(uid)
 		return p
 	}
 	var order []string
@@ -145,8 +146,8 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 			order = append(order, uid)
 		}
 		pod := podOf(uid)
-		k.state.RecordMount(pod, v.UniqueName(uid), v, csiplugin.AsUncertain(errors.New("reconstructed")))
-		k.state.NotePodVolume(uid, v.UniqueName(uid))
+		k.State.RecordMount(pod, v.UniqueName(uid), v, csiplugin.AsUncertain(errors.New("reconstructed")))
+		k.State.NotePodVolume(uid, v.UniqueName(uid))
 		k.Trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
 		k.recordReconstructedDevice(v)
 	}
@@ -272,7 +273,7 @@ func (k *Kubelet) recordReconstructedDevice(v *csiplugin.VolumeSpec) {
 		return
 	}
 	unique := v.UniqueName("")
-	if _, ok := k.state.Device(unique); ok {
+	if _, ok := k.State.Device(unique); ok {
 		return
 	}
 	if v.Block {
@@ -282,7 +283,7 @@ func (k *Kubelet) recordReconstructedDevice(v *csiplugin.VolumeSpec) {
 	} else if _, err := k.FS.LoadVolumeData(filepath.Dir(k.Layout.DeviceMountPath(v.Driver, v.Handle))); err != nil {
 		return
 	}
-	k.state.RecordDevice(unique, v, csiplugin.AsUncertain(errors.New("reconstructed")))
+	k.State.RecordDevice(unique, v, csiplugin.AsUncertain(errors.New("reconstructed")))
 }
 
 // validReconstructed checks what was read back from disk before any path is
@@ -347,7 +348,7 @@ func (k *Kubelet) RecoverWithoutDriver(ctx context.Context) *Outcome {
 	if stop := k.adoptJournals(ctx, journals); stop != nil {
 		return stop
 	}
-	out := &Outcome{Leftovers: k.cleanup(context.WithoutCancel(ctx), false)}
+	out := &Outcome{Leftovers: k.Cleanup(context.WithoutCancel(ctx), false)}
 	if out.Leftovers.NothingOnDisk() {
 		k.removeJournals(journals, out)
 	}

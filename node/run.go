@@ -13,6 +13,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // Plan is a command's schedule for the kubelet: which pods come, when,
@@ -43,7 +44,7 @@ type Plan struct {
 	// PodPlan says nothing: 0 not at all, < 0 until ctx ends.
 	Hold time.Duration
 	// Running is when the kubelet touches a running pod's volumes.
-	Running RunningSchedule
+	Running volumemanager.RunningSchedule
 	// Parallel: pods start as their time comes and run side by side, and a
 	// pod's volumes are mounted and torn down side by side (the volume
 	// manager's reconciler); otherwise one after the other, in order.
@@ -82,7 +83,7 @@ type PodPlan struct {
 type PodEvent struct {
 	Pod    *corev1.Pod
 	Step   string // "mounted", "failed", "gone"
-	Result *PodResult
+	Result *volumemanager.PodResult
 }
 
 // Outcome is what a run of the kubelet did, for the command's summary and
@@ -90,14 +91,14 @@ type PodEvent struct {
 type Outcome struct {
 	Registration *csiplugin.Registration
 	RegErr       error
-	Results      []*PodResult
+	Results      []*volumemanager.PodResult
 	// Pods counts the pods run, Failed those with a volume that failed.
 	Pods, Failed int
 	// MountErr: a pod's volumes could not even be resolved (bad input).
 	MountErr     error
-	Running      RunningReport
+	Running      volumemanager.RunningReport
 	TeardownErrs []error
-	Leftovers    *Leftovers
+	Leftovers    *volumemanager.Leftovers
 	// Interrupted: ctx ended before the plan did (Ctrl-C); the teardown
 	// still ran. Abandoned: the teardown was cancelled too.
 	Interrupted, Abandoned bool
@@ -128,7 +129,7 @@ func (o *Outcome) FirstVolumeError() error {
 // plan.Teardown.
 func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 	out := &Outcome{}
-	reg, err := k.register(ctx)
+	reg, err := k.Register(ctx)
 	out.Registration, out.RegErr = reg, err
 	var mounted []*corev1.Pod
 	if err == nil {
@@ -193,13 +194,13 @@ func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *csiplugin.Regist
 // the pods to tear down.
 func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out *Outcome) []*corev1.Pod {
 	var mounted []*corev1.Pod
-	var results []*PodResult
+	var results []*volumemanager.PodResult
 	for _, pp := range pods {
 		if ctx.Err() != nil {
 			break
 		}
 		k.placePod(pp.Pod)
-		res, err := k.mountPod(ctx, pp.Pod, false)
+		res, err := k.MountPod(ctx, pp.Pod, false)
 		if err != nil {
 			out.MountErr = err
 			break
@@ -225,7 +226,7 @@ func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k.runPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+			k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 		}()
 	}
 	wg.Wait()
@@ -241,14 +242,14 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, pp := range pods {
-		if !sleepUntil(ctx, start.Add(pp.At)) {
+		if !volumemanager.SleepUntil(ctx, start.Add(pp.At)) {
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			k.placePod(pp.Pod)
-			res, err := k.mountPod(ctx, pp.Pod, true)
+			res, err := k.MountPod(ctx, pp.Pod, true)
 			mu.Lock()
 			if err != nil && out.MountErr == nil {
 				out.MountErr = err
@@ -259,9 +260,9 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 			mu.Unlock()
 			if err == nil && !res.Failed() {
 				k.whileRunning(ctx, plan, res)
-				k.runPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+				k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 			}
-			errs := k.unmountPod(tctx, pp.Pod, true)
+			errs := k.UnmountPod(tctx, pp.Pod, true)
 			mu.Lock()
 			out.TeardownErrs = append(out.TeardownErrs, errs...)
 			mu.Unlock()
@@ -274,7 +275,7 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 }
 
 // count adds a mounted pod to the outcome.
-func (k *Kubelet) count(out *Outcome, res *PodResult, plan Plan) {
+func (k *Kubelet) count(out *Outcome, res *volumemanager.PodResult, plan Plan) {
 	out.Pods++
 	step := "mounted"
 	if res.Failed() {
@@ -305,22 +306,6 @@ func lifetime(pp PodPlan, plan Plan) time.Duration {
 		return pp.Lifetime
 	}
 	return plan.Hold
-}
-
-// sleepUntil waits until t; false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
 }
 
 // warnNameMismatch says what a name mismatch does: the kubelet looks the

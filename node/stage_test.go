@@ -265,8 +265,8 @@ func TestDeviceDirInTheWay(t *testing.T) {
 	if n := len(only(e.drv.Calls(), "NodeStageVolume")); n != 0 {
 		t.Errorf("%d NodeStage calls", n)
 	}
-	e.k.unmountPod(context.Background(), e.pod("app-1"), false)
-	e.k.cleanup(context.Background(), false)
+	e.k.UnmountPod(context.Background(), e.pod("app-1"), false)
+	e.k.Cleanup(context.Background(), false)
 	if !exists(gm) {
 		t.Errorf("someone else's %s was removed", gm)
 	}

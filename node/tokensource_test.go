@@ -176,7 +176,7 @@ func TestTokensCarryNodeUID(t *testing.T) {
 				m = docs(m, tc.extra)
 			}
 			e := newUnregisteredEnv(t, m, newFakeDriver())
-			if _, err := e.k.register(context.Background()); err != nil {
+			if _, err := e.k.Register(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			e.k.Tokens = csiplugin.NewTokenSource(e.k.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})

@@ -1,4 +1,6 @@
-package node
+package volumemanager
+
+// ownership.go: the paths a volume owns in the root dir, kept for `cleanup`.
 
 import (
 	"path/filepath"
@@ -10,7 +12,7 @@ import (
 // the mount, its directories and vol_data.json, and the volume's device,
 // which the pod still holds. Nothing of it is removed; `cleanup` finishes
 // it through the driver, as a restarted kubelet would.
-func (k *volumeManager) keepVolume(v *csiplugin.VolumeSpec, podUID string) {
+func (k *VolumeManager) keepVolume(v *csiplugin.VolumeSpec, podUID string) {
 	for _, p := range k.volumePaths(v, podUID) {
 		k.FS.Keep(p)
 	}
@@ -19,7 +21,7 @@ func (k *volumeManager) keepVolume(v *csiplugin.VolumeSpec, podUID string) {
 
 // keepDevice leaves a device (a staged volume) as it is after its unstage
 // failed, or while a kept pod volume still uses it.
-func (k *volumeManager) keepDevice(v *csiplugin.VolumeSpec) {
+func (k *VolumeManager) keepDevice(v *csiplugin.VolumeSpec) {
 	for _, p := range k.devicePaths(v) {
 		k.FS.Keep(p)
 	}
@@ -27,7 +29,7 @@ func (k *volumeManager) keepDevice(v *csiplugin.VolumeSpec) {
 
 // volumePaths are the directories of a pod's volume: its mount or its
 // block publish path, with its vol_data.json.
-func (k *volumeManager) volumePaths(v *csiplugin.VolumeSpec, podUID string) []string {
+func (k *VolumeManager) volumePaths(v *csiplugin.VolumeSpec, podUID string) []string {
 	if v.Block {
 		return []string{filepath.Dir(k.Layout.BlockPublishPath(v.SpecName, podUID)), filepath.Join(k.Layout.PodDeviceMapPath(podUID), v.SpecName)}
 	}
@@ -36,7 +38,7 @@ func (k *volumeManager) volumePaths(v *csiplugin.VolumeSpec, podUID string) []st
 
 // devicePaths are the directories of a staged volume: globalmount and
 // its vol_data.json, or the block volume's staging and map paths.
-func (k *volumeManager) devicePaths(v *csiplugin.VolumeSpec) []string {
+func (k *VolumeManager) devicePaths(v *csiplugin.VolumeSpec) []string {
 	switch {
 	case v.Block:
 		return []string{filepath.Dir(k.Layout.GlobalMapPath(v.SpecName)), k.Layout.BlockStagingPath(v.SpecName)}

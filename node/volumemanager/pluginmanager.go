@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// pluginmanager.go follows pkg/kubelet/pluginmanager (operationexecutor
+// RegisterPlugin) over the CSI plugin's registration.
 
 import (
 	"context"
@@ -12,12 +15,12 @@ import (
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
-// register does what node-driver-registrar and the kubelet's plugin manager
+// Register does what node-driver-registrar and the kubelet's plugin manager
 // do when a driver starts (docs/kubelet.md §13): the registrar asks the driver its
 // name with GetPluginInfo and offers it on a registration socket; the
 // kubelet validates the versions and calls NodeGetInfo, then records the
 // node ID and topology. The kubelet itself never calls an Identity method.
-func (k *volumeManager) register(ctx context.Context) (*csiplugin.Registration, error) {
+func (k *VolumeManager) Register(ctx context.Context) (*csiplugin.Registration, error) {
 	rctx, cancel := k.operationContext(ctx, csiclient.Labels{Component: "registrar", Operation: "GetDriverName"})
 	info, err := k.IdentityClient.GetPluginInfo(rctx, &csi.GetPluginInfoRequest{})
 	cancel()

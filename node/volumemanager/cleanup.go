@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// cleanup.go follows pkg/kubelet/kubelet_volumes.go (cleanupOrphanedPodDirs)
+// and reports what a run leaves behind.
 
 import (
 	"context"
@@ -90,13 +93,13 @@ func (l *Leftovers) DriverLeft() bool {
 	return len(l.Mounts) > 0 || slices.ContainsFunc(l.Left, func(x Leftover) bool { return x.Owner == OwnerDriver })
 }
 
-// cleanup runs after teardown. It does the kubelet's housekeeping of
+// Cleanup runs after teardown. It does the kubelet's housekeeping of
 // orphaned pod directories and removes what the simulation created, and
 // nothing else: directories one level at a time and only when empty,
 // nothing inside a path that is or was a mount point, nothing of a volume
 // kept after a failed teardown. With removeRoot, the root dir goes too
 // when it is then empty.
-func (k *volumeManager) cleanup(ctx context.Context, removeRoot bool) *Leftovers {
+func (k *VolumeManager) Cleanup(ctx context.Context, removeRoot bool) *Leftovers {
 	ctx = csiclient.WithLabels(ctx, csiclient.Labels{Component: "simulator", Operation: "Cleanup"})
 	l := &Leftovers{}
 	k.checkMounts(ctx, l)
@@ -118,7 +121,7 @@ func (k *volumeManager) cleanup(ctx context.Context, removeRoot bool) *Leftovers
 		// Its removal was refused (a mount over the journal dir).
 		l.Journal = j
 	} else {
-		k.removeEmptyCreated()
+		k.RemoveEmptyCreated()
 	}
 	if removeRoot && l.NothingOnDisk() && l.Journal == "" {
 		k.FS.ReleaseLock()
@@ -132,9 +135,9 @@ func (k *volumeManager) cleanup(ctx context.Context, removeRoot bool) *Leftovers
 	return l
 }
 
-// removeEmptyCreated removes the created directories that held only the
+// RemoveEmptyCreated removes the created directories that held only the
 // journal: the root dir a run made, and its parents.
-func (k *volumeManager) removeEmptyCreated() {
+func (k *VolumeManager) RemoveEmptyCreated() {
 	created := k.FS.Created()
 	for i := len(created) - 1; i >= 0; i-- {
 		_ = k.FS.RemovePath(created[i])
@@ -143,7 +146,7 @@ func (k *volumeManager) removeEmptyCreated() {
 
 // removeCreated removes one path the simulation created, after reporting
 // what others put in it.
-func (k *volumeManager) removeCreated(ctx context.Context, p string, l *Leftovers) {
+func (k *VolumeManager) removeCreated(ctx context.Context, p string, l *Leftovers) {
 	if k.FS.IsKept(p) {
 		return
 	}
@@ -179,7 +182,7 @@ func (k *volumeManager) removeCreated(ctx context.Context, p string, l *Leftover
 // path is the simulator's. A mount elsewhere inside the simulator's
 // directories is reported and left. Every other mount (another program's,
 // the real kubelet's) is not looked at.
-func (k *volumeManager) checkMounts(ctx context.Context, l *Leftovers) {
+func (k *VolumeManager) checkMounts(ctx context.Context, l *Leftovers) {
 	if k.rootMoved(ctx, l) {
 		return
 	}
@@ -224,7 +227,7 @@ func (k *volumeManager) checkMounts(ctx context.Context, l *Leftovers) {
 // says where it is now. The teardown's calls named the old paths; what is
 // mounted under the new one is reported from mountinfo, and left: the
 // simulator acts only at the paths it handed out.
-func (k *volumeManager) rootMoved(ctx context.Context, l *Leftovers) bool {
+func (k *VolumeManager) rootMoved(ctx context.Context, l *Leftovers) bool {
 	now := k.FS.RootNow()
 	if now == "" || now == filepath.Clean(k.Layout.Root) {
 		return false
@@ -248,7 +251,7 @@ func (k *volumeManager) rootMoved(ctx context.Context, l *Leftovers) bool {
 // unmounting it under a driver that is mid-call leaks what the driver
 // holds (its loop devices). It is left, and a later `cleanup` asks the
 // driver again.
-func (k *volumeManager) inFlightMount(ctx context.Context, p string, l *Leftovers) bool {
+func (k *VolumeManager) inFlightMount(ctx context.Context, p string, l *Leftovers) bool {
 	op, ok := k.FS.CallInFlight(p)
 	if !ok {
 		return false
@@ -259,7 +262,7 @@ func (k *volumeManager) inFlightMount(ctx context.Context, p string, l *Leftover
 }
 
 // insideOwned tells whether p lies inside a directory the simulator made.
-func (k *volumeManager) insideOwned(p string) bool {
+func (k *VolumeManager) insideOwned(p string) bool {
 	for d := filepath.Dir(p); len(d) > len(k.Layout.Root); d = filepath.Dir(d) {
 		if k.FS.IsOwned(d) {
 			return true
@@ -271,7 +274,7 @@ func (k *volumeManager) insideOwned(p string) bool {
 // reportForeign reports what is inside a directory the simulation created
 // but was not created by it: the driver's files. They are left in place:
 // the simulator deletes only what it made.
-func (k *volumeManager) reportForeign(ctx context.Context, dir string, l *Leftovers) {
+func (k *VolumeManager) reportForeign(ctx context.Context, dir string, l *Leftovers) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -296,9 +299,9 @@ func (k *volumeManager) reportForeign(ctx context.Context, dir string, l *Leftov
 // cleanupOrphanedPodDirs is the kubelet's housekeeping of deleted pods
 // (cleanupOrphanedPodDirs in kubelet_volumes.go): a pod directory with no
 // volume path left in it is removed. Only pods of this run are touched.
-func (k *volumeManager) cleanupOrphanedPodDirs(ctx context.Context) {
-	for _, uid := range k.state.PodDirUIDs() {
-		if k.state.PodHasMounts(uid) {
+func (k *VolumeManager) cleanupOrphanedPodDirs(ctx context.Context) {
+	for _, uid := range k.State.PodDirUIDs() {
+		if k.State.PodHasMounts(uid) {
 			continue
 		}
 		podDir := k.Layout.PodDir(uid)
@@ -347,7 +350,7 @@ func isKubeletKept(p rootdir.Paths, path string) bool {
 // them is left; otherwise they are kept as without --force. A call the
 // driver did not answer (no socket, no answer in time, an interrupt) is
 // never forced: the driver may still be working on the volume.
-func (k *volumeManager) forced(ctx context.Context, err error, dirs []string) bool {
+func (k *VolumeManager) forced(ctx context.Context, err error, dirs []string) bool {
 	if !k.force || ctx.Err() != nil {
 		return false
 	}
@@ -371,7 +374,7 @@ func (k *volumeManager) forced(ctx context.Context, err error, dirs []string) bo
 // only when the journal lists it as the simulator's or as a mount path,
 // and a directory only when empty (rmdir). Anything else stops it: what
 // is not the simulator's stays where it is.
-func (k *volumeManager) forceRemove(ctx context.Context, dir string) error {
+func (k *VolumeManager) forceRemove(ctx context.Context, dir string) error {
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
 		return nil
 	}
@@ -414,7 +417,7 @@ func (k *volumeManager) forceRemove(ctx context.Context, dir string) error {
 // forceWalk calls do for dir's entries depth first, then for dir, after
 // checking that each is recorded in the journal; mountinfo shows nothing
 // mounted at or under dir.
-func (k *volumeManager) forceWalk(dir string, do func(p string, isDir bool) error) error {
+func (k *VolumeManager) forceWalk(dir string, do func(p string, isDir bool) error) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err

@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// selinuxlabel.go follows pkg/kubelet/volumemanager/cache/desired_state_of_world.go
+// (getSELinuxMountContext, the SELinux label of a pod volume).
 
 import (
 	"fmt"
@@ -14,7 +17,7 @@ import (
 // volumeSupportsSELinuxMount is util.VolumeSupportsSELinuxMount: PVs only;
 // any access mode with the SELinuxMount gate (in 1.30 and 1.31 the PV still
 // needed a single access mode), else exactly [ReadWriteOncePod].
-func (k *volumeManager) volumeSupportsSELinuxMount(v *csiplugin.VolumeSpec) bool {
+func (k *VolumeManager) volumeSupportsSELinuxMount(v *csiplugin.VolumeSpec) bool {
 	if !k.Release.Enabled(release.SELinuxMountReadWriteOncePod) || v.PV == nil {
 		return false
 	}
@@ -28,13 +31,13 @@ func (k *volumeManager) volumeSupportsSELinuxMount(v *csiplugin.VolumeSpec) bool
 // mountSELinuxLabel is GetMountSELinuxLabel and desiredStateOfWorld
 // .AddPodToVolume: the label to mount the volume with for this pod, or an
 // error the kubelet reports for the pod.
-func (k *volumeManager) mountSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (string, error) {
+func (k *VolumeManager) mountSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (string, error) {
 	unique := v.UniqueName(string(pod.UID))
 	label, pluginSupports, err := k.podSELinuxLabel(pod, v)
 	if err != nil {
 		return "", err
 	}
-	existing, known := k.state.SELinuxVolume(unique, func() *csiplugin.SELinuxVolume {
+	existing, known := k.State.SELinuxVolume(unique, func() *csiplugin.SELinuxVolume {
 		effective := label
 		if !k.volumeSupportsSELinuxMount(v) {
 			effective = ""
@@ -51,7 +54,7 @@ func (k *volumeManager) mountSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSp
 }
 
 // podSELinuxLabel is GetMountSELinuxLabel for one pod and volume.
-func (k *volumeManager) podSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (label string, pluginSupports bool, err error) {
+func (k *VolumeManager) podSELinuxLabel(pod *corev1.Pod, v *csiplugin.VolumeSpec) (label string, pluginSupports bool, err error) {
 	if !k.Release.Enabled(release.SELinuxMountReadWriteOncePod) || !k.SELinux.Enabled {
 		return "", false, nil
 	}

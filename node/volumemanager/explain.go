@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// explain.go: the simulator's hints beside an operation's result (why no
+// SELinux mount, no pod info, no attachment); they are not the kubelet's.
 
 import (
 	"context"
@@ -17,12 +20,12 @@ import (
 
 // explainNoSELinux tells why a volume is mounted without context=. Loud
 // when the CSIDriver asked for seLinuxMount, at -v otherwise.
-func (k *volumeManager) explainNoSELinux(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) {
+func (k *VolumeManager) explainNoSELinux(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) {
 	asked := k.PluginSupportsSELinuxMount(v.Driver)
 	k.Trace.Note(ctx, !asked, "SELinux: no context= mount option: "+k.noSELinuxReason(pod, v, asked))
 }
 
-func (k *volumeManager) noSELinuxReason(pod *corev1.Pod, v *csiplugin.VolumeSpec, asked bool) string {
+func (k *VolumeManager) noSELinuxReason(pod *corev1.Pod, v *csiplugin.VolumeSpec, asked bool) string {
 	switch {
 	case !k.Release.Enabled(release.SELinuxMountReadWriteOncePod):
 		return "the SELinuxMountReadWriteOncePod feature gate is off"
@@ -48,7 +51,7 @@ func (k *volumeManager) noSELinuxReason(pod *corev1.Pod, v *csiplugin.VolumeSpec
 
 // explainPodInfo tells, at -v, why volume_context has no pod info or no
 // tokens.
-func (k *volumeManager) explainPodInfo(ctx context.Context, v *csiplugin.VolumeSpec) {
+func (k *VolumeManager) explainPodInfo(ctx context.Context, v *csiplugin.VolumeSpec) {
 	d, ok := k.Cluster.CSIDriver(v.Driver)
 	switch {
 	case !ok:
@@ -64,7 +67,7 @@ func (k *volumeManager) explainPodInfo(ctx context.Context, v *csiplugin.VolumeS
 
 // attachHint explains a VolumeAttachment not found for a pod bound to
 // another node than the kubelet's.
-func (k *volumeManager) attachHint(pod *corev1.Pod) string {
+func (k *VolumeManager) attachHint(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" && pod.Spec.NodeName != k.NodeName {
 		return fmt.Sprintf(" (the pod's spec.nodeName is %q but this kubelet is node %q, which names the VolumeAttachment it reads: give --node-name %s)", pod.Spec.NodeName, k.NodeName, pod.Spec.NodeName)
 	}

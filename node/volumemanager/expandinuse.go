@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// expandinuse.go follows pkg/kubelet/volumemanager/reconciler (in-use
+// expansion) and node_expander.go.
 
 import (
 	"context"
@@ -17,12 +20,12 @@ import (
 // size is the PV's, never recorded for a read-only volume) and the actual
 // state's volumeNeedsExpansion: the claim size it holds is known and below
 // the PV's, and no driver said it cannot expand the volume in use.
-func (k *volumeManager) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string) (old, desired resource.Quantity, due bool) {
+func (k *VolumeManager) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string) (old, desired resource.Quantity, due bool) {
 	if v.PV == nil || v.PVC == nil || v.ReadOnly {
 		return old, desired, false
 	}
 	desired = v.PV.Spec.Capacity[corev1.ResourceStorage]
-	cs := k.state.ClaimSize(unique)
+	cs := k.State.ClaimSize(unique)
 	if cs.InUseError || cs.Size.IsZero() || desired.IsZero() || desired.Cmp(cs.Size) <= 0 {
 		return cs.Size, desired, false
 	}
@@ -36,7 +39,7 @@ func (k *volumeManager) inUseExpansionDue(v *csiplugin.VolumeSpec, unique string
 // (GenerateExpandInUseVolumeFunc), which calls NodeExpandVolume again on
 // the legacy path. It comes before the pod's next sync (docs/kubelet.md §15.4).
 // A failure is the volume's: the kubelet's VolumeResizeFailed event.
-func (k *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*csiplugin.VolumeSpec, res *PodResult) {
+func (k *VolumeManager) expandInUse(ctx context.Context, pod *corev1.Pod, specs []*csiplugin.VolumeSpec, res *PodResult) {
 	for i, v := range specs {
 		if ctx.Err() != nil {
 			return
@@ -52,7 +55,7 @@ func (k *volumeManager) expandInUse(ctx context.Context, pod *corev1.Pod, specs 
 
 // expandInUseOne is one volume's ExpandInUseVolume, under the volume's
 // operation key and with the kubelet's retries.
-func (k *volumeManager) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+func (k *VolumeManager) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
 	unique := v.UniqueName(string(pod.UID))
 	old, desired, due := k.inUseExpansionDue(v, unique)
 	if !due {
@@ -62,7 +65,7 @@ func (k *volumeManager) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *
 	k.Trace.Note(csiclient.WithLabels(ctx, l), false, fmt.Sprintf("in-use expansion: the kubelet's actual state still has the claim's old size %s (the mount's expansion does not record the new one), below the PV's %s, so the reconciler's next pass expands the volume again while the pod runs (docs/kubelet.md §15.4)", old.String(), desired.String()))
 	at := k.inUsePaths(pod, v)
 	waiting := false
-	err := k.withRetry(ctx, l, func(int) error {
+	err := k.WithRetry(ctx, l, func(int) error {
 		return k.ops.Run(ctx, operationexecutor.OperationKey{Volume: unique}, func() error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
@@ -71,7 +74,7 @@ func (k *volumeManager) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *
 				return err
 			}
 			if done {
-				k.state.MarkResized(unique, size)
+				k.State.MarkResized(unique, size)
 			} else {
 				waiting = true
 			}
@@ -91,7 +94,7 @@ func (k *volumeManager) expandInUseOne(ctx context.Context, pod *corev1.Pod, v *
 // filesystem volume the pod's target path and the device mount path, for
 // a block volume the device path the map recorded and the block mapper's
 // staging path, both whether or not the driver stages.
-func (k *volumeManager) inUsePaths(pod *corev1.Pod, v *csiplugin.VolumeSpec) resizePaths {
+func (k *VolumeManager) inUsePaths(pod *corev1.Pod, v *csiplugin.VolumeSpec) resizePaths {
 	if !v.Block {
 		return resizePaths{volumePath: k.Layout.TargetPath(string(pod.UID), v.SpecName), stagingPath: k.Layout.DeviceMountPath(v.Driver, v.Handle)}
 	}

@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// expand.go follows pkg/volume/util/operationexecutor/node_expander.go and
+// operation_generator.go (expandVolumeDuringMount, nodeExpandVolume).
 
 import (
 	"context"
@@ -25,7 +28,7 @@ import (
 // NodeResizeInProgress. The mount operation ignores whether the expansion
 // finished: the actual state keeps the claim's old size, so the reconciler
 // expands the volume again while in use (expandinuse.go).
-func (k *volumeManager) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths) error {
+func (k *VolumeManager) expandDuringMount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths) error {
 	if v.PV == nil || v.PVC == nil {
 		return nil
 	}
@@ -49,7 +52,7 @@ func (k *volumeManager) expandDuringMount(ctx context.Context, pod *corev1.Pod, 
 // (legacyCallNodeExpandOnPlugin) or, when the claim's resize fields drive
 // it, the new one (NodeExpander.expandOnPlugin). It returns whether the
 // expansion is finished for the actual state and the size to record there.
-func (k *volumeManager) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths, pvSize resource.Quantity) (bool, resource.Quantity, error) {
+func (k *VolumeManager) resizeOnNode(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, at resizePaths, pvSize resource.Quantity) (bool, resource.Quantity, error) {
 	pvc := v.PVC
 	if !k.recoveringFromExpansion(pvc) {
 		err := k.nodeExpand(ctx, v, at, pvSize)
@@ -116,7 +119,7 @@ func nodeExpansionAllowed(rel release.Version, pvc *corev1.PersistentVolumeClaim
 // successful NodeExpandVolume (MarkFSResizeFinished,
 // MarkNodeExpansionFinishedWithRecovery): the new size it asked for, not
 // the size the driver answered, and no resize status.
-func (k *volumeManager) recordClaimSize(ctx context.Context, pvc *corev1.PersistentVolumeClaim, size resource.Quantity) {
+func (k *VolumeManager) recordClaimSize(ctx context.Context, pvc *corev1.PersistentVolumeClaim, size resource.Quantity) {
 	if pvc.Status.Capacity == nil {
 		pvc.Status.Capacity = corev1.ResourceList{}
 	}
@@ -135,8 +138,8 @@ func isInUseError(err error) bool {
 
 // markInUseExpansionError is MarkForInUseExpansionError: the reconciler
 // will not expand this volume again while it stays attached.
-func (k *volumeManager) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, err error) {
-	k.state.MarkInUseExpansionError(v.UniqueName(string(pod.UID)))
+func (k *VolumeManager) markInUseExpansionError(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, err error) {
+	k.State.MarkInUseExpansionError(v.UniqueName(string(pod.UID)))
 	// Only the kubelet's log says so: no event is recorded (a whole
 	// kubelet showed none), so it is not a warning of the trace.
 	k.Trace.Note(ctx, false, fmt.Sprintf("MountVolume.NodeExpandVolume failed for volume %q : %v; the kubelet lets the mount go on and does not expand the volume again on this node (it logs the error, no event)", v.SpecName, err))
@@ -147,7 +150,7 @@ func (k *volumeManager) markInUseExpansionError(ctx context.Context, pod *corev1
 // RecoverVolumeExpansionFailure path) or the legacy path expands to the PV's
 // size. From 1.31 a claim with either field set takes the new path even
 // with the gate off; in 1.30 the gate alone decides.
-func (k *volumeManager) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
+func (k *VolumeManager) recoveringFromExpansion(pvc *corev1.PersistentVolumeClaim) bool {
 	set := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != "" || pvc.Status.AllocatedResources != nil
 	if !k.Release.Enabled(release.RecoverVolumeExpansionFailure) && !k.Release.ExpansionByClaimStatus() {
 		return false
@@ -172,7 +175,7 @@ var errNodeExpandNotSupported = errors.New("NodeExpand is not supported by the C
 // NodeExpandVolume: the EXPAND_VOLUME query, the expand secret, then the
 // access-mode query and the call, with the PV's mount options but never an
 // SELinux option.
-func (k *volumeManager) nodeExpand(ctx context.Context, v *csiplugin.VolumeSpec, at resizePaths, newSize resource.Quantity) error {
+func (k *VolumeManager) nodeExpand(ctx context.Context, v *csiplugin.VolumeSpec, at resizePaths, newSize resource.Quantity) error {
 	ok, err := k.NodeSupports(ctx, csi.NodeServiceCapability_RPC_EXPAND_VOLUME)
 	if err != nil {
 		return fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %v", err)

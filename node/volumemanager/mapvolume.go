@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// mapvolume.go follows pkg/volume/util/operationexecutor/operation_generator.go
+// GenerateMapVolumeFunc.
 
 import (
 	"context"
@@ -18,7 +21,7 @@ import (
 // published device (MapBlockVolume), and the expansion during mount. The
 // same function runs again for each republish (round > 0): the reconciler's
 // remount of a block volume is the whole map operation.
-func (k *volumeManager) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, round int) error {
+func (k *VolumeManager) mapVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, round int) error {
 	unique := v.UniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
 	op := func(name string) csiclient.Labels {
@@ -32,7 +35,7 @@ func (k *volumeManager) mapVolume(ctx context.Context, pod *corev1.Pod, v *csipl
 	fail := func(l csiclient.Labels, event string, err error) error {
 		return k.volumeFailure(ctx, l, event, v, pod, err)
 	}
-	if k.state.MountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+	if k.State.MountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail(labels, "MapVolume.SetUpDevice", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	if err := k.mapper.NewBlockVolumeMapper(csiclient.WithLabels(ctx, labels), v); err != nil {
@@ -46,12 +49,12 @@ func (k *volumeManager) mapVolume(ctx context.Context, pod *corev1.Pod, v *csipl
 	}
 	// SetUpDevice's return value: the staging path when it staged.
 	stagingPath := ""
-	if !k.state.DeviceMounted(unique) {
+	if !k.State.DeviceMounted(unique) {
 		l := op("SetUpDevice")
 		octx, cancel := k.operationContext(ctx, l)
 		staged, err := k.mapper.SetUpDevice(octx, v)
 		cancel()
-		k.state.RecordDevice(unique, v, err)
+		k.State.RecordDevice(unique, v, err)
 		if err != nil {
 			return fail(l, "MapVolume.SetUpDevice", err)
 		}
@@ -61,14 +64,14 @@ func (k *volumeManager) mapVolume(ctx context.Context, pod *corev1.Pod, v *csipl
 	octx, cancel := k.operationContext(ctx, l)
 	defer cancel()
 	publishPath, err := k.mapper.MapPodDevice(octx, pod, v)
-	k.state.RecordMount(pod, unique, v, err)
+	k.State.RecordMount(pod, unique, v, err)
 	if err != nil {
 		return fail(l, "MapVolume.MapPodDevice", err)
 	}
 	if err := k.mapper.MapBlockVolume(octx, pod, v, publishPath); err != nil {
 		// After MapPodDevice a failure leaves the volume uncertain, so that
 		// teardown still unpublishes it.
-		k.state.RecordMount(pod, unique, v, csiplugin.AsUncertain(err))
+		k.State.RecordMount(pod, unique, v, csiplugin.AsUncertain(err))
 		return fail(l, "MapVolume.MapBlockVolume", err)
 	}
 	// EvalHostSymlinks: a driver may publish a symlink to its device.
@@ -80,7 +83,7 @@ func (k *volumeManager) mapVolume(ctx context.Context, pod *corev1.Pod, v *csipl
 	ectx, ecancel := k.operationContext(ctx, l)
 	defer ecancel()
 	if err := k.expandDuringMount(ectx, pod, v, resizePaths{volumePath: devicePath, stagingPath: stagingPath}); err != nil {
-		k.state.RecordMount(pod, unique, v, csiplugin.AsUncertain(err))
+		k.State.RecordMount(pod, unique, v, csiplugin.AsUncertain(err))
 		return k.volumeFailure(ctx, l, "MapVolume.MarkVolumeAsMounted failed while expanding volume", v, pod, err)
 	}
 	return nil

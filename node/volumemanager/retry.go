@@ -1,4 +1,6 @@
-package node
+package volumemanager
+
+// retry.go: the operation executor's exponential backoff around an operation.
 
 import (
 	"context"
@@ -9,9 +11,9 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 )
 
-// withRetry runs op until it succeeds or the retry bounds are reached,
+// WithRetry runs op until it succeeds or the retry bounds are reached,
 // waiting the kubelet's backoff between attempts and saying so in the trace.
-func (k *volumeManager) withRetry(ctx context.Context, l csiclient.Labels, op func(attempt int) error) error {
+func (k *VolumeManager) WithRetry(ctx context.Context, l csiclient.Labels, op func(attempt int) error) error {
 	b := &operationexecutor.Backoff{Started: time.Now()}
 	for attempt := 1; ; attempt++ {
 		err := op(attempt)

@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// republish.go follows pkg/kubelet/volumemanager/reconciler (the remount of
+// requiresRepublish volumes at each pod sync).
 
 import (
 	"context"
@@ -14,29 +17,29 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
-// requiresRepublish tells whether any volume of the pod belongs to a
+// RequiresRepublish tells whether any volume of the pod belongs to a
 // driver whose CSIDriver has requiresRepublish (csiPlugin.RequiresRemount).
-func (k *volumeManager) requiresRepublish(pod *corev1.Pod) bool {
-	for _, key := range k.state.PodMounts(pod) {
-		if m, ok := k.state.Mount(key); ok && k.requiresRemount(m.Spec.Driver) {
+func (k *VolumeManager) RequiresRepublish(pod *corev1.Pod) bool {
+	for _, key := range k.State.PodMounts(pod) {
+		if m, ok := k.State.Mount(key); ok && k.requiresRemount(m.Spec.Driver) {
 			return true
 		}
 	}
 	return false
 }
 
-func (k *volumeManager) requiresRemount(driver string) bool {
+func (k *VolumeManager) requiresRemount(driver string) bool {
 	d, ok := k.Cluster.CSIDriver(driver)
 	return ok && d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
 }
 
-// republish is what one pod sync does to a running pod's volumes (docs/kubelet.md
+// Republish is what one pod sync does to a running pod's volumes (docs/kubelet.md
 // §5): for every mounted volume whose driver requires republish, the mount
 // operation again with isRemount: WaitForAttach, no MountDevice (the device
 // is globally mounted), the whole SetUp with tokens from the kubelet's
 // cache, and the fsGroup walk. A block volume gets the whole map operation
 // again (GenerateMapVolumeFunc): MapPodDevice, no SetUpDevice.
-func (k *volumeManager) republish(ctx context.Context, pod *corev1.Pod, round int) []error {
+func (k *VolumeManager) Republish(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
 	for _, f := range k.remountAll(ctx, pod, round) {
 		errs = append(errs, f.err)
@@ -58,10 +61,10 @@ type remountFailure struct {
 // remountAll is republish, telling which volumes failed. A volume whose
 // failed remount waits for its retry is left alone: the operation of its
 // key is in its backoff, and the kubelet runs one operation per volume.
-func (k *volumeManager) remountAll(ctx context.Context, pod *corev1.Pod, round int) []remountFailure {
+func (k *VolumeManager) remountAll(ctx context.Context, pod *corev1.Pod, round int) []remountFailure {
 	var fails []remountFailure
-	for _, key := range k.state.PodMounts(pod) {
-		m, ok := k.state.Mount(key)
+	for _, key := range k.State.PodMounts(pod) {
+		m, ok := k.State.Mount(key)
 		if !ok || m.Status != cache.StatusMounted || !k.requiresRemount(m.Spec.Driver) {
 			continue
 		}
@@ -80,7 +83,7 @@ func (k *volumeManager) remountAll(ctx context.Context, pod *corev1.Pod, round i
 }
 
 // remountOp is the remount as an operation, under the volume's key.
-func (k *volumeManager) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
+func (k *VolumeManager) remountOp(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
 	return k.ops.Run(ctx, operationexecutor.OperationKey{Volume: key.UniqueName}, func() error {
 		return k.remount(ctx, pod, v, key, round)
 	})
@@ -88,7 +91,7 @@ func (k *volumeManager) remountOp(ctx context.Context, pod *corev1.Pod, v *csipl
 
 // remount is one volume's part of a pod sync for a requiresRepublish
 // driver.
-func (k *volumeManager) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
+func (k *VolumeManager) remount(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec, key cache.MountKey, round int) error {
 	if v.Block {
 		return k.mapVolume(ctx, pod, v, round)
 	}
@@ -100,7 +103,7 @@ func (k *volumeManager) remount(ctx context.Context, pod *corev1.Pod, v *csiplug
 			}
 		}
 		octx, cancel := k.operationContext(ctx, labels)
-		err := k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: k.state.SELinuxLabel(key.UniqueName), IsRemount: true})
+		err := k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: k.State.SELinuxLabel(key.UniqueName), IsRemount: true})
 		cancel()
 		if err != nil {
 			// The volume stays mounted and remountRequired stays set
@@ -115,7 +118,7 @@ func (k *volumeManager) remount(ctx context.Context, pod *corev1.Pod, v *csiplug
 // volumeFailure records a failed operation as the kubelet's event. op is
 // the operation ("MountVolume.SetUp") or, when it already says "failed",
 // the event's whole prefix.
-func (k *volumeManager) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *csiplugin.VolumeSpec, pod *corev1.Pod, err error) error {
+func (k *VolumeManager) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *csiplugin.VolumeSpec, pod *corev1.Pod, err error) error {
 	ve := &csiplugin.VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
 	if strings.Contains(op, " failed") {
 		ve.Operation, _, _ = strings.Cut(op, " ")

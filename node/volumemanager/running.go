@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// running.go follows pkg/kubelet/pod_workers.go (pod syncs) and
+// pkg/kubelet/server/stats (the stats analyzer's periods).
 
 import (
 	"context"
@@ -22,9 +25,9 @@ type RunningSchedule struct {
 	StatsPeriod time.Duration
 }
 
-// nextSync is the pod worker's requeue after a successful sync:
+// NextSync is the pod worker's requeue after a successful sync:
 // wait.Jitter(syncFrequency, 0.5), or the fixed RepublishPeriod.
-func (s RunningSchedule) nextSync() time.Duration {
+func (s RunningSchedule) NextSync() time.Duration {
 	if s.RepublishPeriod > 0 {
 		return s.RepublishPeriod
 	}
@@ -35,14 +38,14 @@ func (s RunningSchedule) nextSync() time.Duration {
 // (genericPlegRelistPeriod, pkg/kubelet/kubelet.go).
 const plegRelistPeriod = time.Second
 
-// earlySync is when a pod's second sync comes after its first, and why.
+// EarlySync is when a pod's second sync comes after its first, and why.
 // The first sync started the pod's sandbox and containers; the PLEG sees
 // them start and its ContainerStarted event syncs the pod again
 // (syncLoopIteration, isSyncPodWorthy), which republishes requiresRepublish
 // volumes: at once with PLEGOnDemandRelist, whose SyncPod asks for a relist
 // of the pod when it did runtime work (postSync, RequestPodRelist), else at
 // the next periodic relist. The regular syncs count from this one.
-func (k *volumeManager) earlySync() (time.Duration, string) {
+func (k *VolumeManager) EarlySync() (time.Duration, string) {
 	if k.Release.Enabled(release.PLEGOnDemandRelist) {
 		return 0, "pod sync: the pod's containers started, and PLEGOnDemandRelist relists the pod at once: its ContainerStarted event syncs the pod again, so requiresRepublish volumes are published again right after the first publish"
 	}
@@ -50,7 +53,7 @@ func (k *volumeManager) earlySync() (time.Duration, string) {
 		"pod sync: the PLEG's periodic relist (every 1s) saw the pod's containers start: its ContainerStarted event syncs the pod again, so requiresRepublish volumes are published again within a second of the first publish"
 }
 
-// firstStats is when a pod's first stats round comes, now being when it
+// FirstStats is when a pod's first stats round comes, now being when it
 // starts to run. The kubelet's fs resource analyzer starts with the kubelet
 // and, every period from then (wait.Forever), starts a stats calculator for
 // each pod it has not seen yet; a calculator's first round runs at once
@@ -58,13 +61,13 @@ func (k *volumeManager) earlySync() (time.Duration, string) {
 // at the analyzer's first tick after the pod arrived, a whole number of
 // periods after the kubelet started: one period after it for a pod that
 // arrives at once.
-func (s RunningSchedule) firstStats(started, now time.Time) time.Duration {
+func (s RunningSchedule) FirstStats(started, now time.Time) time.Duration {
 	since := max(now.Sub(started), 0)
 	return (since/s.StatsPeriod+1)*s.StatsPeriod - since
 }
 
-// nextStats is wait.JitterUntil(period, 1.0): between 1x and 2x.
-func (s RunningSchedule) nextStats() time.Duration {
+// NextStats is wait.JitterUntil(period, 1.0): between 1x and 2x.
+func (s RunningSchedule) NextStats() time.Duration {
 	return s.StatsPeriod + time.Duration(rand.Float64()*float64(s.StatsPeriod))
 }
 
@@ -108,13 +111,13 @@ func (r *RunningReport) Snapshot() RunningReport {
 		Stats: r.Stats, StatsFailed: r.StatsFailed, FirstSync: r.FirstSync, Errs: append([]error(nil), r.Errs...)}
 }
 
-// runPod keeps one pod running for d (until ctx ends when d < 0), as its
+// RunPod keeps one pod running for d (until ctx ends when d < 0), as its
 // pod worker and stats calculator do: each sync republishes the volumes of
 // drivers with requiresRepublish, on the pod's own jittered period (a
 // failed remount retried with the kubelet's backoff as the retry bounds
 // allow, until the pod's run ends), and each stats round calls
 // NodeGetVolumeStats per volume on its own.
-func (k *volumeManager) runPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
+func (k *VolumeManager) RunPod(ctx context.Context, pod *corev1.Pod, d time.Duration, s RunningSchedule, rep *RunningReport) {
 	if d == 0 {
 		return
 	}
@@ -124,12 +127,12 @@ func (k *volumeManager) runPod(ctx context.Context, pod *corev1.Pod, d time.Dura
 		defer t.Stop()
 		end = t.C
 	}
-	republish := k.requiresRepublish(pod)
+	republish := k.RequiresRepublish(pod)
 	retries := k.newRemountRetries(ctx, pod, rep)
 	defer retries.end()
 	syncT := stoppedTimer()
 	defer syncT.Stop()
-	early, why := k.earlySync()
+	early, why := k.EarlySync()
 	if republish && (s.RepublishPeriod > 0 || s.SyncFrequency > 0) {
 		first := early
 		rep.add(func(r *RunningReport) {
@@ -143,7 +146,7 @@ func (k *volumeManager) runPod(ctx context.Context, pod *corev1.Pod, d time.Dura
 	statsT := stoppedTimer()
 	defer statsT.Stop()
 	if s.StatsPeriod > 0 {
-		statsT.Reset(s.firstStats(k.started, time.Now()))
+		statsT.Reset(s.FirstStats(k.Started, time.Now()))
 	}
 	syncs, stats := 0, 0
 	for {
@@ -159,12 +162,12 @@ func (k *volumeManager) runPod(ctx context.Context, pod *corev1.Pod, d time.Dura
 			}
 			errs := retries.start(k.remountAll(ctx, pod, syncs))
 			rep.add(func(r *RunningReport) { r.Syncs++; r.RepublishFailed += len(errs) }, errs)
-			syncT.Reset(s.nextSync())
+			syncT.Reset(s.NextSync())
 		case <-statsT.C:
 			stats++
 			errs := k.VolumeStats(ctx, pod, stats)
 			rep.add(func(r *RunningReport) { r.Stats++; r.StatsFailed += len(errs) }, errs)
-			statsT.Reset(s.nextStats())
+			statsT.Reset(s.NextStats())
 		}
 	}
 }

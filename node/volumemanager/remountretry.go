@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// remountretry.go follows pkg/kubelet/volumemanager/reconciler: a failed
+// remount retried with the operation executor's backoff.
 
 import (
 	"context"
@@ -20,7 +23,7 @@ import (
 // (docs/kubelet.md §5). remountRetries does that for one running pod, within
 // the retry bounds, until the pod's run ends.
 type remountRetries struct {
-	k   *volumeManager
+	k   *VolumeManager
 	pod *corev1.Pod
 	rep *RunningReport
 	// run is the whole run's context, which an attempt takes; hold ends
@@ -31,7 +34,7 @@ type remountRetries struct {
 	wg   sync.WaitGroup
 }
 
-func (k *volumeManager) newRemountRetries(ctx context.Context, pod *corev1.Pod, rep *RunningReport) *remountRetries {
+func (k *VolumeManager) newRemountRetries(ctx context.Context, pod *corev1.Pod, rep *RunningReport) *remountRetries {
 	hold, stop := context.WithCancel(ctx)
 	return &remountRetries{k: k, pod: pod, rep: rep, run: ctx, hold: hold, stop: stop}
 }
@@ -76,7 +79,7 @@ func (r *remountRetries) retry(f remountFailure) {
 			break
 		}
 		r.note(f, fmt.Sprintf("attempt %d failed; the kubelet retries after its backoff of %s", attempt, wait))
-		if !sleepUntil(r.hold, time.Now().Add(wait)) {
+		if !SleepUntil(r.hold, time.Now().Add(wait)) {
 			r.note(f, "the pod's run ended before the retry: the remount stays failed")
 			break
 		}

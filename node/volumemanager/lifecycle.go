@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// lifecycle.go follows pkg/volume/util/operationexecutor/operation_generator.go:
+// GenerateMountVolumeFunc, GenerateUnmountVolumeFunc, GenerateUnmountDeviceFunc.
 
 import (
 	"context"
@@ -48,14 +51,14 @@ func (r *PodResult) Failed() bool {
 	return false
 }
 
-// mountPod mounts every CSI volume of the pod as the kubelet's volume
+// MountPod mounts every CSI volume of the pod as the kubelet's volume
 // manager does when the pod lands on the node. The error is for inputs the
 // kubelet could not even resolve (a claim with no PV); volume failures are
 // in the result. With parallel the reconciler's way is followed: an
 // operation per volume, side by side, one pending operation per volume
 // (operations.go); without, the volumes are mounted in the pod's order, so
 // that a trace reads as a story.
-func (k *volumeManager) mountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
+func (k *VolumeManager) MountPod(ctx context.Context, pod *corev1.Pod, parallel bool) (*PodResult, error) {
 	specs, skipped, err := csiplugin.ResolveVolumes(k.Cluster, pod)
 	if err != nil {
 		return nil, err
@@ -88,7 +91,7 @@ func (k *volumeManager) mountPod(ctx context.Context, pod *corev1.Pod, parallel 
 // noteUnused says which of the pod's volumes the kubelet leaves alone
 // because no container uses them, as its populator logs "Skipping unused
 // volume".
-func (k *volumeManager) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []csiplugin.SkippedVolume) {
+func (k *VolumeManager) noteUnused(ctx context.Context, pod *corev1.Pod, skipped []csiplugin.SkippedVolume) {
 	for _, sk := range skipped {
 		if !sk.Unused {
 			continue
@@ -100,7 +103,7 @@ func (k *volumeManager) noteUnused(ctx context.Context, pod *corev1.Pod, skipped
 
 // mountOne runs the mount (or map) operation of one volume under the
 // volume's operation key, with the kubelet's retries.
-func (k *volumeManager) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) VolumeResult {
+func (k *VolumeManager) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) VolumeResult {
 	vr := VolumeResult{
 		PodVolume:  v.PodVolume,
 		SpecName:   v.SpecName,
@@ -116,9 +119,9 @@ func (k *volumeManager) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplu
 		mount = func() error { return k.mapVolume(ctx, pod, v, 0) }
 	}
 	key := operationexecutor.OperationKey{Volume: v.UniqueName(string(pod.UID))}
-	k.state.NotePodVolume(string(pod.UID), key.Volume)
-	k.state.InitClaimSize(key.Volume, v)
-	err := k.withRetry(ctx, l, func(int) error { return k.ops.Run(ctx, key, mount) })
+	k.State.NotePodVolume(string(pod.UID), key.Volume)
+	k.State.InitClaimSize(key.Volume, v)
+	err := k.WithRetry(ctx, l, func(int) error { return k.ops.Run(ctx, key, mount) })
 	if err != nil {
 		vr.Err = err
 	} else {
@@ -139,19 +142,19 @@ func (k *volumeManager) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplu
 
 // operationContext is createCSIOperationContext: one timeout shared by all
 // the calls of one kubelet operation, which the operations made here take.
-func (k *volumeManager) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
+func (k *VolumeManager) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.timeout)
 }
 
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
-func (k *volumeManager) makePodDataDirs(pod *corev1.Pod) error {
+func (k *VolumeManager) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.Layout.PodDir(string(pod.UID))
-	if !k.state.PodHasDirs(string(pod.UID)) {
+	if !k.State.PodHasDirs(string(pod.UID)) {
 		if err := k.ClaimDir("pod "+podName(pod), dir); err != nil {
 			return err
 		}
 	}
-	k.state.MarkPodDirs(string(pod.UID))
+	k.State.MarkPodDirs(string(pod.UID))
 	for _, d := range []string{dir, dir + "/volumes", dir + "/plugins"} {
 		if err := k.FS.MkdirAll(d, 0o750); err != nil {
 			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -165,13 +168,13 @@ func podName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 // mountVolume is GenerateMountVolumeFunc: the ReadWriteOncePod check,
 // WaitForAttach for attachable volumes, MountDevice unless the device is
 // already globally mounted, SetUp; and the state each outcome leaves.
-func (k *volumeManager) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+func (k *VolumeManager) mountVolume(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
 	unique := v.UniqueName(string(pod.UID))
 	labels := csiclient.Labels{Component: "kubelet", Volume: v.SpecName, Pod: podName(pod)}
 	fail := func(op string, err error) error {
 		return k.volumeFailure(ctx, labels, op, v, pod, err)
 	}
-	if v.Persistent() && k.state.MountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
+	if v.Persistent() && k.State.MountedElsewhere(unique, string(pod.UID)) && len(v.PV.Spec.AccessModes) == 1 && v.PV.Spec.AccessModes[0] == corev1.ReadWriteOncePod {
 		return fail("MountVolume.SetUp", errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod"))
 	}
 	seLinuxLabel, err := k.mountSELinuxLabel(pod, v)
@@ -190,13 +193,13 @@ func (k *volumeManager) mountVolume(ctx context.Context, pod *corev1.Pod, v *csi
 		}
 	}
 	if v.Persistent() {
-		if !k.state.DeviceMounted(unique) {
+		if !k.State.DeviceMounted(unique) {
 			l := labels
 			l.Operation = "MountDevice"
 			octx, cancel := k.operationContext(ctx, l)
 			err := k.attacher.MountDevice(octx, pod, v, seLinuxLabel)
 			cancel()
-			k.state.RecordDevice(unique, v, err)
+			k.State.RecordDevice(unique, v, err)
 			if err != nil {
 				return fail("MountVolume.MountDevice", err)
 			}
@@ -207,7 +210,7 @@ func (k *volumeManager) mountVolume(ctx context.Context, pod *corev1.Pod, v *csi
 	octx, cancel := k.operationContext(ctx, l)
 	err = k.mounter.SetUp(octx, pod, v, csiplugin.MounterArgs{SELinuxLabel: seLinuxLabel})
 	cancel()
-	k.state.RecordMount(pod, unique, v, err)
+	k.State.RecordMount(pod, unique, v, err)
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
@@ -221,13 +224,13 @@ func (k *volumeManager) mountVolume(ctx context.Context, pod *corev1.Pod, v *csi
 	return nil
 }
 
-// unmountPod tears the pod's volumes down as the reconciler does once the
+// UnmountPod tears the pod's volumes down as the reconciler does once the
 // pod is deleted: NodeUnpublish for each volume mounted or uncertain, then,
 // for each of its devices no pod uses any more, UnmountDevice
 // (NodeUnstage). It returns the failures, worded as the kubelet's events.
 // With parallel the volumes are torn down side by side.
-func (k *volumeManager) unmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
-	keys := k.state.PodMounts(pod)
+func (k *VolumeManager) UnmountPod(ctx context.Context, pod *corev1.Pod, parallel bool) []error {
+	keys := k.State.PodMounts(pod)
 	errs := make([]error, len(keys))
 	devices := make([]string, len(keys))
 	each := func(i int) {
@@ -252,16 +255,16 @@ func (k *volumeManager) unmountPod(ctx context.Context, pod *corev1.Pod, paralle
 			out = append(out, err)
 		}
 	}
-	devices = append(devices, k.state.PodVolumeNames(string(pod.UID))...)
-	out = append(out, k.unmountDevices(ctx, devices)...)
-	k.state.PrunePodVolumes(string(pod.UID))
+	devices = append(devices, k.State.PodVolumeNames(string(pod.UID))...)
+	out = append(out, k.UnmountDevices(ctx, devices)...)
+	k.State.PrunePodVolumes(string(pod.UID))
 	return out
 }
 
 // unmountOne is the unmount (or unmap) operation of one pod volume, under
 // the key of the volume and the pod.
-func (k *volumeManager) unmountOne(ctx context.Context, pod *corev1.Pod, key cache.MountKey) error {
-	m, ok := k.state.Mount(key)
+func (k *VolumeManager) unmountOne(ctx context.Context, pod *corev1.Pod, key cache.MountKey) error {
+	m, ok := k.State.Mount(key)
 	if !ok {
 		return nil
 	}
@@ -271,7 +274,7 @@ func (k *volumeManager) unmountOne(ctx context.Context, pod *corev1.Pod, key cac
 	}
 	l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: m.Spec.SpecName, Pod: podName(pod)}
 	opKey := operationexecutor.OperationKey{Volume: key.UniqueName, Pod: key.PodUID}
-	err := k.withRetry(ctx, l, func(int) error {
+	err := k.WithRetry(ctx, l, func(int) error {
 		return k.ops.Run(ctx, opKey, func() error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
@@ -282,21 +285,21 @@ func (k *volumeManager) unmountOne(ctx context.Context, pod *corev1.Pod, key cac
 		ve := &csiplugin.VolumeError{Operation: op, Prefix: csiplugin.EventPrefix(err, prefix), Volume: m.Spec.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
 		k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
 		if k.forced(csiclient.WithLabels(ctx, l), err, k.volumePaths(m.Spec, key.PodUID)) {
-			k.state.ForgetMount(key)
+			k.State.ForgetMount(key)
 			return nil
 		}
 		k.keepVolume(m.Spec, key.PodUID)
 		return ve
 	}
-	k.state.ForgetMount(key)
+	k.State.ForgetMount(key)
 	return nil
 }
 
-// unmountDevices is the reconciler's unmountDetachDevices for the given
+// UnmountDevices is the reconciler's unmountDetachDevices for the given
 // devices: only those that no pod mounts any more.
-func (k *volumeManager) unmountDevices(ctx context.Context, among []string) []error {
+func (k *VolumeManager) UnmountDevices(ctx context.Context, among []string) []error {
 	var errs []error
-	for _, unique := range k.state.DevicesNotInUse(among) {
+	for _, unique := range k.State.DevicesNotInUse(among) {
 		if err := k.unmountDevice1(ctx, unique); err != nil {
 			errs = append(errs, err)
 		}
@@ -307,13 +310,13 @@ func (k *volumeManager) unmountDevices(ctx context.Context, among []string) []er
 // unmountDevice1 is the UnmountDevice (TearDownDevice) operation of one
 // device, under the volume's key; the device may have found a new user
 // while the operation waited for its turn.
-func (k *volumeManager) unmountDevice1(ctx context.Context, unique string) error {
+func (k *VolumeManager) unmountDevice1(ctx context.Context, unique string) error {
 	var out error
 	err := k.ops.Run(ctx, operationexecutor.OperationKey{Volume: unique}, func() error {
-		if len(k.state.DevicesNotInUse([]string{unique})) == 0 {
+		if len(k.State.DevicesNotInUse([]string{unique})) == 0 {
 			return nil
 		}
-		d, _ := k.state.Device(unique)
+		d, _ := k.State.Device(unique)
 		op, prefix := "UnmountDevice", "UnmountDevice failed"
 		unmount := func(ctx context.Context) error { return k.attacher.UnmountDevice(ctx, d.Driver, d.Handle) }
 		if d.Spec.Block {
@@ -321,7 +324,7 @@ func (k *volumeManager) unmountDevice1(ctx context.Context, unique string) error
 			unmount = func(ctx context.Context) error { return k.mapper.UnmapDevice(ctx, d.Spec) }
 		}
 		l := csiclient.Labels{Component: "kubelet", Operation: op, Volume: d.Spec.SpecName}
-		err := k.withRetry(ctx, l, func(int) error {
+		err := k.WithRetry(ctx, l, func(int) error {
 			octx, cancel := k.operationContext(ctx, l)
 			defer cancel()
 			return unmount(octx)
@@ -330,15 +333,15 @@ func (k *volumeManager) unmountDevice1(ctx context.Context, unique string) error
 			ve := &csiplugin.VolumeError{Operation: op, Prefix: prefix, Volume: d.Spec.SpecName, Kind: csiplugin.KindOf(err), Err: err}
 			k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error())
 			if k.forced(csiclient.WithLabels(ctx, l), err, k.devicePaths(d.Spec)) {
-				k.state.ForgetDevice(unique)
+				k.State.ForgetDevice(unique)
 				return nil
 			}
-			k.state.MarkDeviceUncertain(unique)
+			k.State.MarkDeviceUncertain(unique)
 			k.keepDevice(d.Spec)
 			out = ve
 			return nil
 		}
-		k.state.ForgetDevice(unique)
+		k.State.ForgetDevice(unique)
 		return nil
 	})
 	if err != nil {
@@ -351,7 +354,7 @@ func (k *volumeManager) unmountDevice1(ctx context.Context, unique string) error
 // MountDevice: VerifyControllerAttachedVolume (the volume in
 // node.status.volumesAttached) and csiAttacher.WaitForAttach (one GET of the
 // VolumeAttachment, which must be attached).
-func (k *volumeManager) waitForAttach(ctx context.Context, v *csiplugin.VolumeSpec) error {
+func (k *VolumeManager) waitForAttach(ctx context.Context, v *csiplugin.VolumeSpec) error {
 	if node, ok := k.Cluster.Node(k.NodeName); ok {
 		unique := rootdir.UniqueVolumeName(v.Driver, v.Handle)
 		found := false

@@ -1,4 +1,7 @@
-package node
+package volumemanager
+
+// stats.go follows pkg/kubelet/server/stats/volume_stat_calculator.go and
+// pkg/volume/csi/csi_metrics.go.
 
 import (
 	"context"
@@ -13,7 +16,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
-func (k *volumeManager) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
+func (k *VolumeManager) volumeStats(ctx context.Context, pod *corev1.Pod, v *csiplugin.VolumeSpec) error {
 	if err := k.DriverRegistered(v.Driver); err != nil {
 		return csiplugin.Transientf("%v", err)
 	}
@@ -57,10 +60,10 @@ func (k *volumeManager) volumeStats(ctx context.Context, pod *corev1.Pod, v *csi
 // volume, a GET_VOLUME_STATS query and NodeGetVolumeStats{volume_id,
 // volume_path} with the target path, never the staging path. It returns the
 // driver's answers that the kubelet would reject.
-func (k *volumeManager) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) []error {
+func (k *VolumeManager) VolumeStats(ctx context.Context, pod *corev1.Pod, round int) []error {
 	var errs []error
-	for _, key := range k.state.PodMounts(pod) {
-		m, ok := k.state.Mount(key)
+	for _, key := range k.State.PodMounts(pod) {
+		m, ok := k.State.Mount(key)
 		if !ok || m.Status != cache.StatusMounted {
 			continue
 		}
