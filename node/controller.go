@@ -9,18 +9,6 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
-// Controller is what the cluster's controllers do around the kubelet for
-// persistent volumes: the external-provisioner and external-attacher
-// (package sidecars). Prepare runs once the driver has registered, before
-// any pod's volume is mounted: it may add PVs and VolumeAttachments to the
-// cluster, as the controllers do before the kubelet sees the pod. Finish
-// runs after the kubelet's teardown: detach and delete, for the volumes
-// the kubelet no longer uses.
-type Controller interface {
-	Prepare(ctx context.Context, reg *csiplugin.Registration, pods []*corev1.Pod) error
-	Finish(ctx context.Context, inUse func(driver, handle string) bool) []error
-}
-
 // prepareController runs the plan's controller before the pods; false
 // when it failed (the error is the outcome's ControllerErr, and no pod
 // runs).

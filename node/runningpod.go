@@ -6,15 +6,6 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
-// RunningPod is a pod whose volumes are all mounted, handed to a Plan's
-// WhileRunning: what may be done to it while it runs, through the same
-// kubelet that mounted it.
-type RunningPod struct {
-	// Result is what mounting the pod's volumes did.
-	Result *volumemanager.PodResult
-	k      *Kubelet
-}
-
 // Republish is one pod sync of the running pod (round counts the syncs
 // from 1), as the pod worker does it.
 func (p *RunningPod) Republish(ctx context.Context, round int) []error {

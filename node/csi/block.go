@@ -18,10 +18,6 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
-// FsTypeBlockName is the fsType the CSI plugin uses internally for
-// volumeMode: Block; the client sends a Block{} access type for it.
-const FsTypeBlockName = "block"
-
 // Block paths of csi_block.go and csi_util.go (docs/kubelet.md §1.4).
 
 // NewBlockVolumeMapper is csiPlugin.NewBlockVolumeMapper: the data dir and

@@ -3,10 +3,13 @@ package csi
 // plugin.go follows pkg/volume/csi/csi_plugin.go: the plugin and its volume host.
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -72,3 +75,30 @@ type Mounter struct{ *Plugin }
 // (NodeStageVolume), MapPodDevice (NodePublishVolume), their teardown,
 // and the kubelet's device links (block.go).
 type BlockMapper struct{ *Plugin }
+
+// TokenIssuer answers the kubelet's TokenRequests: the API server's
+// TokenRequest endpoint behind the kubelet's token manager.
+type TokenIssuer interface {
+	Token(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
+
+// driverClient is csiClientGetter.Get / newCsiDriverClient: a volume can
+// only be mounted through a driver registered under the exact name the
+// volume names.
+func (k *Plugin) DriverRegistered(driver string) error {
+	if _, ok := k.Drivers.registration(driver); !ok {
+		// The kubelet's words, then the simulator's hint for a typo.
+		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers%s", driver, manifests.DidYouMean(driver, k.Drivers.names()))
+	}
+	return nil
+}
+
+// PluginSupportsSELinuxMount is csiPlugin.SupportsSELinuxContextMount: the
+// CSIDriver's seLinuxMount.
+func (k *Plugin) PluginSupportsSELinuxMount(driver string) bool {
+	if !k.Release.Enabled(release.SELinuxMountReadWriteOncePod) {
+		return false
+	}
+	d, ok := k.Cluster.CSIDriver(driver)
+	return ok && d.Spec.SELinuxMount != nil && *d.Spec.SELinuxMount
+}

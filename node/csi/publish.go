@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -307,4 +310,27 @@ func (m *Mounter) TearDown(ctx context.Context, pod *corev1.Pod, v *VolumeSpec) 
 	}
 	m.FS.ForgetVolumeData(filepath.Dir(target))
 	return nil
+}
+
+// checkSELinuxContext warns when the driver did not mount the target with
+// the context it was sent: a silent failure the field knows well, since a
+// bind mount or a FUSE mount drops the option without an error.
+func (k *Plugin) checkSELinuxContext(ctx context.Context, target, label string) {
+	if k.DryRun {
+		return
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(target))
+	if err != nil || len(mounts) == 0 {
+		k.Trace.Warn(ctx, "SELinux: cannot check the context of "+target+": not a mount point")
+		return
+	}
+	want := "context=" + strconv.Quote(label)
+	m := mounts[len(mounts)-1]
+	for _, opt := range strings.Split(m.Options+","+m.VFSOptions, ",") {
+		if opt == want || opt == "context="+label {
+			k.Trace.Note(ctx, true, "SELinux: target mounted with "+want)
+			return
+		}
+	}
+	k.Trace.Warn(ctx, fmt.Sprintf("SELinux: the driver was sent %s but the target is mounted without it (options %q, %q): the pod would see the wrong label", want, m.Options, m.VFSOptions))
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // Registration is what registering the driver on the node produced: the
@@ -82,17 +80,6 @@ func AllocatableText(d storagev1.CSINodeDriver) string {
 		return ""
 	}
 	return fmt.Sprintf(", allocatable.count: %d", *d.Allocatable.Count)
-}
-
-// driverClient is csiClientGetter.Get / newCsiDriverClient: a volume can
-// only be mounted through a driver registered under the exact name the
-// volume names.
-func (k *Plugin) DriverRegistered(driver string) error {
-	if _, ok := k.Drivers.registration(driver); !ok {
-		// The kubelet's words, then the simulator's hint for a typo.
-		return fmt.Errorf("driver name %s not found in the list of registered CSI drivers%s", driver, manifests.DidYouMean(driver, k.Drivers.names()))
-	}
-	return nil
 }
 
 // Drivers is the plugin's list of registered CSI drivers (csiDrivers in

@@ -77,3 +77,7 @@ func VolumeCapability(mode csi.VolumeCapability_AccessMode_Mode, fsType string, 
 		AccessType: &csi.VolumeCapability_Mount{Mount: mv},
 	}
 }
+
+// FsTypeBlockName is the fsType the CSI plugin uses internally for
+// volumeMode: Block; the client sends a Block{} access type for it.
+const FsTypeBlockName = "block"

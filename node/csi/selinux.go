@@ -4,17 +4,12 @@ package csi
 // SELinux mount support.
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 )
 
 // SELinux is the node's SELinux as the kubelet's label translator sees it
@@ -108,16 +103,6 @@ func ContainerSELinuxOptions(pod *corev1.Pod, podVolume string) []*corev1.SELinu
 	return out
 }
 
-// PluginSupportsSELinuxMount is csiPlugin.SupportsSELinuxContextMount: the
-// CSIDriver's seLinuxMount.
-func (k *Plugin) PluginSupportsSELinuxMount(driver string) bool {
-	if !k.Release.Enabled(release.SELinuxMountReadWriteOncePod) {
-		return false
-	}
-	d, ok := k.Cluster.CSIDriver(driver)
-	return ok && d.Spec.SELinuxMount != nil && *d.Spec.SELinuxMount
-}
-
 // SELinuxVolume is the label the desired state of the world keeps per
 // volume: the first pod's label, shared by every pod of the volume.
 type SELinuxVolume struct {
@@ -129,27 +114,4 @@ type SELinuxVolume struct {
 // with Go quoting, after the PV's mount options.
 func AddSELinuxMountOption(options []string, label string) []string {
 	return append(slices.Clone(options), fmt.Sprintf("context=%q", label))
-}
-
-// checkSELinuxContext warns when the driver did not mount the target with
-// the context it was sent: a silent failure the field knows well, since a
-// bind mount or a FUSE mount drops the option without an error.
-func (k *Plugin) checkSELinuxContext(ctx context.Context, target, label string) {
-	if k.DryRun {
-		return
-	}
-	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(target))
-	if err != nil || len(mounts) == 0 {
-		k.Trace.Warn(ctx, "SELinux: cannot check the context of "+target+": not a mount point")
-		return
-	}
-	want := "context=" + strconv.Quote(label)
-	m := mounts[len(mounts)-1]
-	for _, opt := range strings.Split(m.Options+","+m.VFSOptions, ",") {
-		if opt == want || opt == "context="+label {
-			k.Trace.Note(ctx, true, "SELinux: target mounted with "+want)
-			return
-		}
-	}
-	k.Trace.Warn(ctx, fmt.Sprintf("SELinux: the driver was sent %s but the target is mounted without it (options %q, %q): the pod would see the wrong label", want, m.Options, m.VFSOptions))
 }

@@ -13,12 +13,6 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
-// TokenIssuer answers the kubelet's TokenRequests: the API server's
-// TokenRequest endpoint behind the kubelet's token manager.
-type TokenIssuer interface {
-	Token(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
-}
-
 // serviceAccountTokenAttrs is csiMountMgr.podServiceAccountTokenAttrs: one
 // TokenRequest per CSIDriver tokenRequests entry, bound to the pod, the
 // statuses marshalled as one JSON map keyed by audience; and whether they

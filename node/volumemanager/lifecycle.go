@@ -12,44 +12,12 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
-
-// VolumeResult is what happened to one CSI volume of a pod.
-type VolumeResult struct {
-	PodVolume   string
-	SpecName    string
-	Driver      string
-	Handle      string
-	Mode        storagev1.VolumeLifecycleMode
-	TargetPath  string
-	StagingPath string // empty when the volume is not staged
-	Published   bool
-	Err         error // a *VolumeError
-}
-
-// PodResult is what mounting a pod's volumes did.
-type PodResult struct {
-	Pod     *corev1.Pod
-	Volumes []VolumeResult
-	Skipped []csiplugin.SkippedVolume
-}
-
-// Failed tells whether any volume failed to mount.
-func (r *PodResult) Failed() bool {
-	for _, v := range r.Volumes {
-		if v.Err != nil {
-			return true
-		}
-	}
-	return false
-}
 
 // MountPod mounts every CSI volume of the pod as the kubelet's volume
 // manager does when the pod lands on the node. The error is for inputs the
@@ -140,12 +108,6 @@ func (k *VolumeManager) mountOne(ctx context.Context, pod *corev1.Pod, v *csiplu
 	return vr
 }
 
-// operationContext is createCSIOperationContext: one timeout shared by all
-// the calls of one kubelet operation, which the operations made here take.
-func (k *VolumeManager) operationContext(ctx context.Context, l csiclient.Labels) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(csiclient.WithLabels(ctx, l), k.timeout)
-}
-
 // makePodDataDirs is makePodDataDirs in kubelet_pods.go.
 func (k *VolumeManager) makePodDataDirs(pod *corev1.Pod) error {
 	dir := k.Layout.PodDir(string(pod.UID))
@@ -162,8 +124,6 @@ func (k *VolumeManager) makePodDataDirs(pod *corev1.Pod) error {
 	}
 	return nil
 }
-
-func podName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
 // mountVolume is GenerateMountVolumeFunc: the ReadWriteOncePod check,
 // WaitForAttach for attachable volumes, MountDevice unless the device is
@@ -348,40 +308,4 @@ func (k *VolumeManager) unmountDevice1(ctx context.Context, unique string) error
 		return err
 	}
 	return out
-}
-
-// waitForAttach is what the kubelet does for an attachable PV before
-// MountDevice: VerifyControllerAttachedVolume (the volume in
-// node.status.volumesAttached) and csiAttacher.WaitForAttach (one GET of the
-// VolumeAttachment, which must be attached).
-func (k *VolumeManager) waitForAttach(ctx context.Context, v *csiplugin.VolumeSpec) error {
-	if node, ok := k.Cluster.Node(k.NodeName); ok {
-		unique := rootdir.UniqueVolumeName(v.Driver, v.Handle)
-		found := false
-		for _, av := range node.Status.VolumesAttached {
-			if string(av.Name) == unique {
-				found = true
-			}
-		}
-		if !found {
-			return fmt.Errorf("volume %s is not yet in node's status", unique)
-		}
-	} else {
-		k.Trace.Note(ctx, true, "no Node object given: the attach/detach controller is taken to have reported the volume in node.status.volumesAttached")
-	}
-	name := rootdir.AttachmentName(v.Handle, v.Driver, k.NodeName)
-	va, ok := k.Cluster.VolumeAttachment(name)
-	if !ok {
-		return fmt.Errorf("volume %v has GET error for volume attachment %v: volumeattachments.storage.k8s.io %q not found", v.Handle, name, name)
-	}
-	switch {
-	case va.DeletionTimestamp != nil:
-		return errors.New("volume attachment is being deleted")
-	case va.Status.Attached:
-		k.Trace.Note(ctx, true, fmt.Sprintf("WaitForAttach: VolumeAttachment %s is attached", name))
-		return nil
-	case va.Status.AttachError != nil:
-		return errors.New(va.Status.AttachError.Message)
-	}
-	return fmt.Errorf("volume %v is not attached for volume attachment %v", v.Handle, name)
 }

@@ -6,7 +6,6 @@ package volumemanager
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,17 +112,4 @@ func (k *VolumeManager) remount(ctx context.Context, pod *corev1.Pod, v *csiplug
 		}
 	}
 	return nil
-}
-
-// volumeFailure records a failed operation as the kubelet's event. op is
-// the operation ("MountVolume.SetUp") or, when it already says "failed",
-// the event's whole prefix.
-func (k *VolumeManager) volumeFailure(ctx context.Context, l csiclient.Labels, op string, v *csiplugin.VolumeSpec, pod *corev1.Pod, err error) error {
-	ve := &csiplugin.VolumeError{Operation: op, Volume: v.SpecName, Pod: podName(pod), Kind: csiplugin.KindOf(err), Err: err}
-	if strings.Contains(op, " failed") {
-		ve.Operation, _, _ = strings.Cut(op, " ")
-		ve.Prefix = op
-	}
-	k.Trace.Warn(csiclient.WithLabels(ctx, l), ve.Error()+csiplugin.KindMark(ve.Kind))
-	return ve
 }

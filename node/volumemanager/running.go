@@ -6,7 +6,6 @@ package volumemanager
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,46 +68,6 @@ func (s RunningSchedule) FirstStats(started, now time.Time) time.Duration {
 // NextStats is wait.JitterUntil(period, 1.0): between 1x and 2x.
 func (s RunningSchedule) NextStats() time.Duration {
 	return s.StatsPeriod + time.Duration(rand.Float64()*float64(s.StatsPeriod))
-}
-
-// RunningReport counts what the kubelet did to running pods, for the
-// summary. It is safe for concurrent use; failures beyond the first few
-// are only counted, so that a long hold keeps constant memory.
-type RunningReport struct {
-	mu              sync.Mutex
-	Republish       bool // a driver of the pods requires republish
-	Syncs           int
-	RepublishFailed int
-	// RepublishRetried counts the failed remounts that a retry got
-	// through (--retry-for, --max-attempts).
-	RepublishRetried int
-	Stats            int
-	StatsFailed      int
-	// FirstSync is when the first pod sync was due, for the user who
-	// wonders why none came.
-	FirstSync time.Duration
-	Errs      []error
-}
-
-const maxRunningErrs = 20
-
-func (r *RunningReport) add(f func(r *RunningReport), errs []error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f(r)
-	for _, e := range errs {
-		if len(r.Errs) < maxRunningErrs {
-			r.Errs = append(r.Errs, e)
-		}
-	}
-}
-
-// Snapshot returns a copy of the counts.
-func (r *RunningReport) Snapshot() RunningReport {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return RunningReport{Republish: r.Republish, Syncs: r.Syncs, RepublishFailed: r.RepublishFailed, RepublishRetried: r.RepublishRetried,
-		Stats: r.Stats, StatsFailed: r.StatsFailed, FirstSync: r.FirstSync, Errs: append([]error(nil), r.Errs...)}
 }
 
 // RunPod keeps one pod running for d (until ctx ends when d < 0), as its
