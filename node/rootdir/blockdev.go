@@ -110,11 +110,3 @@ func (f *FileSystem) UnmapBindMountDevice(linkPath string) error {
 	}
 	return nil
 }
-
-// IsMountPoint reads the mount table only, which needs none of a
-// mounter's settings: mount.New("") would fork and exec `umount` on every
-// call to probe its not-mounted behaviour (fs.go's newFileSystem says the
-// same), and cleanup asks this for every path it removes.
-func IsMountPoint(p string) (bool, error) {
-	return (&mount.Mounter{}).IsMountPoint(p)
-}

@@ -1,8 +1,9 @@
 // Package rootdir is the kubelet's root dir as the simulator keeps it safe:
 // its layout (paths.go, the kubelet's getters in pkg/kubelet/kubelet_getters.go
 // and the CSI plugin's names in pkg/volume/csi/csi_plugin.go, csi_attacher.go,
-// csi_block.go), the file system under it reached from the root's descriptor
-// with no symlink and no mount crossed (fsat.go, fs.go, ownfile.go: where the
+// csi_block.go), the walk from the root's descriptor with no symlink and no
+// mount crossed and its refusals (openat.go), the file system under it made
+// through that walk (fsat.go, fs.go, ownfile.go: where the
 // kubelet calls os.MkdirAll, os.Remove and mount-utils, as
 // pkg/volume/util/hostutil and pkg/volume/util/subpath guard them), the
 // volume data files and mount dirs of the CSI plugin (fsvolume.go, after

@@ -11,9 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,150 +29,6 @@ import (
 // A path handed to the driver (a publish target, a staging path) is
 // mounted on by design: it is only ever the last name of a walk, removed
 // (rmdir) once the driver has unmounted it, never walked into.
-
-// SymlinkError is a symlink (or other non-directory) found where the
-// simulator expects one of the root dir's own directories.
-type SymlinkError struct{ Path string }
-
-func (e *SymlinkError) Error() string {
-	return fmt.Sprintf("%s is a symlink: the simulator makes, writes and removes nothing through a symlink in the root dir (it could lead outside it); refused, nothing done there", e.Path)
-}
-
-// MountError is a mount found where the simulator expects one of the
-// root dir's own directories (or its own file): whatever is mounted there
-// is another directory, perhaps outside the root dir.
-type MountError struct{ Path string }
-
-func (e *MountError) Error() string {
-	return fmt.Sprintf("%s is a mount point: a mount was found where the simulator's own dir was expected; the simulator makes, writes and removes nothing inside another mount (it could lead outside the root dir); refused, nothing done there", e.Path)
-}
-
-// IsSymlinkRefused tells whether err is a path refused for a symlink, a
-// mount or a foreign file (a hard link) in the root dir's own dirs: all
-// are refused the same way, exit code 2.
-func IsSymlinkRefused(err error) bool {
-	var e *SymlinkError
-	var m *MountError
-	var ff *ForeignFileError
-	return errors.As(err, &e) || errors.As(err, &m) || errors.As(err, &ff)
-}
-
-// IsMountRefused tells whether err is a path refused for a mount in it.
-func IsMountRefused(err error) bool {
-	var m *MountError
-	return errors.As(err, &m)
-}
-
-// symlinkOr turns an error of an O_NOFOLLOW open of p into a
-// SymlinkError when p is a symlink.
-func symlinkOr(p string, err error) error {
-	if errors.Is(err, unix.EXDEV) {
-		return &MountError{Path: p}
-	}
-	if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) {
-		return err
-	}
-	if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return &SymlinkError{Path: p}
-	}
-	return err
-}
-
-// resolveInRoot: no symlink, no other mount, nothing above the directory.
-const resolveInRoot = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS
-
-// noOpenat2 is set once openat2 is found missing (ENOSYS: a kernel older
-// than 5.6); the walk then compares mount IDs. Tests set it to run the
-// fallback.
-var noOpenat2 atomic.Bool
-
-// openIn opens the single name in directory dirfd with flags, following
-// no symlink (the last name included, unless flags has O_PATH, which then
-// opens a symlink itself) and crossing into no other mount: a name that
-// is a mount point is a MountError. at is the path, for errors.
-func openIn(dirfd int, name, at string, flags int) (int, error) {
-	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
-	if !noOpenat2.Load() {
-		fd, err := openat2(dirfd, name, flags)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.ENOSYS):
-			noOpenat2.Store(true)
-		case errors.Is(err, unix.EPERM):
-			// A seccomp filter that does not know openat2 (older
-			// container runtimes) answers EPERM: when openat works,
-			// openat2 is what is refused.
-			if fd, oerr := unix.Openat(dirfd, name, flags, 0); oerr == nil {
-				unix.Close(fd)
-				noOpenat2.Store(true)
-				break
-			}
-			return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
-		default:
-			return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
-		}
-	}
-	fd, err := unix.Openat(dirfd, name, flags, 0)
-	if err != nil {
-		return -1, symlinkOr(at, &os.PathError{Op: "open", Path: at, Err: err})
-	}
-	same, err := sameMount(dirfd, fd)
-	if err != nil || !same {
-		unix.Close(fd)
-		if err != nil {
-			return -1, fmt.Errorf("%s: mount of: %w", at, err)
-		}
-		return -1, &MountError{Path: at}
-	}
-	return fd, nil
-}
-
-// openat2 is unix.Openat2 with resolveInRoot, again on EAGAIN (the
-// kernel's answer when a rename or a mount raced the lookup).
-func openat2(dirfd int, name string, flags int) (int, error) {
-	var err error
-	for range 8 {
-		var fd int
-		fd, err = unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags), Resolve: resolveInRoot})
-		if !errors.Is(err, unix.EAGAIN) {
-			return fd, err
-		}
-	}
-	return -1, err
-}
-
-// sameMount tells whether two descriptors are on the same mount.
-func sameMount(a, b int) (bool, error) {
-	ma, err := mountID(a)
-	if err != nil {
-		return false, err
-	}
-	mb, err := mountID(b)
-	if err != nil {
-		return false, err
-	}
-	return ma == mb, nil
-}
-
-// mountID is the mount ID of fd: statx's STATX_MNT_ID (Linux 5.8), else
-// the mnt_id line of /proc/self/fdinfo (Linux 3.15).
-func mountID(fd int) (uint64, error) {
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
-		return stx.Mnt_id, nil
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", fd))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	return 0, errors.New("no mnt_id in fdinfo")
-}
 
 // Seen notes a path refused (a symlink, a mount, a foreign file),
 // wherever the error goes next: the kubelet's messages keep only its
@@ -197,22 +51,6 @@ func (f *FileSystem) seenLocked(err error) {
 		f.symlinks = append(f.symlinks, p)
 		f.refused = append(f.refused, err)
 	}
-}
-
-// refusedPath is the path a refusal names.
-func refusedPath(err error) string {
-	var e *SymlinkError
-	var m *MountError
-	var ff *ForeignFileError
-	switch {
-	case errors.As(err, &e):
-		return e.Path
-	case errors.As(err, &m):
-		return m.Path
-	case errors.As(err, &ff):
-		return ff.Path
-	}
-	return ""
 }
 
 // Refusals are the paths refused so far, each as its error.
@@ -665,60 +503,6 @@ func (f *FileSystem) SymlinkInRoot(target, p string) error {
 	return nil
 }
 
-// OpenSimDir opens the simulator's own dir under root (<root>/.csi-kubelet-sim,
-// which holds the journals, the lock and the sidecars' records) from the
-// root dir's descriptor, refusing a symlink or a mount there; with create,
-// it makes it first. The caller closes it.
-func OpenSimDir(root string, create bool) (int, error) {
-	return openJournalDir(root, create)
-}
-
-// RemoveInSimDir removes the file name from the simulator's own dir under
-// root, reached from the root dir's descriptor: a symlink or a mount at
-// the dir is refused, and so is a file that is not a regular file with one
-// name, or (want not nil) not the inode want describes.
-func RemoveInSimDir(root, name string, want *unix.Stat_t) error {
-	dirfd, err := openJournalDir(root, false)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dirfd)
-	p := filepath.Join(root, JournalDir, name)
-	fd, err := openIn(dirfd, name, p, unix.O_PATH)
-	if err != nil {
-		return err
-	}
-	var st unix.Stat_t
-	err = unix.Fstat(fd, &st)
-	unix.Close(fd)
-	switch {
-	case err != nil:
-		return &os.PathError{Op: "stat", Path: p, Err: err}
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return &ForeignFileError{Path: p, Why: fmt.Sprintf("not a regular file: mode %#o", st.Mode&unix.S_IFMT)}
-	case st.Nlink != 1:
-		return &ForeignFileError{Path: p, Why: fmt.Sprintf("%d names (hard links) for it", st.Nlink)}
-	case want != nil && (want.Dev != st.Dev || want.Ino != st.Ino):
-		return &ForeignFileError{Path: p, Why: fmt.Sprintf("inode %d, not the %d it made", st.Ino, want.Ino)}
-	}
-	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
-		return &os.PathError{Op: "remove", Path: p, Err: err}
-	}
-	return nil
-}
-
-// RemoveSimDir removes the simulator's own dir under root when it is
-// empty, by its name in the root dir's descriptor (rmdir: a mount there
-// makes it fail, and nothing inside is touched).
-func RemoveSimDir(root string) {
-	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(rootfd)
-	_ = unix.Unlinkat(rootfd, JournalDir, unix.AT_REMOVEDIR)
-}
-
 // openStep opens the directory name in cur on a walk from the root dir
 // (openIn). A directory the simulator did not make (nor a journal it
 // took over lists) may be a mount point of the node's own, there before
@@ -753,4 +537,20 @@ func (f *FileSystem) openStep(cur int, name, at string) (int, error) {
 		return -1, err
 	}
 	return fd, nil
+}
+
+// refusedPath is the path a refusal names.
+func refusedPath(err error) string {
+	var e *SymlinkError
+	var m *MountError
+	var ff *ForeignFileError
+	switch {
+	case errors.As(err, &e):
+		return e.Path
+	case errors.As(err, &m):
+		return m.Path
+	case errors.As(err, &ff):
+		return ff.Path
+	}
+	return ""
 }

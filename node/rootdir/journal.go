@@ -21,14 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// JournalDir is where a run writes down, under the root dir, every path it
-// creates, the moment it creates it. It is how the simulator knows what is
-// its own: on a real node the root dir holds the kubelet's and other
-// programs' files and mounts, which the simulator never touches. After a
-// crash or kill -9, `cleanup` reads the journal to finish the run's
-// teardown; a later `run` finds it and refuses to start over it.
-const JournalDir = ".csi-kubelet-sim"
-
 // journal record kinds.
 const (
 	RecordRun   = "run"   // the header: who wrote the journal

@@ -209,3 +209,65 @@ func (f *FileSystem) UnfinishedIntent(kind, p string, jc *JournalContents) bool 
 	}
 	return false
 }
+
+// Adopt takes over what an earlier run's journal lists (`cleanup`).
+// Only paths strictly inside the root dir are taken, and the root dir
+// itself when the run made it (it goes only if empty): a journal is a file
+// anyone with access to the root dir could edit, and `cleanup` must never
+// be led to remove or unmount anything outside it.
+//
+// Each record is checked against what the simulator would have made
+// (journalcheck.go); refuse is told of every one that is not.
+func (f *FileSystem) Adopt(jc *JournalContents, refuse func(kind, p string, err error)) {
+	// Where a journaled path crosses a symlink or a mount now, nothing of
+	// it is taken, and the refusal is noted (exit code 2).
+	f.mu.Lock()
+	for p, kind := range jc.Owned {
+		if kind == RecordDir {
+			f.journaledDirs[p] = true
+		}
+	}
+	f.mu.Unlock()
+	inside := f.insideParentsCheck(jc, refuse)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.names(jc, refuse)
+	for _, p := range jc.order {
+		kind := jc.Owned[p]
+		madeRoot := p == filepath.Clean(f.root) && kind == RecordDir
+		if !(madeRoot || inside(p)) || f.owned[p] {
+			continue
+		}
+		if !madeRoot {
+			err := f.derivedDir(p)
+			if kind != RecordDir {
+				err = f.derivedFile(p, jc, n)
+			}
+			if err != nil {
+				refuse(kind, p, err)
+				continue
+			}
+		}
+		f.owned[p] = true
+		f.ownedDirs[p] = kind == RecordDir
+		f.created = append(f.created, p)
+	}
+	for p := range jc.MountPaths {
+		if !inside(p) {
+			continue
+		}
+		if err := f.derivedMount(p, n); err != nil {
+			refuse(recordMount, p, err)
+			continue
+		}
+		f.mountPaths[p] = true
+		if op, ok := jc.InFlight[p]; ok {
+			f.inFlight[p] = op
+		}
+	}
+	for dir, data := range jc.VolData {
+		if data != nil && inside(dir) {
+			f.journalVolData[dir] = data
+		}
+	}
+}

@@ -10,36 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ForeignFileError is a path where the simulator keeps a file of its own
-// (the root dir's lock, a journal, a vol_data.json) that holds something
-// it did not make there: a FIFO, a device, a socket, a directory, a hard
-// link that another name shares (a file outside the root dir, perhaps),
-// or another inode than the one it made. Nothing is written to it, read
-// from it or removed.
-type ForeignFileError struct {
-	Path string
-	What string // "a FIFO", "a hard link (2 names share the file)"; "" for another file
-	Why  string // what tells it apart, when What does not say it
-}
-
-func (e *ForeignFileError) Error() string {
-	what, why := e.What, ""
-	if what == "" {
-		what = "another file"
-	}
-	if e.Why != "" {
-		why = " (" + e.Why + ")"
-	}
-	return fmt.Sprintf("%s is %s, not a file the simulator made%s: refused, nothing written to it or removed (remove it by hand if it is no one's)", e.Path, what, why)
-}
-
-// IsForeignFile tells whether err is a file of the simulator's own found
-// to be something else.
-func IsForeignFile(err error) bool {
-	var e *ForeignFileError
-	return errors.As(err, &e)
-}
-
 // openOwnFile opens name under dirfd without following a symlink and
 // without blocking (a FIFO there would block an open for reading forever,
 // deaf to signals), and refuses it unless fstat on the descriptor says it

@@ -366,3 +366,57 @@ func flockHolders(st unix.Stat_t) []int {
 	}
 	return pids
 }
+
+// OpenSimDir opens the simulator's own dir under root (<root>/.csi-kubelet-sim,
+// which holds the journals, the lock and the sidecars' records) from the
+// root dir's descriptor, refusing a symlink or a mount there; with create,
+// it makes it first. The caller closes it.
+func OpenSimDir(root string, create bool) (int, error) {
+	return openJournalDir(root, create)
+}
+
+// RemoveInSimDir removes the file name from the simulator's own dir under
+// root, reached from the root dir's descriptor: a symlink or a mount at
+// the dir is refused, and so is a file that is not a regular file with one
+// name, or (want not nil) not the inode want describes.
+func RemoveInSimDir(root, name string, want *unix.Stat_t) error {
+	dirfd, err := openJournalDir(root, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	p := filepath.Join(root, JournalDir, name)
+	fd, err := openIn(dirfd, name, p, unix.O_PATH)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	switch {
+	case err != nil:
+		return &os.PathError{Op: "stat", Path: p, Err: err}
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return &ForeignFileError{Path: p, Why: fmt.Sprintf("not a regular file: mode %#o", st.Mode&unix.S_IFMT)}
+	case st.Nlink != 1:
+		return &ForeignFileError{Path: p, Why: fmt.Sprintf("%d names (hard links) for it", st.Nlink)}
+	case want != nil && (want.Dev != st.Dev || want.Ino != st.Ino):
+		return &ForeignFileError{Path: p, Why: fmt.Sprintf("inode %d, not the %d it made", st.Ino, want.Ino)}
+	}
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+		return &os.PathError{Op: "remove", Path: p, Err: err}
+	}
+	return nil
+}
+
+// RemoveSimDir removes the simulator's own dir under root when it is
+// empty, by its name in the root dir's descriptor (rmdir: a mount there
+// makes it fail, and nothing inside is touched).
+func RemoveSimDir(root string) {
+	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(rootfd)
+	_ = unix.Unlinkat(rootfd, JournalDir, unix.AT_REMOVEDIR)
+}
