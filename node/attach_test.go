@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §10: attach is required unless a CSIDriver says attachRequired: false.
@@ -22,7 +24,7 @@ func TestAttachRequired(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newUnregisteredEnv(t, tc.manifests, newFakeDriver())
-			if got := e.k.attachRequired(testDriver); got != tc.want {
+			if got := e.k.AttachRequired(testDriver); got != tc.want {
 				t.Errorf("attachRequired = %t, want %t", got, tc.want)
 			}
 		})
@@ -130,7 +132,7 @@ status: {attached: true}`
 			if ve.Err.Error() != tc.want {
 				t.Errorf("error = %q\nwant %q", ve.Err, tc.want)
 			}
-			if ve.Kind != Transient || ve.Operation != "MountVolume.WaitForAttach" {
+			if ve.Kind != csiplugin.Transient || ve.Operation != "MountVolume.WaitForAttach" {
 				t.Errorf("kind, operation = %v, %q; want transient, MountVolume.WaitForAttach", ve.Kind, ve.Operation)
 			}
 			if calls := e.drv.Calls(); len(calls) != 0 {

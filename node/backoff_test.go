@@ -10,15 +10,16 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
 )
 
 // The kubelet's exponential backoff: 500ms, doubling, capped at 2m2s.
 func TestDurationBeforeRetry(t *testing.T) {
 	want := []string{"500ms", "1s", "2s", "4s", "8s", "16s", "32s", "1m4s", "2m2s", "2m2s"}
-	var b backoff
+	var b operationexecutor.Backoff
 	var got []string
 	for range want {
-		got = append(got, b.durationBeforeRetry().String())
+		got = append(got, b.DurationBeforeRetry().String())
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("waits %q, want %q", got, want)
@@ -27,23 +28,23 @@ func TestDurationBeforeRetry(t *testing.T) {
 
 func TestRetryAllows(t *testing.T) {
 	tests := []struct {
-		r        Retry
+		r        operationexecutor.Retry
 		attempts int
 		elapsed  time.Duration
 		want     bool
 	}{
-		{Retry{}, 1, 0, false},
-		{Retry{MaxAttempts: 1}, 1, 0, false},
-		{Retry{MaxAttempts: 3}, 2, time.Hour, true},
-		{Retry{MaxAttempts: 3}, 3, 0, false},
-		{Retry{For: time.Second}, 10, 999 * time.Millisecond, true},
-		{Retry{For: time.Second}, 10, 1001 * time.Millisecond, false},
-		{Retry{MaxAttempts: 5, For: time.Second}, 4, 2 * time.Second, false},
-		{Retry{MaxAttempts: 5, For: time.Second}, 5, 0, false},
+		{operationexecutor.Retry{}, 1, 0, false},
+		{operationexecutor.Retry{MaxAttempts: 1}, 1, 0, false},
+		{operationexecutor.Retry{MaxAttempts: 3}, 2, time.Hour, true},
+		{operationexecutor.Retry{MaxAttempts: 3}, 3, 0, false},
+		{operationexecutor.Retry{For: time.Second}, 10, 999 * time.Millisecond, true},
+		{operationexecutor.Retry{For: time.Second}, 10, 1001 * time.Millisecond, false},
+		{operationexecutor.Retry{MaxAttempts: 5, For: time.Second}, 4, 2 * time.Second, false},
+		{operationexecutor.Retry{MaxAttempts: 5, For: time.Second}, 5, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%+v after %d in %v", tc.r, tc.attempts, tc.elapsed), func(t *testing.T) {
-			if got := tc.r.allows(tc.attempts, tc.elapsed); got != tc.want {
+			if got := tc.r.Allows(tc.attempts, tc.elapsed); got != tc.want {
 				t.Errorf("allows = %t, want %t", got, tc.want)
 			}
 		})
@@ -55,12 +56,12 @@ func TestRetryAllows(t *testing.T) {
 func TestTeardownRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		retry     Retry
+		retry     operationexecutor.Retry
 		wantCalls int
 		wantErrs  int
 	}{
-		{"no retries", Retry{}, 1, 1},
-		{"two attempts", Retry{MaxAttempts: 2}, 2, 0},
+		{"no retries", operationexecutor.Retry{}, 1, 1},
+		{"two attempts", operationexecutor.Retry{MaxAttempts: 2}, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage), func(c *Config) { c.Retry = tc.retry })
@@ -83,18 +84,18 @@ func TestTeardownRetried(t *testing.T) {
 
 // A cancelled context ends the wait with the last error.
 func TestWithRetryCancelled(t *testing.T) {
-	e := newUnregisteredEnv(t, "", newFakeDriver(), func(c *Config) { c.Retry = Retry{MaxAttempts: 5} })
+	e := newUnregisteredEnv(t, "", newFakeDriver(), func(c *Config) { c.Retry = operationexecutor.Retry{MaxAttempts: 5} })
 	ctx, cancel := context.WithCancel(context.Background())
 	attempts := 0
 	start := time.Now()
-	err := e.k.withRetry(ctx, csiclient.Labels{Component: "kubelet", Operation: "TearDown"}, func(int) error {
+	err := e.k.WithRetry(ctx, csiclient.Labels{Component: "kubelet", Operation: "TearDown"}, func(int) error {
 		attempts++
 		cancel()
 		return fmt.Errorf("attempt %d", attempts)
 	})
 	// Bounded by the backoff it must not wait for (not by a guess of how
 	// fast a loaded machine is).
-	if err == nil || err.Error() != "attempt 1" || attempts != 1 || time.Since(start) >= initialDurationBeforeRetry {
+	if err == nil || err.Error() != "attempt 1" || attempts != 1 || time.Since(start) >= operationexecutor.InitialDurationBeforeRetry {
 		t.Errorf("err %v after %d attempts in %v; want attempt 1 at once", err, attempts, time.Since(start))
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // After a clean teardown the only thing the kubelet itself leaves is the
@@ -15,7 +17,7 @@ func TestCleanupAfterStagedLifecycle(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
 	e.mountOK("app-1")
 	e.unmountOK("app-1")
-	l := e.k.cleanup(context.Background(), false)
+	l := e.k.Cleanup(context.Background(), false)
 	if !l.Clean() || len(l.Mounts) != 0 {
 		t.Errorf("leftovers = %+v, want clean", l)
 	}
@@ -33,7 +35,7 @@ func TestCleanupAfterUnstagedLifecycle(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver())
 	e.mountOK("app-1")
 	e.unmountOK("app-1")
-	l := e.k.cleanup(context.Background(), true)
+	l := e.k.Cleanup(context.Background(), true)
 	driverDir := e.root + "/plugins/kubernetes.io/csi/hostpath.csi.k8s.io"
 	want := []string{driverDir, driverDir + "/" + sha256Vol1, driverDir + "/" + sha256Vol1 + "/globalmount"}
 	if !slices.Equal(l.KubeletPaths, want) {
@@ -59,11 +61,11 @@ func TestCleanupDriverLeftovers(t *testing.T) {
 	if errs := e.unmount("app-1"); len(errs) != 1 {
 		t.Fatalf("teardown errors = %v, want one", errs)
 	}
-	l := e.k.cleanup(context.Background(), true)
+	l := e.k.Cleanup(context.Background(), true)
 	if l.Clean() {
 		t.Errorf("leftovers reported clean")
 	}
-	if !l.KeptForCleanup() || l.Left[0].Path != filepath.Dir(targetPV1(e.root)) || l.Left[0].Owner != OwnerSimulator {
+	if !l.KeptForCleanup() || l.Left[0].Path != filepath.Dir(targetPV1(e.root)) || l.Left[0].Owner != volumemanager.OwnerSimulator {
 		t.Errorf("Left = %+v, want the pod volume dir kept as the simulator's", l.Left)
 	}
 	if len(l.Errors) != 0 {

@@ -4,24 +4,15 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-)
 
-// Controller is what the cluster's controllers do around the kubelet for
-// persistent volumes: the external-provisioner and external-attacher
-// (package sidecars). Prepare runs once the driver has registered, before
-// any pod's volume is mounted: it may add PVs and VolumeAttachments to the
-// cluster, as the controllers do before the kubelet sees the pod. Finish
-// runs after the kubelet's teardown: detach and delete, for the volumes
-// the kubelet no longer uses.
-type Controller interface {
-	Prepare(ctx context.Context, reg *Registration, pods []*corev1.Pod) error
-	Finish(ctx context.Context, inUse func(driver, handle string) bool) []error
-}
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+)
 
 // prepareController runs the plan's controller before the pods; false
 // when it failed (the error is the outcome's ControllerErr, and no pod
 // runs).
-func (k *Kubelet) prepareController(ctx context.Context, plan Plan, reg *Registration, pods []PodPlan, out *Outcome) bool {
+func (k *Kubelet) prepareController(ctx context.Context, plan Plan, reg *csiplugin.Registration, pods []PodPlan, out *Outcome) bool {
 	if plan.Controller == nil {
 		return true
 	}
@@ -46,11 +37,5 @@ func (k *Kubelet) finishController(plan Plan) func(context.Context) []error {
 // (or uncertain) or mounted by a pod. The attach/detach controller does
 // not detach such a volume, and its PV is not released.
 func (k *Kubelet) volumeInUse(driver, handle string) bool {
-	unique := UniqueVolumeName(driver, handle)
-	if _, ok := k.state.device(unique); ok {
-		return true
-	}
-	k.state.mu.Lock()
-	defer k.state.mu.Unlock()
-	return k.state.users[unique] > 0
+	return k.State.VolumeInUse(rootdir.UniqueVolumeName(driver, handle))
 }

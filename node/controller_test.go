@@ -6,6 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager/cache"
 )
 
 // recordingController is a Controller that notes when it is called and
@@ -18,7 +23,7 @@ type recordingController struct {
 	finished   int
 }
 
-func (c *recordingController) Prepare(_ context.Context, reg *Registration, pods []*corev1.Pod) error {
+func (c *recordingController) Prepare(_ context.Context, reg *csiplugin.Registration, pods []*corev1.Pod) error {
 	c.pods, c.regDriver = len(pods), reg.DriverName
 	return c.prepareErr
 }
@@ -59,17 +64,17 @@ func TestRunController(t *testing.T) {
 
 // volumeInUse is true while the device is staged or a pod mounts it.
 func TestVolumeInUse(t *testing.T) {
-	k := &Kubelet{state: newActualState()}
-	unique := UniqueVolumeName("d", "h")
+	k := &Kubelet{VolumeManager: &volumemanager.VolumeManager{State: cache.NewActualState()}}
+	unique := rootdir.UniqueVolumeName("d", "h")
 	if k.volumeInUse("d", "h") {
 		t.Fatal("in use before anything")
 	}
-	k.state.recordDevice(unique, &volumeSpec{Driver: "d", Handle: "h"}, nil)
+	k.State.RecordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
 	if !k.volumeInUse("d", "h") {
 		t.Error("a staged device is not in use")
 	}
-	k.state.forgetDevice(unique)
-	k.state.users[unique] = 1
+	k.State.ForgetDevice(unique)
+	k.State.Users[unique] = 1
 	if !k.volumeInUse("d", "h") {
 		t.Error("a mounted volume is not in use")
 	}

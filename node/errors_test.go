@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §12: Canceled, DeadlineExceeded, Unavailable, ResourceExhausted
@@ -19,20 +21,20 @@ func TestIsFinalError(t *testing.T) {
 	for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
 		want := !slices.Contains(nonFinal, c)
 		t.Run(c.String(), func(t *testing.T) {
-			if got := isFinalError(status.Error(c, "x")); got != want {
+			if got := csiplugin.IsFinalError(status.Error(c, "x")); got != want {
 				t.Errorf("isFinalError(%v) = %t, want %t", c, got, want)
 			}
 		})
 	}
 	t.Run("not a gRPC status", func(t *testing.T) {
-		if isFinalError(errors.New("connection reset")) {
+		if csiplugin.IsFinalError(errors.New("connection reset")) {
 			t.Errorf("a plain error is final, want non-final")
 		}
 	})
 }
 
 func TestKindString(t *testing.T) {
-	for k, want := range map[Kind]string{Final: "final", Uncertain: "uncertain", Transient: "transient"} {
+	for k, want := range map[csiplugin.Kind]string{csiplugin.Final: "final", csiplugin.Uncertain: "uncertain", csiplugin.Transient: "transient"} {
 		if k.String() != want {
 			t.Errorf("%d.String() = %q, want %q", k, k.String(), want)
 		}
@@ -56,9 +58,9 @@ func TestNodePublishErrorKinds(t *testing.T) {
 			e.drv.Errors("NodePublishVolume", status.Error(code, "publish failed"))
 			ve := volErr(t, e.mount("app-1"))
 
-			wantKind := Uncertain
+			wantKind := csiplugin.Uncertain
 			if final {
-				wantKind = Final
+				wantKind = csiplugin.Final
 			}
 			if ve.Kind != wantKind {
 				t.Errorf("kind = %v, want %v", ve.Kind, wantKind)
@@ -106,9 +108,9 @@ func TestNodeStageErrorKinds(t *testing.T) {
 			e.drv.Errors("NodeStageVolume", status.Error(code, "stage failed"))
 			ve := volErr(t, e.mount("app-1"))
 
-			wantKind := Uncertain
+			wantKind := csiplugin.Uncertain
 			if final {
-				wantKind = Final
+				wantKind = csiplugin.Final
 			}
 			if ve.Kind != wantKind || ve.Operation != "MountVolume.MountDevice" {
 				t.Errorf("kind, operation = %v, %q; want %v, MountVolume.MountDevice", ve.Kind, ve.Operation, wantKind)
@@ -147,13 +149,13 @@ func TestCapabilityErrorByVersion(t *testing.T) {
 	tests := []struct {
 		minor      int
 		code       codes.Code
-		wantKind   Kind
+		wantKind   csiplugin.Kind
 		wantKeptUp bool // volume dir kept and NodeUnpublish on teardown
 	}{
-		{35, codes.Unavailable, Final, false},
-		{36, codes.Unavailable, Uncertain, true},
-		{37, codes.Unavailable, Uncertain, true},
-		{37, codes.Internal, Final, false},
+		{35, codes.Unavailable, csiplugin.Final, false},
+		{36, codes.Unavailable, csiplugin.Uncertain, true},
+		{37, codes.Unavailable, csiplugin.Uncertain, true},
+		{37, codes.Internal, csiplugin.Final, false},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("1.%d %v", tc.minor, tc.code), func(t *testing.T) {

@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 )
 
 const capExpand = csi.NodeServiceCapability_RPC_EXPAND_VOLUME

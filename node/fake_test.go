@@ -17,6 +17,9 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // newFakeDriver is the csifake driver node tests use: testDriver on
@@ -165,18 +168,18 @@ type envOption func(*Config)
 
 func withVersion(minor int) envOption {
 	return func(c *Config) {
-		g, _ := NewFeatureGates(Version{Minor: minor}, "")
-		c.Release = Release{Version: Version{Minor: minor}, Gates: g}
+		g, _ := release.NewFeatureGates(release.Version{Minor: minor}, "")
+		c.Release = release.Release{Version: release.Version{Minor: minor}, Gates: g}
 	}
 }
 
 // withGates sets the release and feature gates over its defaults.
 func withGates(t *testing.T, minor int, gates string) envOption {
-	g, err := NewFeatureGates(Version{Minor: minor}, gates)
+	g, err := release.NewFeatureGates(release.Version{Minor: minor}, gates)
 	if err != nil {
 		t.Fatalf("gates %q at 1.%d: %v", gates, minor, err)
 	}
-	return func(c *Config) { c.Release = Release{Version: Version{Minor: minor}, Gates: g} }
+	return func(c *Config) { c.Release = release.Release{Version: release.Version{Minor: minor}, Gates: g} }
 }
 
 // newEnv loads the manifests, starts a kubelet and registers the driver;
@@ -184,7 +187,7 @@ func withGates(t *testing.T, minor int, gates string) envOption {
 func newEnv(t *testing.T, manifests string, drv *csifake.Driver, opts ...envOption) *testEnv {
 	t.Helper()
 	e := newUnregisteredEnv(t, manifests, drv, opts...)
-	if _, err := e.k.register(context.Background()); err != nil {
+	if _, err := e.k.Register(context.Background()); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	drv.ClearCalls()
@@ -228,9 +231,9 @@ func (e *testEnv) pod(name string) *corev1.Pod {
 
 // mount mounts a pod's volumes and returns the result; an unresolved pod
 // fails the test.
-func (e *testEnv) mount(name string) *PodResult {
+func (e *testEnv) mount(name string) *volumemanager.PodResult {
 	e.t.Helper()
-	res, err := e.k.mountPod(context.Background(), e.pod(name), false)
+	res, err := e.k.MountPod(context.Background(), e.pod(name), false)
 	if err != nil {
 		e.t.Fatalf("MountPod(%s): %v", name, err)
 	}
@@ -238,7 +241,7 @@ func (e *testEnv) mount(name string) *PodResult {
 }
 
 // mountOK mounts and fails the test on any volume error.
-func (e *testEnv) mountOK(name string) *PodResult {
+func (e *testEnv) mountOK(name string) *volumemanager.PodResult {
 	e.t.Helper()
 	res := e.mount(name)
 	for _, v := range res.Volumes {
@@ -250,7 +253,7 @@ func (e *testEnv) mountOK(name string) *PodResult {
 }
 
 func (e *testEnv) unmount(name string) []error {
-	return e.k.unmountPod(context.Background(), e.pod(name), false)
+	return e.k.UnmountPod(context.Background(), e.pod(name), false)
 }
 
 func (e *testEnv) unmountOK(name string) {
@@ -273,7 +276,7 @@ func (e *testEnv) steps(warnings bool) []string {
 }
 
 // volErr returns the error of the pod's only volume result.
-func volErr(t *testing.T, res *PodResult) *VolumeError {
+func volErr(t *testing.T, res *volumemanager.PodResult) *csiplugin.VolumeError {
 	t.Helper()
 	if len(res.Volumes) != 1 {
 		t.Fatalf("want 1 volume result, got %d", len(res.Volumes))
@@ -282,9 +285,16 @@ func volErr(t *testing.T, res *PodResult) *VolumeError {
 	if err == nil {
 		t.Fatalf("volume %s mounted, want an error", res.Volumes[0].PodVolume)
 	}
-	var ve *VolumeError
+	var ve *csiplugin.VolumeError
 	if !errors.As(err, &ve) {
 		t.Fatalf("error %T is not a *VolumeError: %v", err, err)
 	}
 	return ve
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

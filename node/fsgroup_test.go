@@ -15,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // testGID is the fsGroup the tests apply: no group the test files start with.
@@ -91,25 +92,25 @@ func TestChangeOwnership(t *testing.T) {
 		policy   *corev1.PodFSGroupChangePolicy
 		readOnly bool
 		want     map[string]string
-		wantRes  OwnershipChange
+		wantRes  csiplugin.OwnershipChange
 	}{
 		{"no policy (Always)", nil, false, map[string]string{
 			".": "4242 grwxrwxr-x", "a": "4242 -rw-rw----", "sub": "4242 grwxrwx---", "sub/b": "4242 -rw-rw-r--", "link": "4242 symlink",
-		}, OwnershipChange{Changed: 5, Visited: 5}},
+		}, csiplugin.OwnershipChange{Changed: 5, Visited: 5}},
 		{"Always", &always, false, map[string]string{
 			".": "4242 grwxrwxr-x", "a": "4242 -rw-rw----", "sub": "4242 grwxrwx---", "sub/b": "4242 -rw-rw-r--", "link": "4242 symlink",
-		}, OwnershipChange{Changed: 5, Visited: 5}},
+		}, csiplugin.OwnershipChange{Changed: 5, Visited: 5}},
 		{"read-only", nil, true, map[string]string{
 			".": "4242 grwxr-xr-x", "a": "4242 -rw-r-----", "sub": "4242 grwxr-x---", "sub/b": "4242 -rw-r--r--", "link": "4242 symlink",
-		}, OwnershipChange{Changed: 5, Visited: 5}},
+		}, csiplugin.OwnershipChange{Changed: 5, Visited: 5}},
 		{"OnRootMismatch, root not right: the whole walk", &onRootMismatch, false, map[string]string{
 			".": "4242 grwxrwxr-x", "a": "4242 -rw-rw----", "sub": "4242 grwxrwx---", "sub/b": "4242 -rw-rw-r--", "link": "4242 symlink",
-		}, OwnershipChange{Changed: 5, Visited: 5}},
+		}, csiplugin.OwnershipChange{Changed: 5, Visited: 5}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := volumeTree(t)
-			res, err := changeOwnership(root, testGID, tc.policy, tc.readOnly)
+			res, err := csiplugin.ChangeOwnership(root, testGID, tc.policy, tc.readOnly)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func TestChangeOwnership(t *testing.T) {
 				t.Errorf("after the walk:\n got %v\nwant %v", got, tc.want)
 			}
 			// A second walk finds nothing to change.
-			if res, _ := changeOwnership(root, testGID, tc.policy, tc.readOnly); res.Changed != 0 && tc.policy == nil {
+			if res, _ := csiplugin.ChangeOwnership(root, testGID, tc.policy, tc.readOnly); res.Changed != 0 && tc.policy == nil {
 				t.Errorf("second walk changed %d entries", res.Changed)
 			}
 		})
@@ -135,7 +136,7 @@ func TestChangeOwnershipOnRootMismatchSkips(t *testing.T) {
 	must(t, os.Chown(root, -1, testGID))
 	must(t, os.Chmod(root, 0o770|os.ModeSetgid))
 	policy := corev1.FSGroupChangeOnRootMismatch
-	res, err := changeOwnership(root, testGID, &policy, false)
+	res, err := csiplugin.ChangeOwnership(root, testGID, &policy, false)
 	if err != nil || !res.Skipped || res.Visited != 0 {
 		t.Errorf("result %+v, %v; want skipped", res, err)
 	}
@@ -146,7 +147,7 @@ func TestChangeOwnershipOnRootMismatchSkips(t *testing.T) {
 	if res.String() != want {
 		t.Errorf("String = %q, want %q", res, want)
 	}
-	if s := (OwnershipChange{Changed: 3, Visited: 5}).String(); s != "3 of 5 entries changed" {
+	if s := (csiplugin.OwnershipChange{Changed: 3, Visited: 5}).String(); s != "3 of 5 entries changed" {
 		t.Errorf("String = %q", s)
 	}
 }
@@ -182,12 +183,12 @@ func TestRequiresPermissionChange(t *testing.T) {
 			}
 			must(t, os.Chown(p, -1, tc.gid))
 			must(t, os.Chmod(p, tc.mode))
-			if got := requiresPermissionChange(p, testGID, tc.readOnly); got != tc.want {
+			if got := csiplugin.RequiresPermissionChange(p, testGID, tc.readOnly); got != tc.want {
 				t.Errorf("requiresPermissionChange = %t, want %t", got, tc.want)
 			}
 		})
 	}
-	if !requiresPermissionChange(filepath.Join(t.TempDir(), "missing"), testGID, false) {
+	if !csiplugin.RequiresPermissionChange(filepath.Join(t.TempDir(), "missing"), testGID, false) {
 		t.Errorf("a missing root needs no change")
 	}
 }
@@ -198,7 +199,7 @@ func TestWalkDeep(t *testing.T) {
 	root := volumeTree(t)
 	must(t, os.Symlink(filepath.Join(root, "sub"), filepath.Join(root, "sub-link")))
 	var got []string
-	must(t, walkDeep(root, func(p string, _ fs.FileInfo) {
+	must(t, csiplugin.WalkDeep(root, func(p string, _ fs.FileInfo) {
 		rel, _ := filepath.Rel(root, p)
 		got = append(got, rel)
 	}))
@@ -206,7 +207,7 @@ func TestWalkDeep(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("order %q, want %q", got, want)
 	}
-	if err := walkDeep(filepath.Join(root, "missing"), func(string, fs.FileInfo) {}); err == nil {
+	if err := csiplugin.WalkDeep(filepath.Join(root, "missing"), func(string, fs.FileInfo) {}); err == nil {
 		t.Errorf("missing root: no error")
 	}
 }
@@ -219,30 +220,30 @@ func TestSupportsFSGroup(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		v       volumeSpec
+		v       csiplugin.VolumeSpec
 		fsGroup *int64
 		policy  storagev1.FSGroupPolicy
 		want    bool
 	}{
-		{"no fsGroup", volumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteOnce)}, nil, storagev1.FileFSGroupPolicy, false},
-		{"policy None", volumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.NoneFSGroupPolicy, false},
-		{"read-only", volumeSpec{FSType: "ext4", ReadOnly: true, PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.FileFSGroupPolicy, false},
-		{"File: always", volumeSpec{PV: pv(corev1.ReadWriteMany)}, &gid, storagev1.FileFSGroupPolicy, true},
-		{"WithFSType, no fsType", volumeSpec{PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, false},
-		{"WithFSType, RWO", volumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, true},
-		{"WithFSType, RWOP among others", volumeSpec{FSType: "ext4", PV: pv(corev1.ReadOnlyMany, corev1.ReadWriteOncePod)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, true},
-		{"WithFSType, RWX only", volumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteMany)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, false},
-		{"WithFSType, no access modes", volumeSpec{FSType: "ext4", PV: pv()}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, false},
-		{"WithFSType, inline with fsType", volumeSpec{FSType: "ext4"}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, true},
+		{"no fsGroup", csiplugin.VolumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteOnce)}, nil, storagev1.FileFSGroupPolicy, false},
+		{"policy None", csiplugin.VolumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.NoneFSGroupPolicy, false},
+		{"read-only", csiplugin.VolumeSpec{FSType: "ext4", ReadOnly: true, PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.FileFSGroupPolicy, false},
+		{"File: always", csiplugin.VolumeSpec{PV: pv(corev1.ReadWriteMany)}, &gid, storagev1.FileFSGroupPolicy, true},
+		{"WithFSType, no fsType", csiplugin.VolumeSpec{PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, false},
+		{"WithFSType, RWO", csiplugin.VolumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteOnce)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, true},
+		{"WithFSType, RWOP among others", csiplugin.VolumeSpec{FSType: "ext4", PV: pv(corev1.ReadOnlyMany, corev1.ReadWriteOncePod)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, true},
+		{"WithFSType, RWX only", csiplugin.VolumeSpec{FSType: "ext4", PV: pv(corev1.ReadWriteMany)}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, false},
+		{"WithFSType, no access modes", csiplugin.VolumeSpec{FSType: "ext4", PV: pv()}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, false},
+		{"WithFSType, inline with fsType", csiplugin.VolumeSpec{FSType: "ext4"}, &gid, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := supportsFSGroup(&tc.v, tc.fsGroup, tc.policy); got != tc.want {
+			if got := csiplugin.SupportsFSGroup(&tc.v, tc.fsGroup, tc.policy); got != tc.want {
 				t.Errorf("supportsFSGroup = %t, want %t", got, tc.want)
 			}
 		})
 	}
-	if p := fsGroupPolicy(nil, false); p != storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy {
+	if p := csiplugin.FSGroupPolicy(nil, false); p != storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy {
 		t.Errorf("policy without a CSIDriver = %s", p)
 	}
 }
@@ -319,7 +320,7 @@ spec:
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "fsGroupPolicy: File"), pv1, pvc1, pod), drv)
 	ve := volErr(t, e.mount("app-1"))
 	want := "applyFSGroup failed for vol vol-1: lstat " + targetPV1(e.root) + ": no such file or directory"
-	if ve.Kind != Uncertain || ve.Err.Error() != want {
+	if ve.Kind != csiplugin.Uncertain || ve.Err.Error() != want {
 		t.Errorf("error %q (%v), want uncertain %q", ve.Err, ve.Kind, want)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 const fuzzRoot = "/var/lib/kubelet"
@@ -36,7 +38,7 @@ func FuzzPaths(f *testing.F) {
 		}
 		for _, pod := range c.Pods() {
 			useEveryVolume(pod)
-			specs, _, err := resolveVolumes(c, pod)
+			specs, _, err := csiplugin.ResolveVolumes(c, pod)
 			if err != nil {
 				continue
 			}
@@ -68,11 +70,11 @@ func FuzzDefaultPodPaths(f *testing.F) {
 	f.Add("Ref.CSI", "0D4E8E0C-7F1A-4B9E-9A63-2C7E5B1F3A10")
 	f.Fuzz(func(t *testing.T, driver, uid string) {
 		c := manifests.New()
-		pod, err := c.AddDefaultPod(manifests.DefaultPod{Driver: driver, UID: types.UID(uid), NodeName: "node-1", AttachmentName: AttachmentName})
+		pod, err := c.AddDefaultPod(manifests.DefaultPod{Driver: driver, UID: types.UID(uid), NodeName: "node-1", AttachmentName: rootdir.AttachmentName})
 		if err != nil {
 			return
 		}
-		specs, _, err := resolveVolumes(c, pod)
+		specs, _, err := csiplugin.ResolveVolumes(c, pod)
 		if err != nil {
 			t.Fatalf("default pod of driver %q, uid %q: %v", driver, uid, err)
 		}
@@ -84,9 +86,9 @@ func FuzzDefaultPodPaths(f *testing.F) {
 
 // checkVolumePaths builds every path of one volume of one pod, as
 // publish.go, stage.go and block.go do, and checks each one.
-func checkVolumePaths(t *testing.T, uid string, v *volumeSpec) {
+func checkVolumePaths(t *testing.T, uid string, v *csiplugin.VolumeSpec) {
 	t.Helper()
-	p := Paths{Root: fuzzRoot}
+	p := rootdir.Paths{Root: fuzzRoot}
 	want := []struct {
 		name  string
 		path  string
@@ -133,9 +135,9 @@ func FuzzSELinuxMountOption(f *testing.F) {
 		if len(manifests.ObjectNameErrors(pv)) > 0 {
 			return
 		}
-		s := &SELinux{Enabled: true, Level: "s0:c1,c2"}
+		s := &csiplugin.SELinux{Enabled: true, Level: "s0:c1,c2"}
 		label := s.FileLabel(opts)
-		got := addSELinuxMountOption(pv.Spec.MountOptions, label)
+		got := csiplugin.AddSELinuxMountOption(pv.Spec.MountOptions, label)
 		split := manifests.SplitMountOptions(strings.Join(got, ","))
 		wantN := len(manifests.SplitMountOptions(opt)) + 1
 		if len(split) != wantN || split[len(split)-1] != got[len(got)-1] {

@@ -1,171 +1,15 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
-
-// within runs f and fails the test when it does not return in time: a
-// blocking open of a FIFO never returns (the goroutine is left behind).
-func within[T any](t *testing.T, what string, f func() T) T {
-	t.Helper()
-	done := make(chan T, 1)
-	go func() { done <- f() }()
-	select {
-	case v := <-done:
-		return v
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s hangs", what)
-		panic("unreachable")
-	}
-}
-
-func mkJournalDir(t *testing.T) (root, dir string) {
-	t.Helper()
-	root = t.TempDir()
-	dir = filepath.Join(root, journalDir)
-	must(t, os.Mkdir(dir, 0o700))
-	return root, dir
-}
-
-// The lock file as a hard link to a file elsewhere: refused, the file
-// keeps its content (it used to be truncated and get the owner's JSON).
-func TestLockRootHardLinkRefused(t *testing.T) {
-	root, dir := mkJournalDir(t)
-	foreign := filepath.Join(t.TempDir(), "precious")
-	must(t, os.WriteFile(foreign, []byte("precious data\n"), 0o600))
-	must(t, os.Link(foreign, filepath.Join(dir, lockFileName)))
-	l, err := LockRoot(root, "run")
-	if err == nil {
-		l.Release()
-	}
-	if !IsForeignFile(err) || !strings.Contains(err.Error(), "hard link") {
-		t.Errorf("LockRoot = %v, want a hard link refused", err)
-	}
-	if b, _ := os.ReadFile(foreign); string(b) != "precious data\n" {
-		t.Errorf("the foreign file now holds %q", b)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, lockFileName)); err != nil {
-		t.Errorf("the link was removed: %v", err)
-	}
-}
-
-// A FIFO at the lock path: refused by name, not "invalid argument", and
-// left where it is; RootHolder does not block on it.
-func TestLockRootFIFORefused(t *testing.T) {
-	root, dir := mkJournalDir(t)
-	fifo := filepath.Join(dir, lockFileName)
-	must(t, unix.Mkfifo(fifo, 0o600))
-	err := within(t, "LockRoot on a FIFO", func() error {
-		l, err := LockRoot(root, "run")
-		if err == nil {
-			l.Release()
-		}
-		return err
-	})
-	if !IsForeignFile(err) || !strings.Contains(err.Error(), "FIFO") || !strings.Contains(err.Error(), fifo) {
-		t.Errorf("LockRoot = %v, want the FIFO named and refused", err)
-	}
-	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
-		t.Errorf("the FIFO is gone: %v", err)
-	}
-	if held := within(t, "RootHolder on a FIFO", func() bool { _, ok := RootHolder(root); return ok }); held {
-		t.Error("a FIFO counted as a held lock")
-	}
-}
-
-// A FIFO named like a journal: reading it neither blocks nor is taken as
-// a journal; nor is its writer asked after.
-func TestJournalFIFORefused(t *testing.T) {
-	root, dir := mkJournalDir(t)
-	fifo := filepath.Join(dir, "run-1-1.journal")
-	must(t, unix.Mkfifo(fifo, 0o600))
-	js, err := Journals(root)
-	if err != nil || len(js) != 1 {
-		t.Fatalf("Journals = %v, %v", js, err)
-	}
-	err = within(t, "readJournal of a FIFO", func() error { _, err := readJournal(js[0]); return err })
-	if !IsForeignFile(err) || !strings.Contains(err.Error(), "FIFO") {
-		t.Errorf("readJournal = %v, want the FIFO refused", err)
-	}
-	if live := within(t, "LiveJournalOwner of a FIFO", func() bool { _, ok := LiveJournalOwner(js); return ok }); live {
-		t.Error("a FIFO counted as a live run's journal")
-	}
-}
-
-// countingReader is an endless line of 'x', counting what is read of it.
-type countingReader struct{ n int64 }
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	if r.n >= 64<<20 {
-		return 0, io.EOF
-	}
-	for i := range p {
-		p[i] = 'x'
-	}
-	r.n += int64(len(p))
-	return len(p), nil
-}
-
-// A journal line over 1 MiB is refused as damaged, and read no further
-// than the bound; a record just under it is read whole. The writer
-// refuses to write one such line, and a volume whose vol_data.json record
-// would be one.
-func TestJournalRecordBound(t *testing.T) {
-	long := `{"k":"dir","p":"` + strings.Repeat("a", 2<<20) + "\"}\n"
-	_, err := parseJournal(strings.NewReader(`{"k":"run","pid":1}` + "\n" + long + `{"k":"dir","p":"/r/x"}` + "\n"))
-	if err == nil || !strings.Contains(err.Error(), "line 2 is longer than 1 MiB") {
-		t.Errorf("a 2 MiB line: %v, want it refused as damaged", err)
-	}
-	r := &countingReader{}
-	if _, err := parseJournal(r); err == nil {
-		t.Error("a 64 MiB line read without an error")
-	}
-	if r.n > 2<<20 {
-		t.Errorf("read %d bytes of an endless line, want no more than the bound and a buffer", r.n)
-	}
-	handle := strings.Repeat("h", 1000*1024)
-	line, _ := json.Marshal(journalRecord{Kind: recordVolData, Path: "/r/x", Data: map[string]string{"volumeHandle": handle}})
-	jc, err := parseJournal(bytes.NewReader(append(line, '\n')))
-	if err != nil || jc.volData["/r/x"]["volumeHandle"] != handle {
-		t.Errorf("a record of %d bytes: %v", len(line), err)
-	}
-	if err := journalRecordFits("/r/x", map[string]string{"volumeHandle": strings.Repeat("h", 1200*1024)}); err == nil {
-		t.Error("a 1.2 MB handle fits a journal record")
-	}
-	f := newFileSystem(t.TempDir())
-	f.record(journalRecord{Kind: recordRun})
-	if err := f.journal.write(journalRecord{Kind: recordVolData, Data: map[string]string{"volumeHandle": strings.Repeat("h", 2<<20)}}); err == nil {
-		t.Error("a 2 MiB record written")
-	}
-	f.journal.close()
-}
-
-// A torn last line is an intent whose action never happened: dropped,
-// even when only its newline is missing.
-func TestJournalTornLastLine(t *testing.T) {
-	in := `{"k":"run","pid":1}
-{"k":"dir","p":"/r/a"}
-{"k":"dir","p":"/r/b"}`
-	jc, err := parseJournal(strings.NewReader(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if jc.owned["/r/a"] != recordDir || len(jc.owned) != 1 {
-		t.Errorf("owned = %v, want /r/a only", jc.owned)
-	}
-}
 
 // A run killed between its mount intent and its vol_data.json record (or
 // in the middle of writing that record) leaves a genuine journal:
@@ -174,20 +18,20 @@ func TestRecoverKilledBeforeVolData(t *testing.T) {
 	for _, torn := range []bool{false, true} {
 		drv := newFakeDriver(capStage)
 		e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
-		p := Paths{Root: e.root}
+		p := rootdir.Paths{Root: e.root}
 		vol := p.PodVolumeDir("pod-uid-1", "pv-1")
 		staging := p.DeviceMountPath(testDriver, "vol-1")
 		// MountDevice and SetUpAt, as far as the kill: the mount path
 		// marked, the dir made, vol_data.json journaled as a file.
 		for _, x := range []struct{ mnt, dir string }{{staging, staging}, {vol + "/mount", vol}} {
-			e.k.fs.markMountPath(x.mnt)
-			must(t, e.k.fs.mkdirAll(x.dir, 0o750))
-			e.k.fs.remember(filepath.Join(filepath.Dir(x.mnt), volDataFileName))
+			e.k.FS.MarkMountPath(x.mnt)
+			must(t, e.k.FS.MkdirAll(x.dir, 0o750))
+			e.k.FS.Remember(filepath.Join(filepath.Dir(x.mnt), rootdir.VolDataFileName))
 		}
-		jpath := e.k.fs.journal.path
-		e.k.fs.journal.close()
+		jpath := e.k.FS.Journal.Path
+		e.k.FS.Journal.Close()
 		if torn {
-			rec, _ := json.Marshal(journalRecord{Kind: recordVolData, Path: vol, Data: map[string]string{"specVolID": "pv-1", "driverName": testDriver, "volumeHandle": "vol-1"}})
+			rec, _ := json.Marshal(rootdir.JournalRecord{Kind: rootdir.RecordVolData, Path: vol, Data: map[string]string{"specVolID": "pv-1", "driverName": testDriver, "volumeHandle": "vol-1"}})
 			jf, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
 			must(t, err)
 			_, err = jf.Write(rec[:len(rec)-1]) // all but the closing brace, no newline
@@ -208,74 +52,4 @@ func TestRecoverKilledBeforeVolData(t *testing.T) {
 			t.Errorf("torn %v: left under the root dir: %v", torn, entries)
 		}
 	}
-}
-
-// Liveness is the flock's alone: a journal whose header names a live PID
-// without start ticks, or a killed process not yet reaped (a zombie, with
-// its PID and start ticks), has no live writer; a journal another process
-// holds the flock of has one, named by its header.
-func TestJournalWriterLiveness(t *testing.T) {
-	_, dir := mkJournalDir(t)
-	write := func(name string, h journalRecord) string {
-		p := filepath.Join(dir, name)
-		b, _ := json.Marshal(h)
-		must(t, os.WriteFile(p, append(b, '\n'), 0o600))
-		return p
-	}
-	noTicks := write("run-1-1.journal", journalRecord{Kind: recordRun, PID: 1, Command: "run"})
-	zombie := exec.Command("sleep", "60")
-	must(t, zombie.Start())
-	ticks, err := processStartTicks(zombie.Process.Pid)
-	must(t, err)
-	zj := write("run-2-2.journal", journalRecord{Kind: recordRun, PID: zombie.Process.Pid, StartTicks: ticks, Command: "run"})
-	must(t, zombie.Process.Signal(unix.SIGKILL))
-	defer zombie.Wait()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(zombie.Process.Pid) + "/stat"); strings.Contains(string(b), ") Z ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the killed child never became a zombie")
-		}
-	}
-	for _, j := range []string{noTicks, zj} {
-		if o, live := LiveJournalOwner([]string{j}); live {
-			t.Errorf("%s: a live writer %v, want none (no flock held)", filepath.Base(j), o)
-		}
-	}
-	held := write("run-3-3.journal", journalRecord{Kind: recordRun, PID: 4242, Command: "load"})
-	// Another process holds its flock: this test binary again, as
-	// TestFlockHolderProcess.
-	holder := exec.Command(os.Args[0], "-test.run=^TestFlockHolderProcess$")
-	holder.Env = append(os.Environ(), flockHolderEnv+"="+held)
-	must(t, holder.Start())
-	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		o, live := LiveJournalOwner([]string{held})
-		if live {
-			if o.PID != 4242 || o.Command != "load" {
-				t.Errorf("live writer named %+v, want the header's", o)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a journal flocked by another process has no live writer")
-		}
-	}
-}
-
-const flockHolderEnv = "CSI_KUBELET_SIM_TEST_FLOCK_HOLDER"
-
-// TestFlockHolderProcess is a process that holds an flock on the file
-// $CSI_KUBELET_SIM_TEST_FLOCK_HOLDER for a minute (TestJournalWriterLiveness
-// starts it); without it, it does nothing.
-func TestFlockHolderProcess(t *testing.T) {
-	p := os.Getenv(flockHolderEnv)
-	if p == "" {
-		t.Skip("a helper process of TestJournalWriterLiveness")
-	}
-	f, err := os.Open(p)
-	must(t, err)
-	must(t, unix.Flock(int(f.Fd()), unix.LOCK_EX))
-	time.Sleep(time.Minute)
 }

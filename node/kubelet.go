@@ -1,17 +1,29 @@
 // Package node is the simulated kubelet: what a kubelet on a node does for
-// the CSI volumes of its pods, call for call. run.go is a pod's whole life
-// (register, attach, mount, run, tear down, clean up) that run, plan, load
-// and conformance drive with their own plans; cleanup goes through
-// recover.go's Recover, which ends with the same teardown (teardown.go).
-// The other files follow the kubelet's own split:
-// register.go (pluginmanager, csi_plugin.go RegisterPlugin), stage.go
-// (csi_attacher.go MountDevice/UnmountDevice), publish.go (csi_mounter.go
-// SetUpAt/TearDownAt), block.go (csi_block.go), attach.go (WaitForAttach and
-// publish_context), lifecycle.go (the operation generator), operations.go
-// (the operation executor's keys), state.go (the actual state of the
-// world), running.go (pod syncs and stats while pods run), recover.go (the
-// kubelet's volume reconstruction after a restart), with the facts of
-// docs/kubelet.md in named helpers.
+// the CSI volumes of its pods, call for call. It is the Kubelet that the
+// CLI and the engine start (New, Config) and drive (Run with a Plan,
+// Recover), over the packages below it, whose imports only go down:
+//
+//	node                       the Kubelet: New, Run, Plan, Outcome, Recover, exports.go
+//	node/volumemanager         the volume manager: the operations on a pod's volumes,
+//	                           registration, expansion, republish, syncs, stats, cleanup
+//	node/volumemanager/cache   the actual state of the world
+//	node/operationexecutor     one operation per volume and pod, backoff, retries
+//	node/csi                   the CSI volume plugin: registration, attacher, mounter,
+//	                           block mapper, requests, pod info, tokens, SELinux, fsGroup
+//	node/rootdir               the root dir: layout, safe file system, lock, journal
+//	node/release               the release: version, rules, feature gates
+//
+// kubelet.go holds Config and New (cmd/kubelet/app/server.go's
+// RunKubelet, pkg/kubelet/kubelet.go NewMainKubelet); run.go is a pod's
+// whole life (register, attach, mount, run, tear down, clean up) that run,
+// plan, load and conformance drive with their own plans (the pod workers,
+// pkg/kubelet/pod_workers.go); runningpod.go the pod while it runs;
+// controller.go the attach/detach controller's side; recover.go the
+// volume reconstruction after a restart
+// (pkg/kubelet/volumemanager/reconciler/reconstruct.go) that `cleanup`
+// runs, ending with the same teardown (teardown.go). exports.go is the
+// front door for the CLI and the engine: the names they use from the
+// packages below.
 package node
 
 import (
@@ -22,6 +34,11 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // DefaultTimeout is csiTimeout in csi_plugin.go: one context per operation.
@@ -40,8 +57,8 @@ type Config struct {
 	// Tokens answers the kubelet's TokenRequests. Nil: with TokenOptions,
 	// a TokenSource of the Release over the Cluster (its ServiceAccounts
 	// and Nodes); without, the kubelet has no token getter.
-	Tokens       TokenIssuer
-	TokenOptions *TokenOptions
+	Tokens       csiplugin.TokenIssuer
+	TokenOptions *csiplugin.TokenOptions
 	// Command names the command in the journal.
 	Command string
 	// Force (`cleanup --force`): a volume whose unpublish or unstage the
@@ -55,18 +72,18 @@ type Config struct {
 	Adopted []string
 	// RootLock is the root dir's lock: released (its file removed) when
 	// the run leaves nothing, and kept otherwise. Nil: none.
-	RootLock *RootLock
+	RootLock *rootdir.RootLock
 
 	RootDir  string
 	NodeName string
 	Timeout  time.Duration
 	// Release is the kubelet release and its gates; zero: the newest with
 	// its defaults.
-	Release Release
+	Release release.Release
 	// SELinux is the node's SELinux.
-	SELinux SELinux
+	SELinux csiplugin.SELinux
 	// Retry bounds the kubelet's retries of failed operations.
-	Retry Retry
+	Retry operationexecutor.Retry
 	// DryRun: nothing is really mounted (`plan`), so the kubelet's own
 	// work on the mounted volume (fsGroup, mount checks) is only described.
 	DryRun bool
@@ -77,15 +94,8 @@ type Config struct {
 // the CSI plugin, whose attacher (MountDevice, UnmountDevice), mounter
 // (SetUp, TearDown) and block mapper it drives.
 type Kubelet struct {
-	*csiPlugin
-	state    *actualState
-	ops      *operations
-	attacher *csiAttacher
-	mounter  *csiMountMgr
-	mapper   *csiBlockMapper
-	// started is when the kubelet started: its stats analyzer ticks
-	// from then (running.go).
-	started time.Time
+	*volumemanager.VolumeManager
+	cfg Config
 }
 
 // New returns the kubelet cfg describes.
@@ -93,8 +103,8 @@ func New(cfg Config) *Kubelet {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if !cfg.Release.valid() {
-		cfg.Release = DefaultRelease()
+	if !cfg.Release.Valid() {
+		cfg.Release = release.DefaultRelease()
 	}
 	if cfg.Cluster == nil {
 		cfg.Cluster = manifests.New()
@@ -102,43 +112,39 @@ func New(cfg Config) *Kubelet {
 	if cfg.Trace == nil {
 		cfg.Trace = csiclient.NewTrace()
 	}
-	p := &csiPlugin{
-		cfg:        cfg,
-		release:    cfg.Release,
-		paths:      Paths{Root: cfg.RootDir},
-		cluster:    cfg.Cluster,
-		conn:       &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
-		trace:      cfg.Trace,
-		tokens:     cfg.Tokens,
-		fs:         newFileSystem(cfg.RootDir),
-		selinux:    cfg.SELinux,
-		drivers:    &csiDrivers{registered: map[string]*Registration{}},
-		sentTokens: &tokenRecord{last: map[string]string{}},
+	p := &csiplugin.Plugin{
+		NodeName:   cfg.NodeName,
+		DryRun:     cfg.DryRun,
+		Release:    cfg.Release,
+		Layout:     rootdir.Paths{Root: cfg.RootDir},
+		Cluster:    cfg.Cluster,
+		Conn:       &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace},
+		Trace:      cfg.Trace,
+		Tokens:     cfg.Tokens,
+		FS:         rootdir.NewFileSystem(cfg.RootDir),
+		SELinux:    cfg.SELinux,
+		Drivers:    &csiplugin.Drivers{Registered: map[string]*csiplugin.Registration{}},
+		SentTokens: &csiplugin.TokenRecord{Last: map[string]string{}},
 	}
-	p.nodeClient, p.identityClient = csi.NewNodeClient(p.conn), csi.NewIdentityClient(p.conn)
+	p.NodeClient, p.IdentityClient = csi.NewNodeClient(p.Conn), csi.NewIdentityClient(p.Conn)
 	k := &Kubelet{
-		csiPlugin: p,
-		state:     newActualState(),
-		ops:       &operations{},
-		attacher:  &csiAttacher{p},
-		mounter:   &csiMountMgr{p},
-		mapper:    &csiBlockMapper{p},
-		started:   time.Now(),
+		VolumeManager: volumemanager.NewVolumeManager(p, cfg.Timeout, cfg.Retry, cfg.Force),
+		cfg:           cfg,
 	}
-	if k.tokens == nil && cfg.TokenOptions != nil {
+	if k.Tokens == nil && cfg.TokenOptions != nil {
 		o := *cfg.TokenOptions
 		if o.NodeName == "" {
 			o.NodeName = cfg.NodeName
 		}
-		k.tokens = NewTokenSource(cfg.Release, cfg.Cluster, o)
+		k.Tokens = csiplugin.NewTokenSource(cfg.Release, cfg.Cluster, o)
 	}
-	k.fs.command = cfg.Command
-	k.fs.lock = cfg.RootLock
+	k.FS.Command = cfg.Command
+	k.FS.Lock = cfg.RootLock
 	for _, d := range cfg.Adopted {
-		k.fs.rememberKind(d, recordDir)
+		k.FS.RememberKind(d, rootdir.RecordDir)
 	}
 	return k
 }
 
 // Paths returns the kubelet's directory layout.
-func (k *Kubelet) Paths() Paths { return k.paths }
+func (k *Kubelet) Paths() rootdir.Paths { return k.Layout }

@@ -3,6 +3,8 @@ package node
 import (
 	"errors"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // A driver's mount that the simulator unmounted is reported (not Clean)
@@ -11,15 +13,15 @@ import (
 func TestLeftoversNothingOnDisk(t *testing.T) {
 	cases := []struct {
 		name               string
-		l                  Leftovers
+		l                  volumemanager.Leftovers
 		clean, nothingLeft bool
 	}{
-		{"nothing", Leftovers{}, true, true},
-		{"kubelet paths only", Leftovers{KubeletPaths: []string{"/r/plugins/kubernetes.io/csi/d"}}, true, true},
-		{"driver mount unmounted", Leftovers{Mounts: []string{"/r/pods/u/volumes/kubernetes.io~csi/v/mount"}}, false, true},
-		{"kept volume", Leftovers{Left: []Leftover{{Path: "/r/pods/u/volumes/kubernetes.io~csi/v", What: "volume", Owner: OwnerSimulator}}}, false, false},
-		{"driver file", Leftovers{Left: []Leftover{{Path: "/r/x", What: "file", Owner: OwnerDriver}}}, false, false},
-		{"error", Leftovers{Errors: []error{errors.New("remove /r/x: busy")}}, false, false},
+		{"nothing", volumemanager.Leftovers{}, true, true},
+		{"kubelet paths only", volumemanager.Leftovers{KubeletPaths: []string{"/r/plugins/kubernetes.io/csi/d"}}, true, true},
+		{"driver mount unmounted", volumemanager.Leftovers{Mounts: []string{"/r/pods/u/volumes/kubernetes.io~csi/v/mount"}}, false, true},
+		{"kept volume", volumemanager.Leftovers{Left: []volumemanager.Leftover{{Path: "/r/pods/u/volumes/kubernetes.io~csi/v", What: "volume", Owner: volumemanager.OwnerSimulator}}}, false, false},
+		{"driver file", volumemanager.Leftovers{Left: []volumemanager.Leftover{{Path: "/r/x", What: "file", Owner: volumemanager.OwnerDriver}}}, false, false},
+		{"error", volumemanager.Leftovers{Errors: []error{errors.New("remove /r/x: busy")}}, false, false},
 	}
 	for _, tc := range cases {
 		if got := tc.l.Clean(); got != tc.clean {

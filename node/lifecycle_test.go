@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // The exact calls of each kubelet operation and the capability queries
@@ -191,7 +193,7 @@ func TestVolumeLifecycleModeCheck(t *testing.T) {
 			if ve.Err.Error() != tc.want {
 				t.Errorf("error = %q, want %q", ve.Err, tc.want)
 			}
-			if ve.Kind != Transient {
+			if ve.Kind != csiplugin.Transient {
 				t.Errorf("kind = %v, want transient", ve.Kind)
 			}
 			if ve.Operation != "MountVolume.SetUp" {
@@ -253,7 +255,7 @@ func TestVolumeOfUnregisteredDriver(t *testing.T) {
 			if ve.Err.Error() != tc.want {
 				t.Errorf("error = %q, want %q", ve.Err, tc.want)
 			}
-			if ve.Operation != tc.wantOp || ve.Kind != Transient {
+			if ve.Operation != tc.wantOp || ve.Kind != csiplugin.Transient {
 				t.Errorf("operation, kind = %q, %v; want %q, transient", ve.Operation, ve.Kind, tc.wantOp)
 			}
 			if calls := e.drv.Calls(); len(calls) != 0 {

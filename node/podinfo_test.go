@@ -12,6 +12,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §3: volume_context is the volume's attributes, plus the five
@@ -104,7 +106,7 @@ func TestMergeMap(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := mergeMap(tc.first, tc.second); !maps.Equal(got, tc.want) {
+			if got := csiplugin.MergeMap(tc.first, tc.second); !maps.Equal(got, tc.want) {
 				t.Errorf("mergeMap = %v, want %v", got, tc.want)
 			}
 		})
@@ -183,7 +185,7 @@ stringData: {"csi.storage.k8s.io/serviceAccount.tokens": user-secret, password: 
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(tc.driver, pv, pvc1, pod1, secret), newFakeDriver(capStage))
 			tokens := &fakeTokens{}
-			e.k.tokens = tokens
+			e.k.Tokens = tokens
 			e.mountOK("app-1")
 			calls := e.drv.Calls()
 			req := one[*csi.NodePublishVolumeRequest](t, calls, "NodePublishVolume")
@@ -208,7 +210,7 @@ stringData: {"csi.storage.k8s.io/serviceAccount.tokens": user-secret, password: 
 func TestTokenRequestSpec(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault, expirationSeconds: 3607}, {audience: ''}]"), pv1, pvc1, pod1), newFakeDriver())
 	tokens := &fakeTokens{}
-	e.k.tokens = tokens
+	e.k.Tokens = tokens
 	e.mountOK("app-1")
 	if len(tokens.got) != 2 {
 		t.Fatalf("%d TokenRequests, want 2", len(tokens.got))
@@ -237,7 +239,7 @@ func TestTokenRequestSpec(t *testing.T) {
 // docs/kubelet.md §21.8: Go encoding/json escapes HTML characters in the tokens value.
 func TestTokensJSONEscapesHTML(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: a}]"), pv1, pvc1, pod1), newFakeDriver())
-	e.k.tokens = &fakeTokens{token: func(string) string { return "x<y&z>" }}
+	e.k.Tokens = &fakeTokens{token: func(string) string { return "x<y&z>" }}
 	e.mountOK("app-1")
 	got := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
 	const want = `{"a":{"token":"x\u003cy\u0026z\u003e","expirationTimestamp":"2026-01-02T15:04:05Z"}}`
@@ -251,7 +253,7 @@ func TestTokensJSONEscapesHTML(t *testing.T) {
 func TestTokenFailure(t *testing.T) {
 	tests := []struct {
 		name   string
-		issuer TokenIssuer
+		issuer csiplugin.TokenIssuer
 		want   string
 	}{
 		{"no issuer", nil, "kubernetes.io/csi: mounter.SetUpAt failed to get service accoount token attributes: ServiceAccountTokenGetter is nil"},
@@ -261,10 +263,10 @@ func TestTokenFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			if tc.issuer != nil {
-				e.k.tokens = tc.issuer
+				e.k.Tokens = tc.issuer
 			}
 			ve := volErr(t, e.mount("app-1"))
-			if ve.Err.Error() != tc.want || ve.Kind != Transient {
+			if ve.Err.Error() != tc.want || ve.Kind != csiplugin.Transient {
 				t.Errorf("error = %q (%v), want %q (transient)", ve.Err, ve.Kind, tc.want)
 			}
 			if n := len(only(e.drv.Calls(), "NodePublishVolume")); n != 0 {

@@ -11,6 +11,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // NodePublish for a PV on a staging driver (docs/kubelet.md §1.2, §1.3, §3, §8).
@@ -244,7 +246,7 @@ func TestMissingPublishSecret(t *testing.T) {
 	if ve.Err.Error() != want {
 		t.Errorf("error = %q\nwant %q", ve.Err, want)
 	}
-	if ve.Kind != Transient || ve.Operation != "MountVolume.SetUp" {
+	if ve.Kind != csiplugin.Transient || ve.Operation != "MountVolume.SetUp" {
 		t.Errorf("kind, operation = %v, %q; want transient, MountVolume.SetUp", ve.Kind, ve.Operation)
 	}
 	wantCalls := []string{
@@ -291,7 +293,7 @@ func TestTeardownAfterFailedRemount(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "requiresRepublish: true"), pv1, pvc1, pod1), drv, withVersion(tc.minor))
 			e.mountOK("app-1")
 			drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "no"))
-			if errs := e.k.republish(context.Background(), e.pod("app-1"), 1); len(errs) == 0 {
+			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) == 0 {
 				t.Fatalf("Republish: no error, want the driver's InvalidArgument")
 			}
 			drv.ClearCalls()

@@ -16,6 +16,9 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // Recover finishes what earlier runs left under the root dir, as a
@@ -33,21 +36,21 @@ import (
 // held, as Run's Plan.Controller does.
 func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []error) *Outcome {
 	out := &Outcome{}
-	journals, err := Journals(k.paths.Root)
+	journals, err := rootdir.Journals(k.Layout.Root)
 	if err == nil && len(journals) == 0 {
 		if after != nil {
 			out.TeardownErrs = after(ctx)
 		}
-		out.Leftovers = &Leftovers{}
+		out.Leftovers = &volumemanager.Leftovers{}
 		if len(out.TeardownErrs) == 0 && ctx.Err() == nil {
-			k.fs.releaseLock()
+			k.FS.ReleaseLock()
 		}
 		return out
 	}
 	if stop := k.adoptJournals(ctx, journals); stop != nil {
 		return stop
 	}
-	reg, err := k.register(ctx)
+	reg, err := k.Register(ctx)
 	out.Registration, out.RegErr = reg, err
 	if err != nil {
 		return out
@@ -70,17 +73,17 @@ func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []err
 // unstage a device still published.
 func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome {
 	for _, j := range journals {
-		jc, err := readJournal(j)
+		jc, err := rootdir.ReadJournal(j)
 		if err != nil {
-			k.fs.restoreLock()
+			k.FS.RestoreLock()
 			return &Outcome{MountErr: err}
 		}
-		k.fs.adopt(jc, k.refuseRecord(ctx, j, jc))
+		k.FS.Adopt(jc, k.refuseRecord(ctx, j, jc))
 	}
-	if refused := k.fs.refusals(); len(refused) > 0 {
+	if refused := k.FS.Refusals(); len(refused) > 0 {
 		return &Outcome{
 			MountErr:  fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0]),
-			Leftovers: &Leftovers{Symlinks: k.fs.refusedSymlinks(), Refused: refused},
+			Leftovers: &volumemanager.Leftovers{Symlinks: k.FS.RefusedSymlinks(), Refused: refused},
 		}
 	}
 	return nil
@@ -92,38 +95,30 @@ func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome
 func (k *Kubelet) removeJournals(journals []string, out *Outcome) {
 	removed := true
 	for _, j := range journals {
-		if err := RemoveInSimDir(k.paths.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
-			k.fs.seen(err)
+		if err := rootdir.RemoveInSimDir(k.Layout.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
+			k.FS.Seen(err)
 			removed = false
 		}
 	}
-	out.Leftovers.Symlinks, out.Leftovers.Refused = k.fs.refusedSymlinks(), k.fs.refusals()
+	out.Leftovers.Symlinks, out.Leftovers.Refused = k.FS.RefusedSymlinks(), k.FS.Refusals()
 	if removed {
-		RemoveSimDir(k.paths.Root)
-		k.removeEmptyCreated()
+		rootdir.RemoveSimDir(k.Layout.Root)
+		k.RemoveEmptyCreated()
 	}
-}
-
-// restoreLock gives the root dir's lock up as it was before it was taken.
-func (f *fileSystem) restoreLock() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lock.Restore()
-	f.lock = nil
 }
 
 // refuseRecord reports a journal record that names a path the simulator
 // would not have made: it is not acted on. An intent of a run killed
 // before its vol_data.json record is not taken either, but it is no
 // forgery: not reported.
-func (k *Kubelet) refuseRecord(ctx context.Context, journal string, jc *journalContents) func(kind, p string, err error) {
+func (k *Kubelet) refuseRecord(ctx context.Context, journal string, jc *rootdir.JournalContents) func(kind, p string, err error) {
 	n := 0
 	return func(kind, p string, err error) {
-		if k.fs.unfinishedIntent(kind, p, jc) {
+		if k.FS.UnfinishedIntent(kind, p, jc) {
 			return
 		}
 		if n++; n <= 20 {
-			k.trace.Warn(ctx, fmt.Sprintf("journal %s: %s record %s refused, not touched: %v", journal, kind, p, err))
+			k.Trace.Warn(ctx, fmt.Sprintf("journal %s: %s record %s refused, not touched: %v", journal, kind, p, err))
 		}
 	}
 }
@@ -138,49 +133,49 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 		}
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "(reconstructed)", UID: types.UID(uid)}}
 		byUID[uid] = p
-		k.state.markPodDirs(uid)
+		k.State.MarkPodDirs(uid)
 		return p
 	}
 	var order []string
-	add := func(uid string, v *volumeSpec) {
+	add := func(uid string, v *csiplugin.VolumeSpec) {
 		if err := validReconstructed(uid, v); err != nil {
-			k.trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
+			k.Trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
 			return
 		}
 		if _, ok := byUID[uid]; !ok {
 			order = append(order, uid)
 		}
 		pod := podOf(uid)
-		k.state.recordMount(pod, v.uniqueName(uid), v, uncertain(errors.New("reconstructed")))
-		k.state.notePodVolume(uid, v.uniqueName(uid))
-		k.trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
+		k.State.RecordMount(pod, v.UniqueName(uid), v, csiplugin.AsUncertain(errors.New("reconstructed")))
+		k.State.NotePodVolume(uid, v.UniqueName(uid))
+		k.Trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
 		k.recordReconstructedDevice(v)
 	}
 	k.restoreJournaledVolumeData(ctx)
-	for _, f := range k.ownedMatches(filepath.Join(k.paths.Root, "pods", "*", "volumes", escapeQualifiedName(pluginName), "*", volDataFileName)) {
+	for _, f := range k.ownedMatches(filepath.Join(k.Layout.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*", rootdir.VolDataFileName)) {
 		uid := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(f)))))
 		if v := k.fsVolumeFromData(filepath.Dir(f)); v != nil {
 			add(uid, v)
 		}
 	}
-	for _, p := range k.ownedMatches(filepath.Join(k.paths.VolumeDevicesDir(), "publish", "*", "*")) {
+	for _, p := range k.ownedMatches(filepath.Join(k.Layout.VolumeDevicesDir(), "publish", "*", "*")) {
 		uid, spec := filepath.Base(p), filepath.Base(filepath.Dir(p))
 		if v := k.blockVolumeFromData(spec); v != nil {
 			add(uid, v)
 		}
 	}
-	for _, f := range k.ownedMatches(filepath.Join(k.paths.PluginDir(), "*", "*", volDataFileName)) {
-		if data, err := k.fs.loadVolumeData(filepath.Dir(f)); err == nil {
-			v := &volumeSpec{SpecName: data["volumeHandle"], Driver: data["driverName"], Handle: data["volumeHandle"],
+	for _, f := range k.ownedMatches(filepath.Join(k.Layout.PluginDir(), "*", "*", rootdir.VolDataFileName)) {
+		if data, err := k.FS.LoadVolumeData(filepath.Dir(f)); err == nil {
+			v := &csiplugin.VolumeSpec{SpecName: data["volumeHandle"], Driver: data["driverName"], Handle: data["volumeHandle"],
 				Mode: storagev1.VolumeLifecyclePersistent, PV: &corev1.PersistentVolume{}}
 			if err := manifests.ValidateDriverName(v.Driver, field.NewPath("driverName")); err != nil {
-				k.trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
+				k.Trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
 				continue
 			}
 			k.recordReconstructedDevice(v)
 		}
 	}
-	for _, f := range k.ownedMatches(filepath.Join(k.paths.VolumeDevicesDir(), "*", "data", volDataFileName)) {
+	for _, f := range k.ownedMatches(filepath.Join(k.Layout.VolumeDevicesDir(), "*", "data", rootdir.VolDataFileName)) {
 		if v := k.blockVolumeFromData(filepath.Base(filepath.Dir(filepath.Dir(f)))); v != nil {
 			k.recordReconstructedDevice(v)
 		}
@@ -198,15 +193,15 @@ func (k *Kubelet) ownedMatches(pattern string) []string {
 	paths, _ := filepath.Glob(pattern)
 	var out []string
 	for _, p := range paths {
-		if k.fs.isOwned(p) || k.fs.isMountPath(p) {
+		if k.FS.IsOwned(p) || k.FS.IsMountPath(p) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func (k *Kubelet) fsVolumeFromData(dir string) *volumeSpec {
-	data, err := k.fs.loadVolumeData(dir)
+func (k *Kubelet) fsVolumeFromData(dir string) *csiplugin.VolumeSpec {
+	data, err := k.FS.LoadVolumeData(dir)
 	if err != nil {
 		return nil
 	}
@@ -220,38 +215,38 @@ func (k *Kubelet) fsVolumeFromData(dir string) *volumeSpec {
 // unpublishes it; `cleanup` is there to finish what the run left, so it
 // rebuilds the volume and unpublishes it through the driver.
 func (k *Kubelet) restoreJournaledVolumeData(ctx context.Context) {
-	dirs, copies := k.fs.journaledVolumeData()
-	pattern := filepath.Join(k.paths.Root, "pods", "*", "volumes", escapeQualifiedName(pluginName), "*")
+	dirs, copies := k.FS.JournaledVolumeData()
+	pattern := filepath.Join(k.Layout.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*")
 	for _, dir := range dirs {
 		if ok, _ := filepath.Match(pattern, dir); !ok {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(dir, volDataFileName)); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(dir, rootdir.VolDataFileName)); !os.IsNotExist(err) {
 			continue
 		}
 		uid, v := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir)))), volumeFromData(copies[dir])
 		if err := validReconstructed(uid, v); err != nil || v.SpecName != filepath.Base(dir) {
 			continue
 		}
-		if err := k.fs.checkPath(dir); err != nil {
-			k.trace.Warn(ctx, "not restoring "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+		if err := k.FS.CheckPath(dir); err != nil {
+			k.Trace.Warn(ctx, "not restoring "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		if err := k.fs.mkdirAll(dir, 0o750); err != nil {
-			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+		if err := k.FS.MkdirAll(dir, 0o750); err != nil {
+			k.Trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		if err := k.fs.saveVolumeData(dir, copies[dir]); err != nil {
-			k.trace.Warn(ctx, "cannot restore "+filepath.Join(dir, volDataFileName)+" from the journal: "+err.Error())
+		if err := k.FS.SaveVolumeData(dir, copies[dir]); err != nil {
+			k.Trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		k.trace.Note(ctx, false, "restored "+filepath.Join(dir, volDataFileName)+" from the journal: a failed republish removed it while the volume stayed published, and a real kubelet would never unpublish it (docs/kubelet.md §1.7)")
+		k.Trace.Note(ctx, false, "restored "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: a failed republish removed it while the volume stayed published, and a real kubelet would never unpublish it (docs/kubelet.md §1.7)")
 	}
 }
 
 // volumeFromData is the volume a pod volume dir's vol_data.json describes.
-func volumeFromData(data map[string]string) *volumeSpec {
-	v := &volumeSpec{PodVolume: data["specVolID"], SpecName: data["specVolID"], Driver: data["driverName"],
+func volumeFromData(data map[string]string) *csiplugin.VolumeSpec {
+	v := &csiplugin.VolumeSpec{PodVolume: data["specVolID"], SpecName: data["specVolID"], Driver: data["driverName"],
 		Handle: data["volumeHandle"], Mode: storagev1.VolumeLifecycleMode(data["volumeLifecycleMode"])}
 	if v.Mode == "" || v.Mode == storagev1.VolumeLifecyclePersistent {
 		v.Mode = storagev1.VolumeLifecyclePersistent
@@ -260,12 +255,12 @@ func volumeFromData(data map[string]string) *volumeSpec {
 	return v
 }
 
-func (k *Kubelet) blockVolumeFromData(specName string) *volumeSpec {
-	data, err := k.fs.loadVolumeData(k.paths.BlockDataDir(specName))
+func (k *Kubelet) blockVolumeFromData(specName string) *csiplugin.VolumeSpec {
+	data, err := k.FS.LoadVolumeData(k.Layout.BlockDataDir(specName))
 	if err != nil {
 		return nil
 	}
-	return &volumeSpec{PodVolume: specName, SpecName: specName, Driver: data["driverName"], Handle: data["volumeHandle"],
+	return &csiplugin.VolumeSpec{PodVolume: specName, SpecName: specName, Driver: data["driverName"], Handle: data["volumeHandle"],
 		Mode: storagev1.VolumeLifecyclePersistent, Block: true,
 		PV: &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: specName}}}
 }
@@ -273,28 +268,28 @@ func (k *Kubelet) blockVolumeFromData(specName string) *volumeSpec {
 // recordReconstructedDevice records the device of a persistent volume as
 // uncertain when something of it is on disk: a staged filesystem volume's
 // vol_data.json, or a block volume's data dir.
-func (k *Kubelet) recordReconstructedDevice(v *volumeSpec) {
-	if !v.persistent() {
+func (k *Kubelet) recordReconstructedDevice(v *csiplugin.VolumeSpec) {
+	if !v.Persistent() {
 		return
 	}
-	unique := v.uniqueName("")
-	if _, ok := k.state.device(unique); ok {
+	unique := v.UniqueName("")
+	if _, ok := k.State.Device(unique); ok {
 		return
 	}
 	if v.Block {
-		if _, err := os.Stat(k.paths.BlockDataDir(v.SpecName)); err != nil {
+		if _, err := os.Stat(k.Layout.BlockDataDir(v.SpecName)); err != nil {
 			return
 		}
-	} else if _, err := k.fs.loadVolumeData(filepath.Dir(k.paths.DeviceMountPath(v.Driver, v.Handle))); err != nil {
+	} else if _, err := k.FS.LoadVolumeData(filepath.Dir(k.Layout.DeviceMountPath(v.Driver, v.Handle))); err != nil {
 		return
 	}
-	k.state.recordDevice(unique, v, uncertain(errors.New("reconstructed")))
+	k.State.RecordDevice(unique, v, csiplugin.AsUncertain(errors.New("reconstructed")))
 }
 
 // validReconstructed checks what was read back from disk before any path is
 // built from it: a vol_data.json edited by hand must not lead out of the
 // root dir.
-func validReconstructed(uid string, v *volumeSpec) error {
+func validReconstructed(uid string, v *csiplugin.VolumeSpec) error {
 	if err := manifests.ValidatePodUID(uid, field.NewPath("pod uid")); err != nil {
 		return err
 	}
@@ -310,7 +305,7 @@ func validReconstructed(uid string, v *volumeSpec) error {
 // vol_data.json a journal copied. Nothing listed: `cleanup` can finish
 // without the driver (RecoverWithoutDriver).
 func DriverWork(root string) ([]string, error) {
-	journals, err := Journals(root)
+	journals, err := rootdir.Journals(root)
 	if err != nil {
 		return nil, err
 	}
@@ -323,18 +318,18 @@ func DriverWork(root string) ([]string, error) {
 		}
 	}
 	for _, j := range journals {
-		jc, err := readJournal(j)
+		jc, err := rootdir.ReadJournal(j)
 		if err != nil {
 			return nil, err
 		}
-		for p := range jc.mountPaths {
+		for p := range jc.MountPaths {
 			add(p)
 		}
-		for p := range jc.inFlight {
+		for p := range jc.InFlight {
 			add(p)
 		}
-		for dir := range jc.volData {
-			add(filepath.Join(dir, volDataFileName))
+		for dir := range jc.VolData {
+			add(filepath.Join(dir, rootdir.VolDataFileName))
 		}
 	}
 	slices.Sort(out)
@@ -346,14 +341,14 @@ func DriverWork(root string) ([]string, error) {
 // directories and files the runs made are removed as Recover removes
 // them, and the journals go.
 func (k *Kubelet) RecoverWithoutDriver(ctx context.Context) *Outcome {
-	journals, err := Journals(k.paths.Root)
+	journals, err := rootdir.Journals(k.Layout.Root)
 	if err != nil {
 		return &Outcome{MountErr: err}
 	}
 	if stop := k.adoptJournals(ctx, journals); stop != nil {
 		return stop
 	}
-	out := &Outcome{Leftovers: k.cleanup(context.WithoutCancel(ctx), false)}
+	out := &Outcome{Leftovers: k.Cleanup(context.WithoutCancel(ctx), false)}
 	if out.Leftovers.NothingOnDisk() {
 		k.removeJournals(journals, out)
 	}

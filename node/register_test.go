@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §13, §21.2: the registrar asks GetPluginInfo; the kubelet
@@ -22,7 +23,7 @@ import (
 func TestRegisterCalls(t *testing.T) {
 	drv := newFakeDriver()
 	e := newUnregisteredEnv(t, "", drv)
-	reg, err := e.k.register(context.Background())
+	reg, err := e.k.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestRegisterTopologyAndAllocatable(t *testing.T) {
 			drv := newFakeDriver()
 			drv.Update(func(c *csifake.Config) { c.Topology, c.MaxVolumesPerNode = tc.topology, tc.max })
 			e := newUnregisteredEnv(t, "", drv)
-			reg, err := e.k.register(context.Background())
+			reg, err := e.k.Register(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,11 +145,11 @@ func TestRegisterErrors(t *testing.T) {
 			drv := newFakeDriver()
 			tc.setup(drv)
 			e := newUnregisteredEnv(t, docs(csiDriverDoc("volumeLifecycleModes: [Ephemeral]"), podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))), drv)
-			reg, err := e.k.register(context.Background())
+			reg, err := e.k.Register(context.Background())
 			if err == nil || reg != nil {
 				t.Fatalf("Register = %+v, %v; want an error", reg, err)
 			}
-			var re *RegistrationError
+			var re *csiplugin.RegistrationError
 			if !errors.As(err, &re) || re.Step != tc.wantStep {
 				t.Errorf("error %#v, want a RegistrationError at step %q", err, tc.wantStep)
 			}
@@ -193,14 +194,14 @@ func TestRegisteredNameMismatch(t *testing.T) {
 }
 
 func TestInstallCSIDriver(t *testing.T) {
-	reg, err := installCSIDriver("d", &csi.NodeGetInfoResponse{NodeId: "n", AccessibleTopology: &csi.Topology{Segments: map[string]string{"z": "1", "a": "2"}}, MaxVolumesPerNode: 3})
+	reg, err := csiplugin.InstallCSIDriver("d", &csi.NodeGetInfoResponse{NodeId: "n", AccessibleTopology: &csi.Topology{Segments: map[string]string{"z": "1", "a": "2"}}, MaxVolumesPerNode: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(reg.CSINodeDriver.TopologyKeys, []string{"a", "z"}) || *reg.CSINodeDriver.Allocatable.Count != 3 || reg.NodeIDAnnotation != `{"d":"n"}` {
 		t.Errorf("registration = %+v", reg)
 	}
-	if _, err := installCSIDriver("d", &csi.NodeGetInfoResponse{}); err == nil || err.Error() != "error adding CSI driver node info: driverNodeID must not be empty" {
+	if _, err := csiplugin.InstallCSIDriver("d", &csi.NodeGetInfoResponse{}); err == nil || err.Error() != "error adding CSI driver node info: driverNodeID must not be empty" {
 		t.Errorf("empty node id: %v", err)
 	}
 }
@@ -221,8 +222,8 @@ func TestRegisterRefusesDriverName(t *testing.T) {
 			drv := newFakeDriver()
 			drv.Update(func(c *csifake.Config) { c.Name = tc.driver })
 			e := newUnregisteredEnv(t, "", drv)
-			_, err := e.k.register(context.Background())
-			var re *RegistrationError
+			_, err := e.k.Register(context.Background())
+			var re *csiplugin.RegistrationError
 			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want a RegistrationError starting %q", err, tc.want)
 			}

@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/operationexecutor"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // republishDriver is a CSIDriver with requiresRepublish and the given
@@ -71,12 +74,12 @@ func TestRepublishCalls(t *testing.T) {
 			e := newEnv(t, tc.manifests, newFakeDriver(capStage))
 			e.mountOK("app-1")
 			first := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume")
-			if got := e.k.requiresRepublish(e.pod("app-1")); got != tc.requires {
+			if got := e.k.RequiresRepublish(e.pod("app-1")); got != tc.requires {
 				t.Errorf("RequiresRepublish = %t, want %t", got, tc.requires)
 			}
 			e.drv.ClearCalls()
 			before := len(e.steps(false))
-			if errs := e.k.republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
+			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
 				t.Fatalf("Republish: %v", errs)
 			}
 			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.want) {
@@ -110,7 +113,7 @@ func TestRepublishFailureKeepsTarget(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage), withVersion(tc.minor))
 			e.mountOK("app-1")
 			e.drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "bad"))
-			errs := e.k.republish(context.Background(), e.pod("app-1"), 1)
+			errs := e.k.Republish(context.Background(), e.pod("app-1"), 1)
 			if len(errs) != 1 {
 				t.Fatalf("errors %v, want one", errs)
 			}
@@ -122,7 +125,7 @@ func TestRepublishFailureKeepsTarget(t *testing.T) {
 				t.Errorf("target kept = %t, want %t", kept, tc.wantKeep)
 			}
 			e.drv.ClearCalls()
-			if errs := e.k.republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
+			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
 				t.Errorf("second republish: %v", errs)
 			}
 			if n := len(only(e.drv.Calls(), "NodePublishVolume")); n != 1 {
@@ -141,12 +144,12 @@ func TestRepublishWaitForAttachFails(t *testing.T) {
 	va, _ := e.cluster.VolumeAttachment(attachmentVol1)
 	va.Status.Attached = false
 	e.drv.ClearCalls()
-	errs := e.k.republish(context.Background(), e.pod("app-1"), 1)
+	errs := e.k.Republish(context.Background(), e.pod("app-1"), 1)
 	const want = `MountVolume.WaitForAttach failed for volume "pv-1" : volume vol-1 is not attached for volume attachment ` + attachmentVol1
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("errors %v, want %q", errs, want)
 	}
-	if ve := errs[0].(*VolumeError); ve.Kind != Transient {
+	if ve := errs[0].(*csiplugin.VolumeError); ve.Kind != csiplugin.Transient {
 		t.Errorf("kind %v, want transient", ve.Kind)
 	}
 	if calls := e.drv.Calls(); len(calls) != 0 {
@@ -168,7 +171,7 @@ func TestRepublishTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			var n atomic.Int32
-			e.k.tokens = &fakeTokens{token: func(aud string) string {
+			e.k.Tokens = &fakeTokens{token: func(aud string) string {
 				if !tc.renew {
 					return "token-" + aud
 				}
@@ -180,7 +183,7 @@ func TestRepublishTokens(t *testing.T) {
 					t.Errorf("first mount noted %q", s)
 				}
 			}
-			if errs := e.k.republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
+			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
 				t.Fatal(errs)
 			}
 			if got := e.steps(false); !slices.Contains(got, tc.wantMsg) {
@@ -197,7 +200,7 @@ func TestRepublishBlock(t *testing.T) {
 	e := newEnv(t, m, newFakeDriver(capStage), dryRun)
 	e.mountOK("app-1")
 	e.drv.ClearCalls()
-	if errs := e.k.republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
+	if errs := e.k.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	want := []string{"MapPodDevice#2:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)", "MapPodDevice#2:NodePublishVolume"}
@@ -230,18 +233,18 @@ func TestRepublishFailureRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		manifests string
-		retry     Retry
+		retry     operationexecutor.Retry
 		dry       bool
 		wantPubs  int
 		minor     int
 	}{
-		{"retry-for", fsVol, Retry{For: 10 * time.Second}, false, 2, 37},
-		{"max-attempts", fsVol, Retry{MaxAttempts: 2}, false, 2, 37},
+		{"retry-for", fsVol, operationexecutor.Retry{For: 10 * time.Second}, false, 2, 37},
+		{"max-attempts", fsVol, operationexecutor.Retry{MaxAttempts: 2}, false, 2, 37},
 		// Up to 1.35 the failure removed the target and its vol_data.json;
 		// the retry's SetUp writes them again, so the teardown finds them.
-		{"1.35", fsVol, Retry{For: 10 * time.Second}, false, 2, 35},
-		{"block", block, Retry{For: 10 * time.Second}, true, 2, 37},
-		{"no retries", fsVol, Retry{}, false, 1, 37},
+		{"1.35", fsVol, operationexecutor.Retry{For: 10 * time.Second}, false, 2, 35},
+		{"block", block, operationexecutor.Retry{For: 10 * time.Second}, true, 2, 37},
+		{"no retries", fsVol, operationexecutor.Retry{}, false, 1, 37},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := []envOption{withVersion(tc.minor), func(c *Config) { c.Retry = tc.retry }}
@@ -252,8 +255,8 @@ func TestRepublishFailureRetried(t *testing.T) {
 			e.mountOK("app-1")
 			first := len(publishes(e))
 			e.drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "bad"))
-			var rep RunningReport
-			e.k.runPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, RunningSchedule{SyncFrequency: time.Hour}, &rep)
+			var rep volumemanager.RunningReport
+			e.k.RunPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, volumemanager.RunningSchedule{SyncFrequency: time.Hour}, &rep)
 			pubs := publishes(e)[first:]
 			if len(pubs) != tc.wantPubs {
 				t.Fatalf("%d NodePublishVolume while the pod ran, want %d", len(pubs), tc.wantPubs)
@@ -265,7 +268,7 @@ func TestRepublishFailureRetried(t *testing.T) {
 			retried := tc.wantPubs == 2
 			if retried {
 				failedAt := pubs[0].Start.Add(pubs[0].Duration)
-				if gap := pubs[1].Start.Sub(failedAt); gap < initialDurationBeforeRetry-20*time.Millisecond {
+				if gap := pubs[1].Start.Sub(failedAt); gap < operationexecutor.InitialDurationBeforeRetry-20*time.Millisecond {
 					t.Errorf("retry %v after the failure, want the backoff of 500ms", gap)
 				}
 				if pubs[1].Err != nil {
@@ -300,15 +303,15 @@ func TestRepublishFailureRetried(t *testing.T) {
 // operation per volume at a time).
 func TestRepublishRetryStopsAtHoldEnd(t *testing.T) {
 	e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage),
-		withVersion(37), func(c *Config) { c.Retry = Retry{For: time.Minute} })
+		withVersion(37), func(c *Config) { c.Retry = operationexecutor.Retry{For: time.Minute} })
 	e.mountOK("app-1")
 	first := len(publishes(e))
 	e.drv.FailNext("NodePublishVolume", codes.Internal, 10)
-	var rep RunningReport
+	var rep volumemanager.RunningReport
 	start := time.Now()
 	// Attempts at 0 s and 0.5 s; the next would be at 1.5 s, after the
 	// hold's end. Syncs every 300 ms meanwhile.
-	e.k.runPod(context.Background(), e.pod("app-1"), 1200*time.Millisecond, RunningSchedule{RepublishPeriod: 300 * time.Millisecond}, &rep)
+	e.k.RunPod(context.Background(), e.pod("app-1"), 1200*time.Millisecond, volumemanager.RunningSchedule{RepublishPeriod: 300 * time.Millisecond}, &rep)
 	// A retry that went on would take most of its minute; the count of
 	// publishes below says exactly where it stopped. This bound only stops
 	// a hang early, far above what a loaded machine takes.

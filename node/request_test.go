@@ -7,6 +7,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §8: both columns of the access-mode table.
@@ -24,10 +26,10 @@ func TestAccessModeTables(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.k8s), func(t *testing.T) {
-			if got := asCSIAccessMode(tc.k8s); got != tc.withoutSNMW {
+			if got := csiplugin.AsCSIAccessMode(tc.k8s); got != tc.withoutSNMW {
 				t.Errorf("without SINGLE_NODE_MULTI_WRITER: %v, want %v", got, tc.withoutSNMW)
 			}
-			if got := asSingleNodeMultiWriterCapableCSIAccessMode(tc.k8s); got != tc.withSNMW {
+			if got := csiplugin.AsSingleNodeMultiWriterCapableCSIAccessMode(tc.k8s); got != tc.withSNMW {
 				t.Errorf("with SINGLE_NODE_MULTI_WRITER: %v, want %v", got, tc.withSNMW)
 			}
 		})
@@ -192,19 +194,19 @@ func TestRequiredFieldsCheckedBeforeCall(t *testing.T) {
 		want string
 	}{
 		{"stage: volume id", func() error {
-			return e.k.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{StagingTargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{StagingTargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing volume id"},
 		{"stage: staging path", func() error {
-			return e.k.nodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing staging target path"},
 		{"publish: volume id", func() error {
-			return e.k.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{TargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{TargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing volume id"},
 		{"publish: target path", func() error {
-			return e.k.nodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing target path"},
-		{"unstage: volume id", func() error { return e.k.nodeUnstageVolume(ctx, "", "/x") }, "missing volume id"},
-		{"unstage: staging path", func() error { return e.k.nodeUnstageVolume(ctx, "v", "") }, "missing staging target path"},
+		{"unstage: volume id", func() error { return e.k.NodeUnstageVolume(ctx, "", "/x") }, "missing volume id"},
+		{"unstage: staging path", func() error { return e.k.NodeUnstageVolume(ctx, "v", "") }, "missing staging target path"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

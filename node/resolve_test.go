@@ -14,6 +14,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // Claims are resolved like the desired-state populator does; inputs the
@@ -58,7 +59,7 @@ func TestResolveClaims(t *testing.T) {
 			}
 			drv := newFakeDriver()
 			k := New(Config{RootDir: t.TempDir(), NodeName: testNode, Cluster: c, Conn: drv})
-			_, err = k.mountPod(context.Background(), c.Pods()[0], false)
+			_, err = k.MountPod(context.Background(), c.Pods()[0], false)
 			if err == nil {
 				t.Fatal("MountPod succeeded")
 			}
@@ -90,7 +91,7 @@ spec:
 	e := newEnv(t, docs(noAttachDriver, nfsPV, pvcDoc("nfs", "nfs-pv"),
 		podDoc("app-1", "pod-uid-1", "{name: cache, emptyDir: {}}", claimVol("shared", "nfs"))), newFakeDriver())
 	res := e.mountOK("app-1")
-	want := []SkippedVolume{{Name: "cache", Reason: "not a CSI volume"}, {Name: "shared", Reason: "PV nfs-pv is not a CSI volume"}}
+	want := []csiplugin.SkippedVolume{{Name: "cache", Reason: "not a CSI volume"}, {Name: "shared", Reason: "PV nfs-pv is not a CSI volume"}}
 	if !slices.Equal(res.Skipped, want) {
 		t.Errorf("skipped = %+v, want %+v", res.Skipped, want)
 	}

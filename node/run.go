@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,163 +11,10 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
-
-// Plan is a command's schedule for the kubelet: which pods come, when,
-// for how long, and how the kubelet works on them. `run` and `plan` give
-// every pod at once, one after the other; `load` gives many, at a rate,
-// with the reconciler's parallelism; conformance gives each scenario's pod,
-// its attach step as the Controller and its checks as WhileRunning.
-// `cleanup` calls Recover, which ends with the same teardown.
-type Plan struct {
-	// Pods are the pods to run; none: the cluster's pods, or the default
-	// pod when the cluster has none.
-	Pods []PodPlan
-	// DefaultPod makes the default pod when the cluster has no pod.
-	DefaultPod *manifests.DefaultPod
-	// ProvisionDefault tells, once the driver has registered, whether the
-	// default pod's persistent volume is provisioned (a claim of a
-	// StorageClass of the driver, for the plan's Controller) instead of a
-	// PV with a made-up handle. Nil: never.
-	ProvisionDefault func(ctx context.Context, reg *Registration) bool
-	// AdmitDefaultPod runs the API server's admission on the default pod
-	// when one is made (the input's pods went through it when loaded).
-	AdmitDefaultPod func(pod *corev1.Pod) error
-	// Schedule turns the cluster's pods (the default pod included) into
-	// the plan's pods, once the driver has registered: `load` adds copies
-	// and arrival times. Nil: every pod at once.
-	Schedule func(pods []*corev1.Pod) ([]PodPlan, error)
-	// Hold is how long each pod runs between mount and teardown when its
-	// PodPlan says nothing: 0 not at all, < 0 until ctx ends.
-	Hold time.Duration
-	// Running is when the kubelet touches a running pod's volumes.
-	Running RunningSchedule
-	// Parallel: pods start as their time comes and run side by side, and a
-	// pod's volumes are mounted and torn down side by side (the volume
-	// manager's reconciler); otherwise one after the other, in order.
-	Parallel bool
-	// Teardown is the context of the teardown after ctx ended (the first
-	// Ctrl-C); cancelling it (a second Ctrl-C) abandons the teardown.
-	// Nil: the teardown cannot be abandoned.
-	Teardown context.Context
-	// KeepResults keeps every pod's result in the outcome; `load` with
-	// churn keeps only the counts, so memory stays flat.
-	KeepResults bool
-	// OnPod is told when a pod is mounted and when it is gone.
-	OnPod func(PodEvent)
-	// Controller provisions and attaches before the pods, and detaches
-	// and deletes after them (controller.go); nil: none.
-	Controller Controller
-	// WhileRunning is called for each pod once all its volumes are
-	// mounted, before it runs for its Hold: what is done to a running pod
-	// from outside the kubelet (conformance's checks republish, unmount
-	// and call the driver themselves). Nil: nothing.
-	WhileRunning func(ctx context.Context, pod *RunningPod)
-	// RemoveRoot: the clean-up removes the root dir too when it leaves
-	// nothing in it (conformance's root dir of one scenario).
-	RemoveRoot bool
-}
-
-// PodPlan is one pod of a plan: when it is created (after the run's start)
-// and how long it runs (0: Plan.Hold).
-type PodPlan struct {
-	Pod      *corev1.Pod
-	At       time.Duration
-	Lifetime time.Duration
-}
-
-// PodEvent is a pod reaching a step.
-type PodEvent struct {
-	Pod    *corev1.Pod
-	Step   string // "mounted", "failed", "gone"
-	Result *PodResult
-}
-
-// Outcome is what a run of the kubelet did, for the command's summary and
-// exit code.
-type Outcome struct {
-	Registration *Registration
-	RegErr       error
-	Results      []*PodResult
-	// Pods counts the pods run, Failed those with a volume that failed.
-	Pods, Failed int
-	// MountErr: a pod's volumes could not even be resolved (bad input).
-	MountErr     error
-	Running      RunningReport
-	TeardownErrs []error
-	Leftovers    *Leftovers
-	// Interrupted: ctx ended before the plan did (Ctrl-C); the teardown
-	// still ran. Abandoned: the teardown was cancelled too.
-	Interrupted, Abandoned bool
-	// HoldEnded: the interrupt came once every pod's volumes were mounted,
-	// with Plan.Hold forever: the documented way to end such a run, not a
-	// failure of it.
-	HoldEnded bool
-
-	// ControllerErr: the plan's Controller failed before the pods.
-	ControllerErr error
-}
-
-// FirstVolumeError is the first volume that failed to mount.
-func (o *Outcome) FirstVolumeError() error {
-	for _, r := range o.Results {
-		for _, v := range r.Volumes {
-			if v.Err != nil {
-				return v.Err
-			}
-		}
-	}
-	return nil
-}
-
-// EarlierRunError is a root dir that holds the journal of a run that did
-// not finish its teardown.
-type EarlierRunError struct {
-	Root     string
-	Journals []string
-	// Live is the journals' writer when it still runs (it holds its
-	// journal's flock, though the root dir's lock file was removed under
-	// it): it is not to be cleaned up under it.
-	Live *LockOwner
-}
-
-func (e *EarlierRunError) Error() string {
-	if e.Live != nil {
-		return fmt.Sprintf("root dir %s is in use by a running csi-kubelet-sim, %s (its journal is in %s/%s): wait for it to finish or stop it; do not run `cleanup` on a live run", e.Root, e.Live, e.Root, journalDir)
-	}
-	return fmt.Sprintf("root dir %s holds volumes of an earlier run that did not finish (%d journal(s) in %s/%s; the run that wrote them is gone); finish it with `csi-kubelet-sim cleanup --root-dir %s --endpoint <the driver's socket>` before running here again", e.Root, len(e.Journals), e.Root, journalDir, e.Root)
-}
-
-// CheckRoot refuses a root dir that holds an earlier run's volumes: a
-// kubelet that restarts reconstructs them first, and so must the user,
-// through the driver, with `cleanup`. A journal whose writer still runs
-// is named as a live run instead.
-func CheckRoot(root string) error {
-	js, err := Journals(root)
-	if err != nil {
-		return err
-	}
-	if len(js) == 0 {
-		return nil
-	}
-	e := &EarlierRunError{Root: root, Journals: js}
-	if o, ok := LiveJournalOwner(js); ok {
-		e.Live = &o
-	}
-	return e
-}
-
-// LiveJournalOwner is the writer of one of the journals when it is still
-// running: it holds the journal's flock (not this process). The PID in a
-// journal's header alone says nothing: it may be reused, or a zombie's.
-func LiveJournalOwner(journals []string) (LockOwner, bool) {
-	for _, j := range journals {
-		if o, ok := journalWriter(j); ok {
-			return o, true
-		}
-	}
-	return LockOwner{}, false
-}
 
 // Run is a kubelet's life on the node for the plan: register the driver,
 // mount the pods' volumes, run the pods, tear them down (in reverse order
@@ -176,7 +22,7 @@ func LiveJournalOwner(journals []string) (LockOwner, bool) {
 // plan.Teardown.
 func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 	out := &Outcome{}
-	reg, err := k.register(ctx)
+	reg, err := k.Register(ctx)
 	out.Registration, out.RegErr = reg, err
 	var mounted []*corev1.Pod
 	if err == nil {
@@ -207,17 +53,17 @@ func teardownContext(ctx context.Context, plan Plan) context.Context {
 }
 
 // podPlans are the plan's pods, or the cluster's, or the default pod.
-func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *Registration) ([]PodPlan, error) {
+func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *csiplugin.Registration) ([]PodPlan, error) {
 	if len(plan.Pods) > 0 {
 		return plan.Pods, nil
 	}
-	if len(k.cluster.Pods()) == 0 && plan.DefaultPod != nil {
+	if len(k.Cluster.Pods()) == 0 && plan.DefaultPod != nil {
 		dp := *plan.DefaultPod
 		dp.Driver = reg.DriverName
 		dp.Provision = plan.ProvisionDefault != nil && plan.ProvisionDefault(ctx, reg)
 		dp.NodeName = k.cfg.NodeName
-		dp.AttachmentName = AttachmentName
-		pod, err := k.cluster.AddDefaultPod(dp)
+		dp.AttachmentName = rootdir.AttachmentName
+		pod, err := k.Cluster.AddDefaultPod(dp)
 		if err != nil {
 			return nil, err
 		}
@@ -228,10 +74,10 @@ func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *Registration) ([
 		}
 	}
 	if plan.Schedule != nil {
-		return plan.Schedule(k.cluster.Pods())
+		return plan.Schedule(k.Cluster.Pods())
 	}
 	var out []PodPlan
-	for _, p := range k.cluster.Pods() {
+	for _, p := range k.Cluster.Pods() {
 		out = append(out, PodPlan{Pod: p})
 	}
 	return out, nil
@@ -241,13 +87,13 @@ func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *Registration) ([
 // the pods to tear down.
 func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out *Outcome) []*corev1.Pod {
 	var mounted []*corev1.Pod
-	var results []*PodResult
+	var results []*volumemanager.PodResult
 	for _, pp := range pods {
 		if ctx.Err() != nil {
 			break
 		}
 		k.placePod(pp.Pod)
-		res, err := k.mountPod(ctx, pp.Pod, false)
+		res, err := k.MountPod(ctx, pp.Pod, false)
 		if err != nil {
 			out.MountErr = err
 			break
@@ -273,7 +119,7 @@ func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k.runPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+			k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 		}()
 	}
 	wg.Wait()
@@ -289,14 +135,14 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, pp := range pods {
-		if !sleepUntil(ctx, start.Add(pp.At)) {
+		if !volumemanager.SleepUntil(ctx, start.Add(pp.At)) {
 			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			k.placePod(pp.Pod)
-			res, err := k.mountPod(ctx, pp.Pod, true)
+			res, err := k.MountPod(ctx, pp.Pod, true)
 			mu.Lock()
 			if err != nil && out.MountErr == nil {
 				out.MountErr = err
@@ -307,9 +153,9 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 			mu.Unlock()
 			if err == nil && !res.Failed() {
 				k.whileRunning(ctx, plan, res)
-				k.runPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+				k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 			}
-			errs := k.unmountPod(tctx, pp.Pod, true)
+			errs := k.UnmountPod(tctx, pp.Pod, true)
 			mu.Lock()
 			out.TeardownErrs = append(out.TeardownErrs, errs...)
 			mu.Unlock()
@@ -322,7 +168,7 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 }
 
 // count adds a mounted pod to the outcome.
-func (k *Kubelet) count(out *Outcome, res *PodResult, plan Plan) {
+func (k *Kubelet) count(out *Outcome, res *volumemanager.PodResult, plan Plan) {
 	out.Pods++
 	step := "mounted"
 	if res.Failed() {
@@ -355,40 +201,17 @@ func lifetime(pp PodPlan, plan Plan) time.Duration {
 	return plan.Hold
 }
 
-// sleepUntil waits until t; false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
-}
-
 // warnNameMismatch says what a name mismatch does: the kubelet looks the
 // CSIDriver object and the driver up by the name each volume gives, and
 // knows the driver only by the name it registered.
 func (k *Kubelet) warnNameMismatch(ctx context.Context, registered string) {
 	lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
-	if _, ok := k.cluster.CSIDriver(registered); ok {
+	if _, ok := k.Cluster.CSIDriver(registered); ok {
 		return
 	}
-	for _, d := range k.cluster.CSIDrivers() {
+	for _, d := range k.Cluster.CSIDrivers() {
 		if d.Name != registered {
-			k.trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q%s: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, manifests.DidYouMean(d.Name, []string{registered}), registered))
+			k.Trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q%s: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, manifests.DidYouMean(d.Name, []string{registered}), registered))
 		}
 	}
-}
-
-// IsInTheWay tells whether err is a path of someone else's that the run
-// needed.
-func IsInTheWay(err error) bool {
-	var e *InTheWayError
-	return errors.As(err, &e)
 }

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // parallelManifests: pods app-0..app-9 share pv-shared (one volume, one
@@ -77,69 +78,6 @@ func TestRunParallel(t *testing.T) {
 	}
 }
 
-// The operation executor's keys (nestedpendingoperations): an empty pod
-// name is the whole volume.
-func TestOperationKeysConflict(t *testing.T) {
-	for _, tc := range []struct {
-		a, b operationKey
-		want bool
-	}{
-		{operationKey{"v1", ""}, operationKey{"v1", ""}, true},
-		{operationKey{"v1", ""}, operationKey{"v1", "p1"}, true},
-		{operationKey{"v1", "p1"}, operationKey{"v1", "p1"}, true},
-		{operationKey{"v1", "p1"}, operationKey{"v1", "p2"}, false},
-		{operationKey{"v1", ""}, operationKey{"v2", ""}, false},
-	} {
-		if got := tc.a.conflicts(tc.b); got != tc.want {
-			t.Errorf("%v vs %v: %t, want %t", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
-// A second operation on a volume waits for the first; one on another
-// volume runs at once.
-func TestOperationsOnePerVolume(t *testing.T) {
-	var ops operations
-	var inFlight, most atomic.Int32
-	op := func() error {
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		time.Sleep(30 * time.Millisecond)
-		inFlight.Add(-1)
-		return nil
-	}
-	done := make(chan struct{}, 3)
-	for _, key := range []operationKey{{"v1", ""}, {"v1", "p1"}} {
-		go func() { _ = ops.run(context.Background(), key, op); done <- struct{}{} }()
-	}
-	<-done
-	<-done
-	if most.Load() != 1 {
-		t.Errorf("conflicting operations ran side by side (%d at once)", most.Load())
-	}
-	most.Store(0)
-	for _, key := range []operationKey{{"v1", "p1"}, {"v1", "p2"}} {
-		go func() { _ = ops.run(context.Background(), key, op); done <- struct{}{} }()
-	}
-	<-done
-	<-done
-	if most.Load() != 2 {
-		t.Errorf("different pods' operations on a volume did not run side by side (%d at once)", most.Load())
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	release := make(chan struct{})
-	go func() {
-		_ = ops.run(context.Background(), operationKey{"v9", ""}, func() error { <-release; return nil })
-	}()
-	time.Sleep(10 * time.Millisecond)
-	cancel()
-	if err := ops.run(ctx, operationKey{"v9", ""}, op); err == nil {
-		t.Errorf("a waiting operation ignored its cancelled context")
-	}
-	close(release)
-}
-
 // After a kill -9 the journal stays; a new run refuses the root dir, and
 // Recover reconstructs the volume from disk and tears it down through the
 // driver: NodeUnpublish then NodeUnstage, and the journal goes.
@@ -147,7 +85,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	drv := newFakeDriver(capStage)
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv)
 	e.mountOK("app-1") // and the process dies: no teardown
-	if err := CheckRoot(e.root); err == nil {
+	if err := rootdir.CheckRoot(e.root); err == nil {
 		t.Fatalf("CheckRoot accepted a root dir with an unfinished run")
 	}
 	drv.ClearCalls()
@@ -169,10 +107,10 @@ func TestRecoverAfterCrash(t *testing.T) {
 	if !out.Leftovers.Clean() {
 		t.Errorf("leftovers after recover: %+v", out.Leftovers)
 	}
-	if js, _ := Journals(e.root); len(js) != 0 {
+	if js, _ := rootdir.Journals(e.root); len(js) != 0 {
 		t.Errorf("journals left: %v", js)
 	}
-	if err := CheckRoot(e.root); err != nil {
+	if err := rootdir.CheckRoot(e.root); err != nil {
 		t.Errorf("CheckRoot after recover: %v", err)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(e.root, "pods")); len(entries) != 0 {

@@ -7,21 +7,22 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"google.golang.org/grpc/codes"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/volumemanager"
 )
 
 // The running pod's timers: pod syncs at wait.Jitter(syncFrequency, 0.5)
 // or a fixed republish period; the stats calculator's first round at the
 // fs resource analyzer's next tick, then wait.JitterUntil(period, 1.0).
 func TestRunningScheduleJitter(t *testing.T) {
-	s := RunningSchedule{SyncFrequency: time.Minute, StatsPeriod: 10 * time.Second}
+	s := volumemanager.RunningSchedule{SyncFrequency: time.Minute, StatsPeriod: 10 * time.Second}
 	for range 200 {
-		if d := s.nextSync(); d < time.Minute || d > 90*time.Second {
+		if d := s.NextSync(); d < time.Minute || d > 90*time.Second {
 			t.Fatalf("nextSync %v, want 1m to 1m30s", d)
 		}
-		if d := s.nextStats(); d < 10*time.Second || d > 20*time.Second {
+		if d := s.NextStats(); d < 10*time.Second || d > 20*time.Second {
 			t.Fatalf("nextStats %v, want 10s to 20s", d)
 		}
 	}
@@ -35,11 +36,11 @@ func TestRunningScheduleJitter(t *testing.T) {
 		{23 * time.Second, 7 * time.Second},
 		{-time.Second, 10 * time.Second},
 	} {
-		if d := s.firstStats(start, start.Add(tc.since)); d != tc.want {
+		if d := s.FirstStats(start, start.Add(tc.since)); d != tc.want {
 			t.Errorf("firstStats %v after the start = %v, want %v", tc.since, d, tc.want)
 		}
 	}
-	if d := (RunningSchedule{SyncFrequency: time.Minute, RepublishPeriod: 3 * time.Second}).nextSync(); d != 3*time.Second {
+	if d := (volumemanager.RunningSchedule{SyncFrequency: time.Minute, RepublishPeriod: 3 * time.Second}).NextSync(); d != 3*time.Second {
 		t.Errorf("nextSync with a republish period = %v, want 3s", d)
 	}
 }
@@ -52,14 +53,14 @@ func TestRunPod(t *testing.T) {
 		newFakeDriver(capStage, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS))
 	e.mountOK("app-1")
 	e.drv.ClearCalls()
-	var rep RunningReport
-	sched := RunningSchedule{RepublishPeriod: 40 * time.Millisecond, StatsPeriod: 40 * time.Millisecond}
-	e.k.runPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
+	var rep volumemanager.RunningReport
+	sched := volumemanager.RunningSchedule{RepublishPeriod: 40 * time.Millisecond, StatsPeriod: 40 * time.Millisecond}
+	e.k.RunPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
 	if len(e.drv.Calls()) != 0 {
 		t.Fatalf("RunPod for 0: calls %q", seq(e.drv.Calls()))
 	}
 	e.drv.FailNext("NodePublishVolume", codes.Internal, 1)
-	e.k.runPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
+	e.k.RunPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
 	got := rep.Snapshot()
 	// The first sync is the early one of PLEGOnDemandRelist (1.37): at once.
 	if !got.Republish || got.FirstSync != 0 || got.Syncs < 2 || got.Stats < 1 {
@@ -82,7 +83,7 @@ func TestRunPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	e.k.runPod(ctx, e.pod("app-1"), -1, sched, &rep)
+	e.k.RunPod(ctx, e.pod("app-1"), -1, sched, &rep)
 	// A pod kept until its context would otherwise run on for good: the
 	// bound only has to be finite, and far above what load adds.
 	if time.Since(start) > 30*time.Second {
@@ -111,7 +112,7 @@ func TestRunPodEarlySync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage), tc.opt(t))
-			d, why := e.k.earlySync()
+			d, why := e.k.EarlySync()
 			if tc.onDemand && (d != 0 || !strings.Contains(why, "PLEGOnDemandRelist")) {
 				t.Errorf("earlySync %v %q, want 0 and PLEGOnDemandRelist", d, why)
 			}
@@ -120,8 +121,8 @@ func TestRunPodEarlySync(t *testing.T) {
 			}
 			e.mountOK("app-1")
 			e.drv.ClearCalls()
-			var rep RunningReport
-			e.k.runPod(context.Background(), e.pod("app-1"), 3*time.Second, RunningSchedule{SyncFrequency: time.Hour}, &rep)
+			var rep volumemanager.RunningReport
+			e.k.RunPod(context.Background(), e.pod("app-1"), 3*time.Second, volumemanager.RunningSchedule{SyncFrequency: time.Hour}, &rep)
 			var pubs []string
 			for _, c := range e.drv.Calls() {
 				if c.Method == "NodePublishVolume" {
@@ -156,8 +157,8 @@ func TestRunPodFirstStatsRound(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS))
 	e.mountOK("app-1")
 	e.drv.ClearCalls()
-	var rep RunningReport
-	e.k.runPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, RunningSchedule{StatsPeriod: time.Second}, &rep)
+	var rep volumemanager.RunningReport
+	e.k.RunPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, volumemanager.RunningSchedule{StatsPeriod: time.Second}, &rep)
 	var first time.Time
 	for _, c := range e.trace.Calls() {
 		if c.Method == "NodeGetVolumeStats" {
@@ -168,7 +169,7 @@ func TestRunPodFirstStatsRound(t *testing.T) {
 	if first.IsZero() || rep.Snapshot().Stats != 1 {
 		t.Fatalf("%d stats rounds, want 1 at one period after the kubelet's start", rep.Snapshot().Stats)
 	}
-	if d := first.Sub(e.k.started); d < time.Second {
+	if d := first.Sub(e.k.Started); d < time.Second {
 		t.Errorf("first NodeGetVolumeStats %v after the kubelet's start, want one period (1s) or more", d)
 	}
 	e.unmountOK("app-1")

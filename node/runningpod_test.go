@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // stepController notes when the plan's controller runs.
@@ -17,7 +18,7 @@ type stepController struct {
 	steps *[]string
 }
 
-func (c stepController) Prepare(context.Context, *Registration, []*corev1.Pod) error {
+func (c stepController) Prepare(context.Context, *csiplugin.Registration, []*corev1.Pod) error {
 	*c.steps = append(*c.steps, "prepare")
 	return nil
 }

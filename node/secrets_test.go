@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §9: a live GET of the Secret, its data as strings; a missing
@@ -28,7 +30,7 @@ stringData: {extra: plain}`, newFakeDriver())
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := e.k.credentialsFromSecret(&tc.ref)
+			got, err := e.k.CredentialsFromSecret(&tc.ref)
 			if tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr) || tc.wantErr == "" && err != nil {
 				t.Errorf("error = %v, want %q", err, tc.wantErr)
 			}
@@ -37,7 +39,7 @@ stringData: {extra: plain}`, newFakeDriver())
 			}
 		})
 	}
-	if got := secretRefText(&corev1.SecretReference{Name: "n", Namespace: "ns"}); got != "ns/n" {
+	if got := csiplugin.SecretRefText(&corev1.SecretReference{Name: "n", Namespace: "ns"}); got != "ns/n" {
 		t.Errorf("secretRefText = %q", got)
 	}
 }

@@ -8,12 +8,14 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // withSELinux turns the node's SELinux on with a fixed level for options
 // without one.
 func withSELinux(level string) envOption {
-	return func(c *Config) { c.SELinux = SELinux{Enabled: true, Level: level} }
+	return func(c *Config) { c.SELinux = csiplugin.SELinux{Enabled: true, Level: level} }
 }
 
 func dryRun(c *Config) { c.DryRun = true }
@@ -39,7 +41,7 @@ func TestFileLabel(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		node  SELinux
+		node  csiplugin.SELinux
 		opts  *corev1.SELinuxOptions
 		want  string
 		draws int // the random categories drawn
@@ -50,9 +52,9 @@ func TestFileLabel(t *testing.T) {
 		{name: "user and level", opts: &corev1.SELinuxOptions{User: "user_u", Level: "s0:c1,c2"}, want: "user_u:object_r:container_file_t:s0:c1,c2"},
 		// Role and type change the process label only.
 		{name: "role and type ignored", opts: &corev1.SELinuxOptions{Role: "sysadm_r", Type: "spc_t", Level: "s0:c1,c2"}, want: "system_u:object_r:container_file_t:s0:c1,c2"},
-		{name: "no level: the node's fixed one", node: SELinux{Level: "s0:c5,c9"}, opts: &corev1.SELinuxOptions{Type: "spc_t"}, want: "system_u:object_r:container_file_t:s0:c5,c9"},
-		{name: "no level: two random categories, lower first", node: SELinux{Rand: seq(700, 12)}, opts: &corev1.SELinuxOptions{User: "u"}, want: "u:object_r:container_file_t:s0:c12,c700"},
-		{name: "no level: a repeated category is drawn again", node: SELinux{Rand: seq(7, 7, 3)}, opts: &corev1.SELinuxOptions{Role: "r"}, want: "system_u:object_r:container_file_t:s0:c3,c7"},
+		{name: "no level: the node's fixed one", node: csiplugin.SELinux{Level: "s0:c5,c9"}, opts: &corev1.SELinuxOptions{Type: "spc_t"}, want: "system_u:object_r:container_file_t:s0:c5,c9"},
+		{name: "no level: two random categories, lower first", node: csiplugin.SELinux{Rand: seq(700, 12)}, opts: &corev1.SELinuxOptions{User: "u"}, want: "u:object_r:container_file_t:s0:c12,c700"},
+		{name: "no level: a repeated category is drawn again", node: csiplugin.SELinux{Rand: seq(7, 7, 3)}, opts: &corev1.SELinuxOptions{Role: "r"}, want: "system_u:object_r:container_file_t:s0:c3,c7"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,7 +64,7 @@ func TestFileLabel(t *testing.T) {
 		})
 	}
 	// math/rand: two different categories below 1024.
-	var s SELinux
+	var s csiplugin.SELinux
 	l := s.FileLabel(&corev1.SELinuxOptions{Role: "r"})
 	var c1, c2 int
 	if _, err := fmt.Sscanf(l, "system_u:object_r:container_file_t:s0:c%d,c%d", &c1, &c2); err != nil || c1 >= c2 || c2 >= 1024 {
@@ -107,7 +109,7 @@ func TestContainerSELinuxOptions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := containerSELinuxOptions(&tc.pod, "data"); !slices.Equal(got, tc.want) {
+			if got := csiplugin.ContainerSELinuxOptions(&tc.pod, "data"); !slices.Equal(got, tc.want) {
 				t.Errorf("options = %v, want %v", got, tc.want)
 			}
 		})
@@ -116,7 +118,7 @@ func TestContainerSELinuxOptions(t *testing.T) {
 
 func TestAddSELinuxMountOption(t *testing.T) {
 	opts := []string{"ro", "noatime"}
-	got := addSELinuxMountOption(opts, "system_u:object_r:container_file_t:s0:c1,c2")
+	got := csiplugin.AddSELinuxMountOption(opts, "system_u:object_r:container_file_t:s0:c1,c2")
 	want := []string{"ro", "noatime", `context="system_u:object_r:container_file_t:s0:c1,c2"`}
 	if !slices.Equal(got, want) {
 		t.Errorf("options = %q, want %q", got, want)
@@ -237,7 +239,7 @@ spec:
 		e := newEnv(t, docs(seDriver, pvDoc("pv-1", "vol-1", "data-1", "accessModes: [ReadWriteOncePod]"), pvc1, pod), newFakeDriver(capStage), withSELinux(""), dryRun)
 		ve := volErr(t, e.mount("app-1"))
 		const want = "multiple SELinux labels found: system_u:object_r:container_file_t:s0:c1,c2,system_u:object_r:container_file_t:s0:c3,c4"
-		if ve.Operation != "AddPodToVolume" || ve.Kind != Transient || !strings.Contains(ve.Error(), want) {
+		if ve.Operation != "AddPodToVolume" || ve.Kind != csiplugin.Transient || !strings.Contains(ve.Error(), want) {
 			t.Errorf("error %q (%s, %v), want AddPodToVolume, transient, %q", ve, ve.Operation, ve.Kind, want)
 		}
 		if n := len(e.drv.Calls()); n != 0 {

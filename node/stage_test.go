@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/rootdir"
 )
 
 // protoEqual fails the test with both messages in text form when they differ.
@@ -230,7 +232,7 @@ func TestStageSecret(t *testing.T) {
 		if ve.Err.Error() != want {
 			t.Errorf("error = %q\nwant %q", ve.Err, want)
 		}
-		if ve.Kind != Transient || ve.Operation != "MountVolume.MountDevice" {
+		if ve.Kind != csiplugin.Transient || ve.Operation != "MountVolume.MountDevice" {
 			t.Errorf("kind, operation = %v, %q; want transient, MountVolume.MountDevice", ve.Kind, ve.Operation)
 		}
 		if got, want := seq(e.drv.Calls()), []string{"MountDevice:NodeGetCapabilities(STAGE_UNSTAGE_VOLUME)"}; !slices.Equal(got, want) {
@@ -257,14 +259,14 @@ func TestDeviceDirInTheWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ve := volErr(t, e.mount("app-1"))
-	if !IsInTheWay(ve) {
+	if !rootdir.IsInTheWay(ve) {
 		t.Fatalf("error = %v, want the device dir in the way", ve)
 	}
 	if n := len(only(e.drv.Calls(), "NodeStageVolume")); n != 0 {
 		t.Errorf("%d NodeStage calls", n)
 	}
-	e.k.unmountPod(context.Background(), e.pod("app-1"), false)
-	e.k.cleanup(context.Background(), false)
+	e.k.UnmountPod(context.Background(), e.pod("app-1"), false)
+	e.k.Cleanup(context.Background(), false)
 	if !exists(gm) {
 		t.Errorf("someone else's %s was removed", gm)
 	}
@@ -276,7 +278,7 @@ func TestGlobalmountIsAFile(t *testing.T) {
 	gm := globalmountVol1(e.root)
 	// Made as the simulator's own, so that the kubelet's check refuses it
 	// rather than the ownership check.
-	if err := e.k.fs.mkdirAll(filepath.Dir(gm), 0o750); err != nil {
+	if err := e.k.FS.MkdirAll(filepath.Dir(gm), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(gm, nil, 0o600); err != nil {

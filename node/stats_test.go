@@ -10,6 +10,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
 )
 
 // docs/kubelet.md §11: a NodeGetVolumeStats answer without usage. From 1.32 to
@@ -39,7 +41,7 @@ func TestVolumeStatsWithoutUsage(t *testing.T) {
 		t.Run(fmt.Sprintf("1.%d-%s-condition=%v-nousage=%v", tc.minor, tc.gates, tc.condition, tc.noUsage), func(t *testing.T) {
 			caps := []csi.NodeServiceCapability_RPC_Type{capStage, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS}
 			if tc.condition {
-				caps = append(caps, volumeConditionCapability)
+				caps = append(caps, csiplugin.VolumeConditionCapability)
 			}
 			drv := newFakeDriver(caps...)
 			if tc.noUsage {

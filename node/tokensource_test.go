@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	csiplugin "github.com/csi-kubelet-sim/csi-kubelet-sim/node/csi"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node/release"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
@@ -40,8 +42,8 @@ func TestTokenSourceClaimsByRelease(t *testing.T) {
 		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver(),
 				withGates(t, tc.minor, tc.gates))
-			src := NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode})
-			e.k.tokens = src
+			src := csiplugin.NewTokenSource(e.k.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
+			e.k.Tokens = src
 			e.mountOK("app-1")
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
 			var toks map[string]struct{ Token string }
@@ -108,7 +110,7 @@ func TestTokenRequestUIDByRelease(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {
-			r, err := NewRelease(fmt.Sprintf("1.%d", tc.minor), tc.gates)
+			r, err := release.NewRelease(fmt.Sprintf("1.%d", tc.minor), tc.gates)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +119,7 @@ func TestTokenRequestUIDByRelease(t *testing.T) {
 			}
 			var warnings []string
 			c := loadManifests(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: app-sa, namespace: default, uid: 5a000000-0000-4000-8000-000000000001}")
-			src := NewTokenSource(r, c, TokenOptions{NodeName: testNode, Warn: func(w string) { warnings = append(warnings, w) }})
+			src := csiplugin.NewTokenSource(r, c, csiplugin.TokenOptions{NodeName: testNode, Warn: func(w string) { warnings = append(warnings, w) }})
 			req := &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "other"}}
 			resp, err := src.Token(context.Background(), "default", "app-sa", req)
 			if tc.conflict {
@@ -174,10 +176,10 @@ func TestTokensCarryNodeUID(t *testing.T) {
 				m = docs(m, tc.extra)
 			}
 			e := newUnregisteredEnv(t, m, newFakeDriver())
-			if _, err := e.k.register(context.Background()); err != nil {
+			if _, err := e.k.Register(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			e.k.tokens = NewTokenSource(e.k.release, e.cluster, TokenOptions{NodeName: testNode})
+			e.k.Tokens = csiplugin.NewTokenSource(e.k.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
 			e.drv.ClearCalls()
 			e.mountOK(tc.pod)
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
