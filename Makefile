@@ -97,9 +97,15 @@ vet: $(STATICCHECK)
 	$(STATICCHECK) ./...
 
 # The kubelet runs operations concurrently (the operation executor,
-# `load`): its package's tests run under the race detector too.
+# `load`): its packages' tests run under the race detector too. The same
+# run measures their coverage of the whole node/ tree (the tests of the
+# CSI plugin and the volume manager live with the Kubelet in node/, so a
+# package's own figure says little): issue 14's floor of 80%.
+NODE_COVER_MIN := 80
 race:
-	$(GO) test -race -count=1 ./node/
+	@mkdir -p $(BIN)
+	$(GO) test -race -count=1 -coverpkg=./node/... -coverprofile=$(BIN)/node.cover ./node/...
+	@$(GO) tool cover -func=$(BIN)/node.cover | awk -v m=$(NODE_COVER_MIN) '/^total:/ { sub(/%/, "", $$NF); print "coverage node/... " $$NF "% (floor " m "%)"; exit !($$NF + 0 >= m) }'
 
 # Unit tests, csi-sanity against the reference driver, and the end-to-end
 # tests of the built binary against both drivers (real bind mounts: root).
@@ -122,9 +128,10 @@ test-go: build tools chromium
 		exit $$rc
 
 # Coverage floors, checked by `make test`: the rules are tested without
-# root against csiclient/csifake, and these keep them so (node: issue 14's
-# 80%; the others a little under what they have, so that a drop shows).
-COVER_MIN := node:80 manifests:80 csiclient:85 tokens:80 admission:75 cmd/csi-kubelet-sim:60 conformance:55 sidecars:75
+# root against csiclient/csifake, and these keep them so (node/... as a
+# whole: `make race`; the others a little under what they have, so that a
+# drop shows).
+COVER_MIN := node:60 node/release:90 node/rootdir:65 manifests:80 csiclient:85 tokens:80 admission:75 cmd/csi-kubelet-sim:60 conformance:55 sidecars:75
 
 # The floors alone, for those packages only (`make test` checks them from
 # its own run).
@@ -152,11 +159,11 @@ clean:
 # and bind-mount them). Times and cache sizes are in e2e/kubeletdiff/README.md.
 # `.ci/run` runs the releases a change can affect (kubeletdiff-ci, below)
 # after `make test`; `make test` leaves it out.
-# KUBEDIFF_RELEASES are node/releases.txt's tags, the one list of the
+# KUBEDIFF_RELEASES are node/release/releases.txt's tags, the one list of the
 # releases the project claims (CONTRIBUTING.md, "Adding a release"; a pre-release such
 # as v1.38.0-beta.0 among them).
 KUBE_VERSION       ?= v1.37.2
-KUBEDIFF_RELEASES  := $(shell sed -n 's/^\(v1\.[0-9][^[:space:]#]*\).*/\1/p' node/releases.txt)
+KUBEDIFF_RELEASES  := $(shell sed -n 's/^\(v1\.[0-9][^[:space:]#]*\).*/\1/p' node/release/releases.txt)
 KUBEDIFF_MODFILE    = $(if $(wildcard e2e/kubeletdiff/go.$(KUBE_VERSION).mod),go.$(KUBE_VERSION).mod,go.mod)
 KUBEDIFF_MINOR      = $(word 2,$(subst ., ,$(KUBE_VERSION:v%=%)))
 KUBEDIFF_TAGS       = $(shell seq -s, -f 'before1_%g' $$(( $(KUBEDIFF_MINOR) + 1 )) 40)
@@ -236,7 +243,7 @@ kubeletdiff-all: build
 KUBEDIFF_WINDOW ?= 14400
 KUBEDIFF_BASE ?= $(shell t=$$(git log -1 --format=%ct HEAD 2>/dev/null) && \
 	git rev-list -1 --first-parent --before=$$((t - $(KUBEDIFF_WINDOW))) HEAD 2>/dev/null)
-# What the module proxy serves that node/releases.txt does not claim: a
+# What the module proxy serves that node/release/releases.txt does not claim: a
 # newer patch of a claimed minor, a newer pre-release, a newer minor (1.38.0
 # itself). Asks `go list -m -versions k8s.io/kubernetes` through GOPROXY as
 # configured, so it needs the network: run it by hand (CONTRIBUTING.md,
@@ -244,7 +251,7 @@ KUBEDIFF_BASE ?= $(shell t=$$(git log -1 --format=%ct HEAD 2>/dev/null) && \
 # proxy cannot be asked.
 .PHONY: releases-check
 releases-check:
-	@$(GO) run ./hack/releasescheck -releases node/releases.txt
+	@$(GO) run ./hack/releasescheck -releases node/release/releases.txt
 
 .PHONY: kubeletdiff-releases kubeletdiff-ci
 kubeletdiff-releases:

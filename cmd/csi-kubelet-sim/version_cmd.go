@@ -36,7 +36,7 @@ type versionInfo struct {
 	Releases      []string `json:"kubelet_releases"`
 	DefaultKube   string   `json:"kubelet_default"`
 	// PreReleases: release -> the pre-release tag its rules were checked
-	// against (node/releases.txt), for a release that has not shipped.
+	// against (node/release/releases.txt), for a release that has not shipped.
 	PreReleases map[string]string `json:"kubelet_pre_releases,omitempty"`
 }
 

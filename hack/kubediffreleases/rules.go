@@ -16,9 +16,9 @@ const kubediffDir = "e2e/kubeletdiff/"
 // must name the releases it is about (a minor: `Minor >= 36`, `33: beta`,
 // 1.36), or every release is run.
 var ruleFiles = map[string]bool{
-	"node/version.go":  true,
-	"node/features.go": true,
-	"node/release.go":  true,
+	"node/release/version.go":  true,
+	"node/release/features.go": true,
+	"node/release/release.go":  true,
 }
 
 // selection is the set of chosen minors, each with why.
@@ -82,7 +82,7 @@ func applyRules(s *selection, f fileDiff, read func(string) (string, bool)) {
 				return
 			}
 		}
-	case p == "node/releases.txt":
+	case p == "node/release/releases.txt":
 		// A claimed release added or changed: the releases its lines name.
 		mentionedLines(s, f, p)
 	case p == "docs/kubelet.md", isProductGo(p):

@@ -47,13 +47,13 @@ func TestReleasesChosen(t *testing.T) {
 		want  []string
 	}{
 		{"nothing of the kubelet's", diffOf("README.md", []string{"a"}, []string{"b"}), nil, always},
-		{"a version predicate moved", diffOf("node/version.go",
+		{"a version predicate moved", diffOf("node/release/version.go",
 			[]string{"func (v Version) KeepsTargetOnFailedRemount() bool { return v.Minor >= 36 }"},
 			[]string{"func (v Version) KeepsTargetOnFailedRemount() bool { return v.Minor >= 34 }"}), nil,
 			[]string{"v1.30.14", "v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"}},
-		{"a comment in a rule file", diffOf("node/version.go", nil, []string{"// more words"}), nil, always},
-		{"a rule line naming no release", diffOf("node/features.go", nil, []string{"	return g.enabled[name]"}), nil, all},
-		{"a gate's stage in one release", diffOf("node/features.go", nil, []string{"	\"SELinuxMount\": {33: beta},"}), nil,
+		{"a comment in a rule file", diffOf("node/release/version.go", nil, []string{"// more words"}), nil, always},
+		{"a rule line naming no release", diffOf("node/release/features.go", nil, []string{"	return g.enabled[name]"}), nil, all},
+		{"a gate's stage in one release", diffOf("node/release/features.go", nil, []string{"	\"SELinuxMount\": {33: beta},"}), nil,
 			[]string{"v1.30.14", "v1.32.13", "v1.33.13", "v1.34.4", "v1.37.2"}},
 		{"a new case from 1.35", diffOf("e2e/kubeletdiff/difftable/table.go", nil,
 			[]string{`		{Name: "x", MinMinor: 35, Caps: caps("STAGE_UNSTAGE_VOLUME")},`}), nil,
@@ -118,7 +118,7 @@ func TestNoBaseRunsAll(t *testing.T) {
 // With a pre-release claimed (v1.38.0-beta.0): it parses; it is not "the
 // newest" that runs every time (v1.37.2 is, and goes first); it runs when
 // a change touches its rules, its module file, its line of
-// node/releases.txt or a case that covers it.
+// node/release/releases.txt or a case that covers it.
 func TestPreRelease(t *testing.T) {
 	withBeta := append(append([]string{}, testReleases...), "v1.38.0-beta.0")
 	rels, err := parseReleases(withBeta)
@@ -144,13 +144,13 @@ func TestPreRelease(t *testing.T) {
 		want []string
 	}{
 		"nothing of the kubelet's": {diffOf("README.md", nil, []string{"b"}), always},
-		"a rule from 1.38": {diffOf("node/version.go", nil, []string{"func (v Version) X() bool { return v.Minor >= 38 }"}),
+		"a rule from 1.38": {diffOf("node/release/version.go", nil, []string{"func (v Version) X() bool { return v.Minor >= 38 }"}),
 			with38},
-		"a gate removed at 1.38": {diffOf("node/features.go", nil, []string{"	ServiceAccountTokenJTI: {alpha: 29, beta: 30, on: 30, ga: 32, locked: 32, removed: 38},"}),
+		"a gate removed at 1.38": {diffOf("node/release/features.go", nil, []string{"	ServiceAccountTokenJTI: {alpha: 29, beta: 30, on: 30, ga: 32, locked: 32, removed: 38},"}),
 			[]string{"v1.30.14", "v1.31.14", "v1.32.13", "v1.33.13", "v1.37.2", "v1.38.0-beta.0"}},
 		"its module file":          {diffOf("e2e/kubeletdiff/go.v1.38.0-beta.0.mod", nil, []string{"x"}), with38},
 		"the default module file":  {diffOf("e2e/kubeletdiff/go.sum", nil, []string{"x"}), always},
-		"its line of releases.txt": {diffOf("node/releases.txt", []string{"v1.38.0-beta.0"}, []string{"v1.38.0"}), with38},
+		"its line of releases.txt": {diffOf("node/release/releases.txt", []string{"v1.38.0-beta.0"}, []string{"v1.38.0"}), with38},
 		"a docs row naming 1.38":   {diffOf("docs/kubelet.md", nil, []string{"| 1.38 | the same |"}), with38},
 		"a case of every release": {diffOf("e2e/kubeletdiff/difftable/table.go", nil, []string{`{Name: "z", MinMinor: 36},`}),
 			[]string{"v1.30.14", "v1.36.3", "v1.37.2", "v1.38.0-beta.0"}},

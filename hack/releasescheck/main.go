@@ -1,9 +1,9 @@
 // Command releasescheck tells what the module proxy serves of
-// k8s.io/kubernetes that node/releases.txt does not claim: a newer patch
+// k8s.io/kubernetes that node/release/releases.txt does not claim: a newer patch
 // of a claimed minor, a newer pre-release, a newer minor (1.38.0 itself
 // when the file claims v1.38.0-beta.0), and the one place to change.
 //
-//	releasescheck [-releases node/releases.txt] [-versions FILE]
+//	releasescheck [-releases node/release/releases.txt] [-versions FILE]
 //
 // It asks `go list -m -versions k8s.io/kubernetes`, through GOPROXY as
 // configured (so it needs the network: `make releases-check` runs it by
@@ -28,7 +28,7 @@ import (
 const module = "k8s.io/kubernetes"
 
 func main() {
-	releases := flag.String("releases", "node/releases.txt", "the releases the project claims")
+	releases := flag.String("releases", "node/release/releases.txt", "the releases the project claims")
 	versions := flag.String("versions", "", "read the served versions from this file instead of asking the proxy")
 	flag.Parse()
 	text, err := os.ReadFile(*releases)

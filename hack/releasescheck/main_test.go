@@ -42,8 +42,8 @@ func TestNews(t *testing.T) {
 func TestReport(t *testing.T) {
 	claimed, _ := parseClaimed(claimedText)
 	var b strings.Builder
-	report(&b, "node/releases.txt", claimed, parseServed("k8s.io/kubernetes v1.36.3 v1.37.2 v1.38.0-beta.0 v1.38.0"))
-	if out := b.String(); !strings.Contains(out, "change: node/releases.txt line 4: v1.38.0-beta.0 -> v1.38.0") {
+	report(&b, "node/release/releases.txt", claimed, parseServed("k8s.io/kubernetes v1.36.3 v1.37.2 v1.38.0-beta.0 v1.38.0"))
+	if out := b.String(); !strings.Contains(out, "change: node/release/releases.txt line 4: v1.38.0-beta.0 -> v1.38.0") {
 		t.Errorf("report:\n%s", out)
 	}
 	if _, err := parseClaimed("v1.38\n"); err == nil {
