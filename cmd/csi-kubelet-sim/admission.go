@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,13 +27,6 @@ type admissionOptions struct {
 	As              string
 	AsGroups        []string
 	WebhookDryRun   bool
-}
-
-func (o *admissionOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.WebhookServices, "webhook-service", nil, "where a webhook's clientConfig.service listens: namespace/name[:port]=host:port (repeatable)")
-	fs.StringVar(&o.As, "as", "", "the user in the webhooks' AdmissionReview (default "+remote.DefaultUser.Name+", kubeadm's admin)")
-	fs.StringArrayVar(&o.AsGroups, "as-group", nil, "a group of that user (repeatable; default with --as: system:authenticated)")
-	fs.BoolVar(&o.WebhookDryRun, "webhook-dry-run", false, "send the AdmissionReviews with dryRun: true, as kubectl --dry-run=server")
 }
 
 // run checks the flags, then runs the mutating webhooks of the input on

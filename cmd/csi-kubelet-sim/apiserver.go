@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
@@ -43,13 +42,6 @@ type apiserverOptions struct {
 	// leaveOut are kinds of the input not created (conformance builds
 	// its own pods and volumes).
 	leaveOut map[string]bool
-}
-
-func (o *apiserverOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.Enabled, "apiserver", false, "run a real kube-apiserver (with etcd) on loopback for the run: the input is created through its API, tokens come from its TokenRequest API, the driver gets a kubeconfig, and its API requests are traced (needs the helper "+cluster.HelperName+" and etcd)")
-	fs.StringVar(&o.DriverKubeconfig, "driver-kubeconfig", "", "with --apiserver, write the driver's kubeconfig here (default: in the run's control plane dir; the path is printed); start the driver with KUBECONFIG set to it")
-	fs.StringVar(&o.DriverServiceAccount, "driver-service-account", "", "with --apiserver, the driver's ServiceAccount (NAMESPACE/NAME; default: the one the input's RBAC binds, else cluster-admin)")
-	fs.DurationVar(&o.DriverWait, "driver-wait", time.Minute, "with --apiserver, how long to wait for the driver's socket after the kubeconfig is written (start the driver then)")
 }
 
 // collect is the loader's hook for the kinds the kubelet does not read.

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -51,7 +50,7 @@ type cleanupOptions struct {
 
 func newCleanupCommand(s streams) *cobra.Command {
 	o := &cleanupOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+	c := newCommandFor(addCleanupFlags, o, &cobra.Command{
 		Use:     "cleanup --root-dir DIR --endpoint unix:///PATH [flags]",
 		Short:   "Finish an interrupted run: its volumes reconstructed and torn down through the driver",
 		Long:    cleanupLong,
@@ -60,20 +59,6 @@ func newCleanupCommand(s streams) *cobra.Command {
 	})
 	_ = c.MarkFlagDirname("root-dir")
 	return c
-}
-
-func (co *cleanupOptions) addFlags(fs *pflag.FlagSet) {
-	o := &co.commonOptions
-	o.addRootDirFlag(fs, "the root dir of the interrupted run (required)")
-	co.addEndpointFlag(fs, endpointUsage)
-	fs.StringVar(&co.ControllerEndpoint, "controller-endpoint", "", "the driver's controller socket, for the volumes and attachments the run's provisioner and attacher left (default: --endpoint)")
-	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	o.addReleaseFlags(fs, "the kubelet release to reproduce", "")
-	o.addOutputFlag(fs, "text or json (one object per line)")
-	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
-	o.addTimeoutFlag(fs, node.DefaultTimeout, "timeout of each kubelet operation")
-	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail")
-	fs.BoolVar(&o.force, "force", false, "after the driver refused to unpublish, unstage, detach or delete (NotFound: it no longer knows the volume), unmount and remove the targets and staging paths the journal recorded, and drop the controller records, each said on a line of its own")
 }
 
 // complete takes the root dir (required), the driver's socket and the

@@ -245,7 +245,7 @@ func TestSELinuxHost(t *testing.T) {
 	} {
 		o := &commonOptions{}
 		fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-		o.addFlags(fs)
+		addCommonFlags(o, fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}

@@ -14,15 +14,14 @@ import (
 // usable), validate what needs no I/O, and run: read the input and do the
 // work. Usage errors exit 2 before anything is touched.
 type command interface {
-	addFlags(fs *pflag.FlagSet)
 	complete(args []string) error
 	validate() error
 	run(ctx context.Context) error
 }
 
-// newCommandFor gives c the flags of o and a RunE that completes,
-// validates and runs it.
-func newCommandFor(o command, c *cobra.Command) *cobra.Command {
+// newCommandFor gives c the flags of o (registered by addFlags) and a
+// RunE that completes, validates and runs it.
+func newCommandFor[T command](addFlags func(T, *pflag.FlagSet), o T, c *cobra.Command) *cobra.Command {
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if err := o.complete(args); err != nil {
 			return err
@@ -32,6 +31,6 @@ func newCommandFor(o command, c *cobra.Command) *cobra.Command {
 		}
 		return o.run(c.Context())
 	}
-	o.addFlags(c.Flags())
+	addFlags(o, c.Flags())
 	return c
 }

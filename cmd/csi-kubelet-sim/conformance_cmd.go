@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -22,7 +21,6 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 )
 
 // conformanceOptions are the flags of `conformance`.
@@ -54,29 +52,6 @@ type conformanceOptions struct {
 	class       *conformance.VolumeClass
 	csiDrivers  []*storagev1.CSIDriver
 	cluster     *manifests.Cluster
-}
-
-func (o *conformanceOptions) addFlags(fs *pflag.FlagSet) {
-	o.addEndpointFlag(fs, endpointUsage)
-	addFileFlags(fs, &o.Filenames, &o.Recursive, "the driver's CSIDriver object: a file, a directory or - (repeatable; files may also be given as arguments); without it, scenarios come from the driver's capabilities and the kubelet behaves as without a CSIDriver")
-	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "handle of a pre-provisioned volume for the PersistentVolume (default: a 1Gi volume made by CreateVolume when the driver has CREATE_DELETE_VOLUME, else "+conformance.DefaultVolumeHandle+")")
-	fs.StringToStringVar(&o.VolumeAttributes, "volume-attributes", nil, "volumeAttributes of the PersistentVolume and of inline volumes, k=v,...")
-	fs.BoolVar(&o.ReadOnly, "read-only", false, "make the inline volumes readOnly: true (csi.readOnly), as drivers such as the secrets-store CSI driver require: NodePublishVolume then has readonly set")
-	fs.StringVar(&o.TestDriver, "testdriver", "", "Kubernetes' external storage test driver definition (the file of e2e.test -storage.testdriver, YAML or JSON), read strictly: its DriverInfo is checked against the driver and its InlineVolumes drive the inline volumes (docs/conformance.md)")
-	fs.StringVar(&o.Focus, "focus", "", "run only the scenarios whose name matches this regexp")
-	fs.StringVar(&o.Skip, "skip", "", "leave out the scenarios whose name matches this regexp")
-	fs.BoolVar(&o.List, "list", false, "list the scenarios (name, docs/kubelet.md section, what each checks) and exit; no driver needed")
-	fs.StringVar(&o.JUnit, "junit", "", "also write the results as JUnit XML to this file")
-	fs.StringVar(&o.Report, "report", "", "also write an HTML report (the scenarios as rows, a failure with its calls) to this file")
-	o.addOutputFlag(fs, "text, or json (one object per scenario, then a summary)")
-	o.addTimeoutFlag(fs, node.DefaultTimeout, "the kubelet's per-operation timeout (csiTimeout); a call taking more than half of it fails timing/half-timeout")
-	o.addReleaseFlags(fs, "the kubelet release to reproduce", "kubelet feature gates over the version's defaults, A=true,B=false")
-	o.addRootDirFlag(fs, "where each scenario gets its kubelet root dir (default: a fresh temp dir, removed afterwards)")
-	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	fs.IntVar(&o.Parallel, "parallel", conformance.DefaultParallel, "independent scenarios run side by side, at most this many at once (1: one after another, the order faults with a call count expect; -v and --apiserver always run one at a time)")
-	o.admission.addFlags(fs)
-	o.apiserver.addFlags(fs)
-	fs.CountVarP(&o.Verbose, "verbose", "v", "print each scenario's calls and notes (-vv: the kubelet's own steps too)")
 }
 
 // complete takes the files of the arguments, the driver's socket, the
@@ -218,7 +193,7 @@ const conformanceExample = `  # every scenario the CSIDriver object calls for
 
 func newConformanceCommand(s streams) *cobra.Command {
 	o := &conformanceOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+	c := newCommandFor(addConformanceFlags, o, &cobra.Command{
 		Use:     "conformance --endpoint unix:///PATH [-f CSIDRIVER] [flags] [FILE...]",
 		Short:   "Check the driver against what a kubelet needs of it",
 		Long:    conformanceLong,

@@ -3,12 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -28,10 +24,6 @@ type endpointFlag struct {
 	endpoint csiclient.Endpoint
 }
 
-func (f *endpointFlag) addEndpointFlag(fs *pflag.FlagSet, usage string) {
-	fs.StringVar(&f.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), usage)
-}
-
 // completeEndpoint parses --endpoint; not a socket address is a usage
 // error.
 func (f *endpointFlag) completeEndpoint() error {
@@ -46,10 +38,6 @@ func (f *endpointFlag) completeEndpoint() error {
 // outputFlag is -o/--output: text or json.
 type outputFlag struct {
 	Output string
-}
-
-func (f *outputFlag) addOutputFlag(fs *pflag.FlagSet, usage string) {
-	fs.StringVarP(&f.Output, "output", "o", "text", usage)
 }
 
 func (f *outputFlag) validateOutput() error {
@@ -67,21 +55,6 @@ type releaseFlags struct {
 	release        node.Release
 }
 
-// addReleaseFlags registers --kubelet-version (the supported releases
-// follow its usage, or stand at its %s) and, with a usage,
-// --feature-gates.
-func (f *releaseFlags) addReleaseFlags(fs *pflag.FlagSet, versionUsage, gatesUsage string) {
-	if strings.Contains(versionUsage, "%s") {
-		versionUsage = fmt.Sprintf(versionUsage, node.SupportedReleases())
-	} else {
-		versionUsage += ", " + node.SupportedReleases()
-	}
-	fs.StringVar(&f.KubeletVersion, "kubelet-version", node.DefaultVersion.String(), versionUsage)
-	if gatesUsage != "" {
-		fs.StringVar(&f.FeatureGates, "feature-gates", "", gatesUsage)
-	}
-}
-
 func (f *releaseFlags) completeRelease() error {
 	r, err := newRelease(f.KubeletVersion, f.FeatureGates)
 	if err != nil {
@@ -94,10 +67,6 @@ func (f *releaseFlags) completeRelease() error {
 // rootDirFlag is --root-dir.
 type rootDirFlag struct {
 	RootDir string
-}
-
-func (f *rootDirFlag) addRootDirFlag(fs *pflag.FlagSet, usage string) {
-	fs.StringVar(&f.RootDir, "root-dir", "", usage)
 }
 
 // completeRootDir is the one place --root-dir is judged: a system
@@ -121,10 +90,6 @@ func (f *rootDirFlag) completeRootDir() error {
 // timeoutFlag is --timeout.
 type timeoutFlag struct {
 	Timeout time.Duration
-}
-
-func (f *timeoutFlag) addTimeoutFlag(fs *pflag.FlagSet, def time.Duration, usage string) {
-	fs.DurationVar(&f.Timeout, "timeout", def, usage)
 }
 
 func (f *timeoutFlag) validateTimeout() error {

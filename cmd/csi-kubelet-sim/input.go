@@ -62,11 +62,6 @@ type selinuxFlag struct {
 	set, value bool
 }
 
-func (f *selinuxFlag) addFlag(fs *pflag.FlagSet) {
-	fl := fs.VarPF(f, "selinux", "", "the node has SELinux (default: detected, /sys/fs/selinux; true simulates an SELinux host, so the kubelet adds context= mount options; false: a host without)")
-	fl.NoOptDefVal = "true"
-}
-
 func (f *selinuxFlag) String() string {
 	if !f.set {
 		return "detect"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/livecluster"
@@ -31,17 +30,6 @@ type liveOptions struct {
 	// simulated kubelet's (its VolumeAttachments are named after it).
 	nodeGiven bool
 	host      string // the cluster's API server, once read
-}
-
-func (l *liveOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "with --pod: the kubeconfig of the cluster to read the pod from (default: $KUBECONFIG, then ~/.kube/config)")
-	fs.StringVar(&l.Pod, "pod", "", "replay this pod of a running cluster, NAMESPACE/NAME (NAME: the kubeconfig context's namespace): it and what its volumes reference are read, read-only, instead of -f")
-}
-
-// addProvisionFlag is --provision-unbound, for the commands that run the
-// sidecars (run, load, plan).
-func (l *liveOptions) addProvisionFlag(fs *pflag.FlagSet) {
-	fs.BoolVar(&l.ProvisionUnbound, "provision-unbound", false, "with --pod: provision a claim the cluster has not bound yet, as a volume of the replay's own (named csi-kubelet-sim-<run id>-<claim uid>, never the cluster provisioner's pvc-<uid>), deleted at the end; without it such a claim is refused")
 }
 
 // check refuses what cannot be combined.

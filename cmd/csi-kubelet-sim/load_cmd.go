@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -41,25 +40,6 @@ type loadOptions struct {
 	sidecars        sidecarOptions
 }
 
-func (o *loadOptions) addFlags(fs *pflag.FlagSet) {
-	o.commonOptions.addFlags(fs)
-	o.addEndpointFlag(fs, endpointUsage)
-	fs.IntVar(&o.Replicas, "replicas", 0, "copies of each input pod, each with a fresh name and UID (and fresh claims, PVs and volume handles unless --shared-volumes)")
-	fs.Float64Var(&o.QPS, "qps", 0, "pods created per second (0: all at once)")
-	fs.IntVar(&o.Burst, "burst", 1, "pods created at once before --qps applies")
-	fs.DurationVar(&o.Duration, "duration", 0, "how long the pods run; with --churn, how long pods keep coming and going")
-	fs.Float64Var(&o.Churn, "churn", 0, "with --duration: further pods created per second, each deleted after --churn-lifetime")
-	fs.DurationVar(&o.ChurnLifetime, "churn-lifetime", 10*time.Second, "how long a churned pod runs")
-	fs.DurationVar(&o.Hold, "hold", 0, "how long each pod runs between mount and teardown (default: --duration)")
-	fs.BoolVar(&o.SharedVolumes, "shared-volumes", false, "copies use the input pod's claims: many pods on the same volumes")
-	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period (requiresRepublish), each pod on its own with the kubelet's jitter")
-	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the jittered sync frequency")
-	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period per pod; 0 disables NodeGetVolumeStats")
-	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
-	o.sidecars.addFlags(fs)
-	o.apiserver.addFlags(fs)
-}
-
 const loadLong = `Run a node's worth of pods against the driver with the kubelet's
 concurrency: every input pod plus --replicas copies, created at --qps/--burst
 or all at once, their volumes mounted side by side with one pending operation
@@ -79,7 +59,7 @@ const loadExample = `  # 110 pods at once on one node, with an HTML report
 
 func newLoadCommand(s streams) *cobra.Command {
 	o := &loadOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+	c := newCommandFor(addLoadFlags, o, &cobra.Command{
 		Use:     "load [-f FILE]... --endpoint unix:///PATH [--replicas N] [flags] [FILE...]",
 		Short:   "A node's worth of pods with the kubelet's concurrency; latency per CSI method",
 		Long:    loadLong,

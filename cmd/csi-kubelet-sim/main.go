@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,8 +23,6 @@ func main() {
 	stop()
 	os.Exit(code)
 }
-
-type teardownKey struct{}
 
 // sameDelivery is how long after the first interrupt further ones count
 // as copies of it. A terminal's Ctrl-C, GNU timeout and CI runners signal
@@ -57,25 +54,12 @@ func interrupts(parent context.Context) (context.Context, func()) {
 	done := make(chan struct{})
 	go watchInterrupts(sigs, done, time.Now, func() { dumpGoroutines(os.Stderr) },
 		func(sig os.Signal) { cancel(interruptedBy{sig}) }, tcancel)
-	return context.WithValue(ctx, teardownKey{}, tctx), func() {
+	return withTeardown(ctx, tctx), func() {
 		signal.Stop(sigs)
 		close(done)
 		cancel(nil)
 		tcancel()
 	}
-}
-
-// interruptedBy is the cause of a run's end by a signal: Ctrl-C (SIGINT)
-// is how `run --hold forever` is meant to end; the others stop it from
-// outside.
-type interruptedBy struct{ sig os.Signal }
-
-func (e interruptedBy) Error() string { return "interrupted by " + e.sig.String() }
-
-// endedByCtrlC tells whether ctx ended by Ctrl-C (SIGINT).
-func endedByCtrlC(ctx context.Context) bool {
-	var ib interruptedBy
-	return errors.As(context.Cause(ctx), &ib) && ib.sig == os.Interrupt
 }
 
 // watchInterrupts cancels the run at the first signal and the teardown at
@@ -118,13 +102,4 @@ func dumpGoroutines(w io.Writer) {
 		buf = make([]byte, 2*len(buf))
 	}
 	fmt.Fprintf(w, "SIGQUIT: goroutine dump follows; then the teardown, as for SIGTERM\n%s\n", buf)
-}
-
-// teardownContext is the context a command tears down with after ctx
-// ended: cancelled only by a second interrupt.
-func teardownContext(ctx context.Context) context.Context {
-	if t, ok := ctx.Value(teardownKey{}).(context.Context); ok {
-		return t
-	}
-	return context.WithoutCancel(ctx)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -53,28 +52,6 @@ type commonOptions struct {
 	lockAs   string
 	rootLock *node.RootLock
 	warnOut  io.Writer // where notes on the root dir go (stderr)
-}
-
-func (o *commonOptions) addFlags(fs *pflag.FlagSet) {
-	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
-	o.addRootDirFlag(fs, "the kubelet root dir (default: a fresh temp dir, removed afterwards)")
-	fs.StringVar(&o.NodeName, "node-name", "", "the node's name (default: the host name)")
-	o.addReleaseFlags(fs, "the kubelet release to reproduce", "kubelet feature gates over the version's defaults, A=true,B=false")
-	o.SELinux.addFlag(fs)
-	fs.StringVar(&o.SELinuxLevel, "selinux-level", "", "MCS level for seLinuxOptions without one (default: a random level, as the kubelet allocates)")
-	o.addOutputFlag(fs, "text or json (one object per line)")
-	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print secrets and tokens instead of redacting them")
-	o.addTimeoutFlag(fs, node.DefaultTimeout, "timeout of each kubelet operation, as the kubelet's csiTimeout")
-	fs.CountVarP(&o.Verbose, "verbose", "v", "more detail: the kubelet's own steps (directories, files, objects read)")
-	fs.StringVar(&o.ExpandTo, "expand-to", "", "make every CSI PV this big (e.g. 2Gi) while its claim's status keeps the old size, so the kubelet calls NodeExpandVolume")
-	fs.IntVar(&o.MaxAttempts, "max-attempts", 1, "attempts per kubelet operation; a real kubelet retries forever with its backoff (500ms doubling to 2m2s)")
-	fs.DurationVar(&o.RetryFor, "retry-for", 0, "keep retrying a failed operation with the kubelet's backoff for this long")
-	fs.StringVar(&o.PodUID, "pod-uid", "", "UID of the default pod (used when the manifests hold no Pod)")
-	fs.StringVar(&o.VolumeHandle, "volume-handle", "", "volume handle of the default pod's PersistentVolume (default: a volume provisioned by CreateVolume when the driver offers CREATE_DELETE_VOLUME, else sim-volume-1)")
-	o.serviceAccountOptions.addFlags(fs)
-	o.admission.addFlags(fs)
-	o.live.addFlags(fs)
-	o.live.addProvisionFlag(fs)
 }
 
 // completeInput checks the flags and loads the manifests, then runs the

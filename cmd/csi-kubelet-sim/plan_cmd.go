@@ -7,7 +7,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
@@ -52,7 +51,7 @@ const planExample = `  # what a staging driver would get for these manifests
 
 func newPlanCommand(s streams) *cobra.Command {
 	o := &planOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+	c := newCommandFor(addPlanFlags, o, &cobra.Command{
 		Use:     "plan [-f FILE]... [--node-capabilities CAP,...] [flags] [FILE...]",
 		Short:   "Print the requests a kubelet would send, with no driver needed",
 		Long:    planLong,
@@ -60,17 +59,6 @@ func newPlanCommand(s streams) *cobra.Command {
 	})
 	markFilenameFlag(c)
 	return c
-}
-
-func (o *planOptions) addFlags(fs *pflag.FlagSet) {
-	o.commonOptions.addFlags(fs)
-	fs.StringVar(&o.DriverName, "driver-name", "", "the name the driver reports (default: the CSIDriver in the manifests, else the first CSI volume's driver)")
-	fs.StringVar(&o.NodeID, "node-id", "", "the node ID the driver reports in NodeGetInfo (default: the node name)")
-	fs.StringSliceVar(&o.Capabilities, "node-capabilities", []string{"STAGE_UNSTAGE_VOLUME"}, "node capabilities the driver reports")
-	fs.StringSliceVar(&o.ControllerCapabilities, "controller-capabilities", csiclient.DefaultPlannedControllerCapabilities, "controller capabilities the driver reports, for claims with a StorageClass and no PV (provisioned by CreateVolume, attached by ControllerPublishVolume); none: no controller service")
-	fs.StringToStringVar(&o.Topology, "topology", nil, "accessible topology segments the driver reports, key=value,...")
-	fs.Int64Var(&o.MaxVolumes, "max-volumes-per-node", 0, "max_volumes_per_node the driver reports")
-	fs.StringVar(&o.Report, "report", "", "also write an HTML report of the planned calls (a lane per volume) to this file")
 }
 
 // run prints the requests a kubelet would send, answering for the

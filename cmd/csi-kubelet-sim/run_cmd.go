@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -70,7 +69,7 @@ const runExample = `  # your pod and its driver's objects, against your driver
 
 func newRunCommand(s streams) *cobra.Command {
 	o := &runOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+	c := newCommandFor(addRunFlags, o, &cobra.Command{
 		Use:     "run [-f FILE]... --endpoint unix:///PATH [flags] [FILE...]",
 		Short:   "Run the kubelet's node lifecycle for the pods against a driver, and print every call",
 		Long:    runLong,
@@ -78,20 +77,6 @@ func newRunCommand(s streams) *cobra.Command {
 	})
 	markFilenameFlag(c)
 	return c
-}
-
-func (o *runOptions) addFlags(fs *pflag.FlagSet) {
-	o.commonOptions.addFlags(fs)
-	o.addEndpointFlag(fs, endpointUsage)
-	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C, which then ends the run with exit 0; SIGTERM: 130)")
-	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period: a pod is synced (and requiresRepublish volumes republished) every sync-frequency plus up to 50% jitter")
-	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the sync frequency with jitter (for fast tests)")
-	fs.StringVar(&o.ServeOIDC, "serve-oidc", "", "serve the issuer's OIDC discovery and JWKS on this loopback address (e.g. 127.0.0.1:0) during the run")
-	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
-	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
-	o.sidecars.addFlags(fs)
-	o.apiserver.addFlags(fs)
-	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
 }
 
 // complete takes the files of the arguments, the driver's socket and the
@@ -181,10 +166,4 @@ func (o *runOptions) validate() error {
 
 func (o *runOptions) runningSchedule() node.RunningSchedule {
 	return node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod}
-}
-
-func warnTo(s streams) func(string) {
-	// A warning can quote the input or a cluster's answer: through the
-	// one escaping function, as every printed field.
-	return func(msg string) { fmt.Fprintf(s.Err, "warning: %s\n", csiclient.Redactor{}.Text(msg)) }
 }

@@ -5,8 +5,6 @@ import (
 	"crypto"
 	"fmt"
 
-	"github.com/spf13/pflag"
-
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
@@ -21,12 +19,6 @@ type serviceAccountOptions struct {
 
 	key crypto.Signer
 	api tokens.TokenGetter // --apiserver: the API server's TokenRequest API
-}
-
-func (o *serviceAccountOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Issuer, "issuer", tokens.DefaultIssuer, "the API server's --service-account-issuer (the tokens' iss)")
-	fs.StringSliceVar(&o.APIAudiences, "api-audiences", nil, "the API server's --api-audiences, given to tokenRequests with an empty audience (default: the issuer)")
-	fs.StringVar(&o.KeyFile, "service-account-key-file", "", "PEM private key that signs tokens, as kube-apiserver takes it (default: a key generated for the run)")
 }
 
 func (o *serviceAccountOptions) complete() error {

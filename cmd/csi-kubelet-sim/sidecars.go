@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -24,12 +23,6 @@ type sidecarOptions struct {
 	ExtraCreateMetadata bool
 
 	controller *sidecars.Controllers
-}
-
-func (o *sidecarOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ControllerEndpoint, "controller-endpoint", "", "the driver's controller socket, for CreateVolume, ControllerPublishVolume and their undoing (default: --endpoint, as drivers that serve both on one socket)")
-	fs.BoolVar(&o.KeepVolumes, "keep-volumes", false, "keep the volumes provisioned for claims (no DeleteVolume at the end); their handles are printed")
-	fs.BoolVar(&o.ExtraCreateMetadata, "extra-create-metadata", false, "the external-provisioner's flag: add csi.storage.k8s.io/pvc/name, pvc/namespace and pv/name to CreateVolume's parameters")
 }
 
 // controllerConn is the controller socket: --controller-endpoint, or

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
@@ -30,7 +29,7 @@ and a trace made with --show-secrets is decoded too. Exit 2 when the input
 holds no token.`
 
 func newTokensClaimsCommand(s streams) *cobra.Command {
-	return newCommandFor(&tokensClaimsOptions{streams: s}, &cobra.Command{
+	return newCommandFor(addTokensClaimsFlags, &tokensClaimsOptions{streams: s}, &cobra.Command{
 		Use:   "claims FILE|-",
 		Short: "Show the claims of the tokens a run handed out, from its -o json output",
 		Long:  tokensClaimsLong,
@@ -44,10 +43,6 @@ type tokensClaimsOptions struct {
 	streams
 	outputFlag
 	file string
-}
-
-func (o *tokensClaimsOptions) addFlags(fs *pflag.FlagSet) {
-	o.addOutputFlag(fs, "text, or json: one object per token with its header, claims and the times decoded")
 }
 
 func (o *tokensClaimsOptions) complete(args []string) error {

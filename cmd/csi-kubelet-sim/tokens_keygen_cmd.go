@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -19,7 +18,7 @@ private key for --service-account-signing-key-file (and for run's and mint's
 It prints the key's kid, the one the API server writes into tokens.`
 
 func newTokensKeygenCommand(s streams) *cobra.Command {
-	return newCommandFor(newTokensKeygenOptions(s), &cobra.Command{
+	return newCommandFor(addTokensKeygenFlags, newTokensKeygenOptions(s), &cobra.Command{
 		Use:   "keygen --private-key FILE [--public-key FILE] [--type rsa|ecdsa|p256|p384|p521]",
 		Short: "Generate a service-account signing key pair and print its kid",
 		Long:  tokensKeygenLong,
@@ -38,13 +37,6 @@ type tokensKeygenOptions struct {
 
 func newTokensKeygenOptions(s streams) *tokensKeygenOptions {
 	return &tokensKeygenOptions{streams: s, Type: "rsa"}
-}
-
-func (o *tokensKeygenOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Type, "type", o.Type, "key type: rsa (2048 bits), rsa3072, rsa4096, ecdsa or p256, p384, p521")
-	fs.StringVar(&o.PrivateKey, "private-key", o.PrivateKey, "`FILE` to write the private key to, PEM, mode 0600 (the API server's --service-account-signing-key-file)")
-	fs.StringVar(&o.PublicKey, "public-key", o.PublicKey, "`FILE` to write the public key to, PKIX PEM, mode 0644 (the API server's --service-account-key-file)")
-	fs.BoolVar(&o.Force, "force", o.Force, "replace existing files")
 }
 
 func (o *tokensKeygenOptions) complete(args []string) error {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,7 +27,7 @@ const tokensMintExample = `  csi-kubelet-sim tokens mint --service-account-key-f
   csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --now 2020-01-01T00:00:00Z  # an expired token`
 
 func newTokensMintCommand(s streams) *cobra.Command {
-	return newCommandFor(newTokensMintOptions(s), &cobra.Command{
+	return newCommandFor(addTokensMintFlags, newTokensMintOptions(s), &cobra.Command{
 		Use:     "mint --service-account-key-file FILE --pod NAME --pod-uid UID [--audience AUD]... [flags]",
 		Short:   "Issue a pod-bound service-account token as the API server does",
 		Long:    tokensMintLong,
@@ -57,24 +56,6 @@ type tokensMintOptions struct {
 
 func newTokensMintOptions(s streams) *tokensMintOptions {
 	return &tokensMintOptions{streams: s, Issuer: tokens.DefaultIssuer, Namespace: "default", ServiceAccount: "default"}
-}
-
-func (o *tokensMintOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.KeyFile, "service-account-key-file", o.KeyFile, "PEM private key `FILE` that signs the token (RSA, or ECDSA P-256/384/521)")
-	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer `URL` (the token's iss)")
-	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences, "the API server's --api-audiences, the audiences of a request without any (default: the issuer)")
-	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "the pod's namespace")
-	fs.StringVar(&o.ServiceAccount, "service-account", o.ServiceAccount, "the pod's serviceAccountName")
-	fs.StringVar(&o.ServiceAccountUID, "service-account-uid", o.ServiceAccountUID, "the ServiceAccount's UID (default: derived from namespace and name, as run does)")
-	fs.StringVar(&o.Pod, "pod", o.Pod, "the pod the token is bound to")
-	fs.StringVar(&o.PodUID, "pod-uid", o.PodUID, "that pod's UID")
-	fs.StringVar(&o.Node, "node", o.Node, "the pod's spec.nodeName (kubernetes.io.node claim; none when empty)")
-	fs.StringVar(&o.NodeUID, "node-uid", o.NodeUID, "the Node's UID (empty: the claim carries the name only, as when the Node object is missing)")
-	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "an audience `AUD` of the request (repeatable; none: the API audiences, as a CSIDriver tokenRequest with audience \"\")")
-	fs.Var(&o.Expiration, "expiration-seconds", "spec.expirationSeconds: `N` seconds (default: unset, which the API server makes 3600)")
-	o.addOutputFlag(fs, "text (the token) or json (the TokenRequest status)")
-	o.addReleaseFlags(fs, "the release whose API server issues the token (its claims), %s, as run's", "feature gates over the release's defaults, A=true,B=false (ServiceAccountTokenJTI, ServiceAccountTokenPodNodeInfo, ...), as run's")
-	fs.Var(&o.Now, "now", "the API server's clock: a `TIME`, RFC 3339 (default: the current time); a time in the past makes an expired token")
 }
 
 func (o *tokensMintOptions) complete(args []string) error { return noArgsError("tokens mint", args) }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -17,7 +16,7 @@ at /openid/v1/jwks, with the same kid, for a driver that verifies tokens
 offline.`
 
 func newTokensJWKSCommand(s streams) *cobra.Command {
-	return newCommandFor(newTokensJWKSOptions(s), &cobra.Command{
+	return newCommandFor(addTokensJWKSFlags, newTokensJWKSOptions(s), &cobra.Command{
 		Use:     "jwks --key FILE...",
 		Short:   "Print the keys' JWKS as the API server publishes it",
 		Long:    tokensJWKSLong,
@@ -30,7 +29,7 @@ address, as the API server serves /.well-known/openid-configuration and
 /openid/v1/jwks, until interrupted. It prints the base URL on stdout.`
 
 func newTokensServeCommand(s streams) *cobra.Command {
-	return newCommandFor(newTokensServeOptions(s), &cobra.Command{
+	return newCommandFor(addTokensServeFlags, newTokensServeOptions(s), &cobra.Command{
 		Use:     "serve --service-account-key-file FILE... [--issuer URL] [--addr 127.0.0.1:0]",
 		Short:   "Serve OIDC discovery and the JWKS for a driver to verify tokens against",
 		Long:    tokensServeLong,
@@ -44,10 +43,6 @@ type tokensJWKSOptions struct {
 }
 
 func newTokensJWKSOptions(s streams) *tokensJWKSOptions { return &tokensJWKSOptions{streams: s} }
-
-func (o *tokensJWKSOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM `FILE` of public or private keys (repeatable; every key of every file is published)")
-}
 
 func (o *tokensJWKSOptions) complete(args []string) error { return noArgsError("tokens jwks", args) }
 
@@ -82,14 +77,6 @@ type tokensServeOptions struct {
 
 func newTokensServeOptions(s streams) *tokensServeOptions {
 	return &tokensServeOptions{streams: s, Issuer: tokens.DefaultIssuer, Addr: "127.0.0.1:0"}
-}
-
-func (o *tokensServeOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "service-account-key-file", o.KeyFiles, "PEM `FILE` of public or private keys to publish (repeatable), as the API server's flag")
-	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer `URL` (the discovery document's issuer)")
-	fs.StringVar(&o.JWKSURI, "jwks-uri", o.JWKSURI, "the API server's --service-account-jwks-uri `URL` (default: this server's "+tokens.JWKSPath+")")
-	fs.StringVar(&o.Addr, "addr", o.Addr, "host:port to listen on (port 0: any free port)")
-	fs.BoolVar(&o.AllowNonLoopback, "allow-non-loopback", o.AllowNonLoopback, "allow an --addr that is reachable from other hosts")
 }
 
 func (o *tokensServeOptions) complete(args []string) error { return noArgsError("tokens serve", args) }

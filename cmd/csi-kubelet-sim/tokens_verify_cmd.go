@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -25,7 +24,7 @@ names, or stdin for -. It prints the header and claims as JSON; a token that
 fails a check exits 1.`
 
 func newTokensVerifyCommand(s streams) *cobra.Command {
-	return newCommandFor(newTokensVerifyOptions(s), &cobra.Command{
+	return newCommandFor(addTokensVerifyFlags, newTokensVerifyOptions(s), &cobra.Command{
 		Use:   "verify (--key FILE... | --jwks FILE | --jwks-url URL) [--audience AUD] [--issuer URL] TOKEN|FILE|-",
 		Short: "Verify a token's signature and claims, and print them",
 		Long:  tokensVerifyLong,
@@ -50,15 +49,6 @@ type tokensVerifyOptions struct {
 }
 
 func newTokensVerifyOptions(s streams) *tokensVerifyOptions { return &tokensVerifyOptions{streams: s} }
-
-func (o *tokensVerifyOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM `FILE` of public or private keys (repeatable)")
-	fs.StringVar(&o.JWKSFile, "jwks", o.JWKSFile, "a JWKS `FILE`, such as the output of 'tokens jwks'")
-	fs.StringVar(&o.JWKSURL, "jwks-url", o.JWKSURL, "fetch the JWKS from this `URL` (loopback hosts only, such as 'tokens serve')")
-	fs.StringArrayVar(&o.Audiences, "audience", o.Audiences, "the token's aud must hold this audience `AUD` (repeatable: any of them; default: not checked)")
-	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the token's iss must be this `URL` (default: not checked)")
-	fs.Var(&o.Now, "now", "check exp, nbf and iat at this `TIME`, RFC 3339 (default: the current time)")
-}
 
 func (o *tokensVerifyOptions) complete(args []string) error {
 	if len(args) != 1 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -62,7 +61,7 @@ const validateExample = `  # every manifest of a directory tree
 
 func newValidateCommand(s streams) *cobra.Command {
 	o := &validateOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+	c := newCommandFor(addValidateFlags, o, &cobra.Command{
 		Use:     "validate [-f FILE]... [--endpoint unix:///PATH] [flags] [FILE...]",
 		Short:   "Judge CSIDriver objects and CSI volumes as the API server would, and against the live driver",
 		Long:    validateLong,
@@ -70,16 +69,6 @@ func newValidateCommand(s streams) *cobra.Command {
 	})
 	markFilenameFlag(c)
 	return c
-}
-
-func (o *validateOptions) addFlags(fs *pflag.FlagSet) {
-	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
-	o.addReleaseFlags(fs, "the release whose API server validates", "feature gates over the version's defaults, A=true,B=false")
-	o.addOutputFlag(fs, "text or json (one finding per line)")
-	o.addEndpointFlag(fs, "also compare the objects with the driver on this socket")
-	o.addTimeoutFlag(fs, 10*time.Second, "timeout of each call to the driver")
-	fs.BoolVar(&o.APIServer, "apiserver", false, "also submit every object to a real kube-apiserver (server-side dry run) and print its verdict beside validate's")
-	o.live.addFlags(fs)
 }
 
 // complete takes the files of the arguments (or --pod) and the release.
