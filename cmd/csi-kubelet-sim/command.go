@@ -14,22 +14,22 @@ import (
 // usable), validate what needs no I/O, and run: read the input and do the
 // work. Usage errors exit 2 before anything is touched.
 type command interface {
-	complete(args []string) error
-	validate() error
-	run(ctx context.Context) error
+	Complete(args []string) error
+	Validate() error
+	Run(ctx context.Context) error
 }
 
 // newCommandFor gives c the flags of o (registered by addFlags) and a
 // RunE that completes, validates and runs it.
 func newCommandFor[T command](addFlags func(T, *pflag.FlagSet), o T, c *cobra.Command) *cobra.Command {
 	c.RunE = func(c *cobra.Command, args []string) error {
-		if err := o.complete(args); err != nil {
+		if err := o.Complete(args); err != nil {
 			return err
 		}
-		if err := o.validate(); err != nil {
+		if err := o.Validate(); err != nil {
 			return err
 		}
-		return o.run(c.Context())
+		return o.Run(c.Context())
 	}
 	addFlags(o, c.Flags())
 	return c

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+
 	"errors"
 	"fmt"
 	"os"
@@ -25,7 +27,7 @@ func TestEnvironmentErr(t *testing.T) {
 		{errors.New("no space left on device"), false}, // words are not a cause
 		{fmt.Errorf("spec.volumes[0]: %w", errors.New("invalid")), false},
 	} {
-		if got := isEnvironmentErr(tc.err); got != tc.want {
+		if got := session.IsEnvironmentErr(tc.err); got != tc.want {
 			t.Errorf("isEnvironmentErr(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +27,7 @@ func TestFailureEventNotFinalWhenRetried(t *testing.T) {
 			sock := csifake.ServeTest(t, d)
 			root := filepath.Join(t.TempDir(), "root")
 			stdout, stderr, code := cli(t, "", "run", "-f", staged, "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "--max-attempts", "2")
-			if code != exitOK {
+			if code != session.ExitOK {
 				t.Fatalf("exit %d (the retry succeeds)\n%s\n%s", code, stdout, stderr)
 			}
 			if strings.Contains(stdout, "(final)") {

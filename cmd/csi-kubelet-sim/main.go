@@ -3,6 +3,8 @@
 package main
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+
 	"context"
 	"fmt"
 	"io"
@@ -13,13 +15,18 @@ import (
 	"time"
 )
 
+// version is set at build time with -ldflags "-X main.version=..." (the
+// Makefile does); the engine reports it.
+var version = "dev"
+
 func main() {
-	oneShotGC() // gc.go: most commands exit before a collection would free anything
+	session.Version = version
+	session.OneShotGC() // gc.go: most commands exit before a collection would free anything
 	// A closed stdout (| head) must not kill the run before teardown: with
 	// SIGPIPE ignored, writes fail and the volumes are still unpublished.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := interrupts(context.Background())
-	code := run(ctx, os.Args[1:], streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	code := run(ctx, os.Args[1:], session.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
 	os.Exit(code)
 }
@@ -53,8 +60,8 @@ func interrupts(parent context.Context) (context.Context, func()) {
 	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
 	go watchInterrupts(sigs, done, time.Now, func() { dumpGoroutines(os.Stderr) },
-		func(sig os.Signal) { cancel(interruptedBy{sig}) }, tcancel)
-	return withTeardown(ctx, tctx), func() {
+		func(sig os.Signal) { cancel(session.InterruptedBy{Sig: sig}) }, tcancel)
+	return session.WithTeardown(ctx, tctx), func() {
 		signal.Stop(sigs)
 		close(done)
 		cancel(nil)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -75,7 +77,7 @@ func TestOutputErrors(t *testing.T) {
 		"go-template-file=/x": "--output go-template-file: open /x: no such file or directory",
 	} {
 		_, stderr, code := cli(t, "", "version", "-o", arg)
-		if code != exitUsage || !strings.Contains(stderr, want) {
+		if code != session.ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("-o %s: exit %d %q, want 2 and %q", arg, code, stderr, want)
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -49,14 +51,14 @@ func TestRunAgainstFake(t *testing.T) {
 		{
 			name:     "NodePublishVolume fails",
 			fault:    func(d *csifake.Driver) { d.FailNext("NodePublishVolume", codes.Internal, 1) },
-			wantCode: exitFailed,
+			wantCode: session.ExitFailed,
 			wantErr:  "csifake: injected Internal",
 		},
 		{
 			name:     "no answer at registration",
 			fault:    func(d *csifake.Driver) { d.HangNext("NodeGetInfo", 1) },
 			extra:    []string{"--timeout", "300ms"},
-			wantCode: exitEnvironment,
+			wantCode: session.ExitEnvironment,
 			want:     []string{"GetPluginInfo", "NodeGetInfo"},
 		},
 	}

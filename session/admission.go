@@ -1,0 +1,294 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+)
+
+// admissionOptions are the flags of the admission step: the input's
+// MutatingWebhookConfiguration objects applied to its other objects, as
+// the API server does on create, before the kubelet sees them.
+type AdmissionOptions struct {
+	WebhookServices []string
+	As              string
+	AsGroups        []string
+	WebhookDryRun   bool
+}
+
+// run checks the flags, then runs the mutating webhooks of the input on
+// every other object of the input, in place, and prints the step. A
+// refusal is exit 2.
+func (o *AdmissionOptions) Run(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, output string, verbose int, s Streams) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	return o.admitCluster(ctx, c, defaults, output, verbose, s)
+}
+
+func (o *AdmissionOptions) admitCluster(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, output string, verbose int, s Streams) error {
+	return o.admit(ctx, c, c.Objects(), defaults, output, verbose, s)
+}
+
+// admit runs the webhooks on the given objects of the cluster.
+func (o *AdmissionOptions) admit(ctx context.Context, c *manifests.Cluster, objects []any, defaults manifests.Defaults, output string, verbose int, s Streams) error {
+	configs := c.MutatingWebhookConfigurations()
+	if len(configs) == 0 {
+		return nil
+	}
+	a, err := o.start(ctx, c, configs, defaults, verbose, s, func(cfg *admissionregistrationv1.MutatingWebhookConfiguration) string {
+		return c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name).String() + ": "
+	})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	// A webhook's messages and patches are data too: escaped (and tokens
+	// fingerprinted) as the driver's are.
+	p := &admissionPrinter{w: csiclient.Redactor{}.Writer(s.Out), json: output == "json", verbose: verbose}
+	for _, obj := range objects {
+		ro, ok := obj.(runtime.Object)
+		if !ok || remote.KindOf(ro) == "" {
+			continue
+		}
+		out, report, err := a.AdmitCreate(ctx, ro)
+		if report != nil {
+			p.print(report, err)
+		}
+		if errors.Is(err, context.Canceled) {
+			return WithCode(ExitInterrupted, fmt.Errorf("interrupted during the admission of %s %s: its webhooks were not waited for, and nothing reached the kubelet", remote.KindOf(ro), objectKey(ro)))
+		}
+		if err != nil {
+			return admissionError(err)
+		}
+		if err := manifests.Validate(out, defaults); err != nil {
+			return WithCode(ExitUsage, fmt.Errorf("%s %s after admission: %w", report.Kind, objName(report), err))
+		}
+		if err := c.Replace(out); err != nil {
+			return WithCode(ExitUsage, fmt.Errorf("%s %s after admission: %w", report.Kind, objName(report), err))
+		}
+	}
+	return nil
+}
+
+// start runs the admission helper, has it judge the configurations (an
+// invalid one is exit 2, named with where prefix gives) and builds the
+// webhook plugin over them.
+func (o *AdmissionOptions) start(ctx context.Context, c *manifests.Cluster, configs []*admissionregistrationv1.MutatingWebhookConfiguration,
+	defaults manifests.Defaults, verbose int, s Streams, where func(*admissionregistrationv1.MutatingWebhookConfiguration) string) (*remote.Helper, error) {
+	a, err := openHelper(s, verbose)
+	if err != nil {
+		return nil, err
+	}
+	invalid, err := a.Validate(ctx, configs)
+	if err != nil {
+		a.Close()
+		return nil, admissionError(err)
+	}
+	for i, errs := range invalid {
+		if len(errs) > 0 {
+			a.Close()
+			return nil, WithCode(ExitUsage, fmt.Errorf("%sMutatingWebhookConfiguration %s is invalid: %s", where(configs[i]), configs[i].Name, aggregate(errs)))
+		}
+	}
+	if err := a.Start(ctx, o.options(c), defaults, configs); err != nil {
+		a.Close()
+		return nil, admissionError(err)
+	}
+	return a, nil
+}
+
+// admissionError gives an admission failure its exit code: the API
+// server refusing an object, or an input it cannot take, is the input's
+// (2); a helper that died is the environment's (3); Ctrl-C is 130.
+func admissionError(err error) error {
+	var he *remote.HelperError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return WithCode(ExitInterrupted, errors.New("interrupted while the admission helper started: nothing reached the kubelet"))
+	case errors.As(err, &he):
+		return WithCode(ExitEnvironment, err)
+	}
+	return WithCode(ExitUsage, err)
+}
+
+// aggregate joins errors as apimachinery's aggregate error does: one
+// alone, or several in brackets.
+func aggregate(errs []string) string {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return "[" + strings.Join(errs, ", ") + "]"
+}
+
+// openHelper starts the admission helper; not finding it is exit 3.
+func openHelper(s Streams, verbose int) (*remote.Helper, error) {
+	a, err := remote.Open(s.Err, verbose)
+	if err != nil {
+		return nil, WithCode(ExitEnvironment, err)
+	}
+	return a, nil
+}
+
+func (o *AdmissionOptions) options(c *manifests.Cluster) remote.Options {
+	opts := remote.Options{
+		Services:   map[string]string{},
+		DryRun:     o.WebhookDryRun,
+		Namespaces: c.Namespaces(),
+	}
+	for _, s := range o.WebhookServices {
+		k, addr, _ := remote.ParseService(s) // checked in complete
+		opts.Services[k] = addr
+	}
+	if o.As != "" {
+		opts.User = remote.UserInfo{Name: o.As, Groups: o.AsGroups}
+		if len(o.AsGroups) == 0 {
+			opts.User.Groups = []string{"system:authenticated"}
+		}
+	}
+	return opts
+}
+
+// check validates the flags.
+func (o *AdmissionOptions) check() error {
+	for _, s := range o.WebhookServices {
+		if _, _, err := remote.ParseService(s); err != nil {
+			return WithCode(ExitUsage, fmt.Errorf("--webhook-service %w", err))
+		}
+	}
+	if len(o.AsGroups) > 0 && o.As == "" {
+		return WithCode(ExitUsage, errors.New("--as-group needs --as"))
+	}
+	return nil
+}
+
+// objectKey is an object's namespace/name, or name.
+func objectKey(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "?"
+	}
+	if m.GetNamespace() == "" {
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+func objName(r *remote.Report) string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+type admissionPrinter struct {
+	w       io.Writer
+	json    bool
+	verbose int
+}
+
+func (p *admissionPrinter) print(r *remote.Report, err error) {
+	if p.json {
+		m := map[string]any{"schemaVersion": csiclient.SchemaVersion, "kind": "admission", "object": r.Kind + " " + objName(r), "webhooks": r.Webhooks, "changes": r.Changes}
+		if err != nil {
+			m["error"] = err.Error()
+		}
+		_ = json.NewEncoder(p.w).Encode(m)
+		return
+	}
+	called := false
+	for _, w := range r.Webhooks {
+		called = called || w.Called
+	}
+	if !called && err == nil && p.verbose == 0 {
+		return // no webhook for this object: nothing to say unless asked
+	}
+	fmt.Fprintf(p.w, "admission: %s %s\n", r.Kind, objName(r))
+	for _, w := range r.Webhooks {
+		p.printWebhook(w)
+	}
+	if err != nil {
+		fmt.Fprintf(p.w, "  refused: %v\n", err)
+	}
+}
+
+func (p *admissionPrinter) printWebhook(w remote.WebhookReport) {
+	name := fmt.Sprintf("%s (%s)", w.Webhook, w.Configuration)
+	if w.Round > 0 {
+		name += " reinvoked"
+	}
+	if !w.Called {
+		fmt.Fprintf(p.w, "  %s: skipped: %s\n", name, w.Skipped)
+		return
+	}
+	state := "allowed"
+	switch {
+	case w.FailedOpen:
+		state = "failed, ignored (failurePolicy Ignore): " + w.Error
+	case w.Error != "":
+		state = w.Error
+	case w.Mutated:
+		state = "allowed, mutated"
+	}
+	fmt.Fprintf(p.w, "  %s: called %s in %s: %s\n", name, w.URL, w.Latency.Round(100*time.Microsecond), state)
+	for _, ch := range w.Changes {
+		fmt.Fprintf(p.w, "    + %s\n", ch)
+	}
+	for _, warn := range w.Warnings {
+		fmt.Fprintf(p.w, "    warning: %s\n", warn)
+	}
+	keys := make([]string, 0, len(w.AuditAnnotations))
+	for k := range w.AuditAnnotations {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(p.w, "    audit annotation %s=%s\n", k, w.AuditAnnotations[k])
+	}
+	if p.verbose > 0 && len(w.Patch) > 0 {
+		fmt.Fprintf(p.w, "    patch: %s\n", strings.TrimSpace(string(w.Patch)))
+	}
+}
+
+// webhookFindings judges the MutatingWebhookConfiguration objects for
+// validate, in the admission helper.
+func webhookFindings(ctx context.Context, c *manifests.Cluster, s Streams) ([]finding, error) {
+	configs := c.MutatingWebhookConfigurations()
+	if len(configs) == 0 {
+		return nil, nil
+	}
+	a, err := openHelper(s, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	invalid, err := a.Validate(ctx, configs)
+	if err != nil {
+		return nil, admissionError(err)
+	}
+	var out []finding
+	for i, cfg := range configs {
+		src := c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name).String()
+		obj := "MutatingWebhookConfiguration " + cfg.Name
+		for _, e := range invalid[i] {
+			out = append(out, finding{src, obj, "error", e})
+		}
+		if len(invalid[i]) == 0 {
+			out = append(out, finding{src, obj, "info", fmt.Sprintf("valid; %d webhook(s)", len(cfg.Webhooks))})
+		}
+	}
+	return out, nil
+}
