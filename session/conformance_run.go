@@ -51,6 +51,11 @@ type ConformanceOptions struct {
 	class       *conformance.VolumeClass
 	csiDrivers  []*storagev1.CSIDriver
 	cluster     *manifests.Cluster
+	report      *conformance.Report // the last Run's, for Conformance
+
+	// OnResult, when set, is called as each scenario ends (after the
+	// command's own printing).
+	OnResult func(conformance.Result)
 }
 
 // complete takes the files of the arguments, the driver's socket, the
@@ -233,10 +238,14 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 	p.rerun = o.RerunHint
 	p.header(o, info, obj, root, len(created) > 0, host)
 	cfg.OnStart, cfg.OnResult = p.start, p.result
+	if o.OnResult != nil {
+		cfg.OnResult = func(r conformance.Result) { p.result(r); o.OnResult(r) }
+	}
 	if err := o.hook(ctx, &cfg, api, p, red, &undo); err != nil {
 		return err
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
+	o.report = rep
 	return o.finish(rep, p, root)
 }
 

@@ -42,6 +42,9 @@ type CommonOptions struct {
 	Admission AdmissionOptions
 	Live      LiveOptions
 	Apiserver ApiserverOptions // flags registered by run and load
+	// Observers see every call and step as it happens (a Go caller's
+	// progress; the command prints through its own).
+	Observers []csiclient.Sink
 
 	cluster       *manifests.Cluster
 	syncFrequency time.Duration // run's --sync-frequency, for the summary

@@ -23,7 +23,8 @@ type RunOptions struct {
 	JUnit           string
 	Sidecars        SidecarOptions
 
-	hold time.Duration // <0: until interrupted
+	hold    time.Duration // <0: until interrupted
+	outcome *node.Outcome // the last Run's, for RunPod
 }
 
 // complete takes the files of the arguments, the driver's socket and the
@@ -72,6 +73,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	plan.ProvisionDefault = ss.provisionDefault(o.Sidecars.KeepVolumes)
 	o.Apiserver.attach(ctx, ss, &plan)
 	out := ss.lifecycle(ctx, plan)
+	o.outcome = out
 	// Ctrl-C is how --hold forever ends; SIGTERM, SIGHUP and SIGQUIT stop
 	// the run from outside (a timeout, a closed terminal): interrupts.
 	out.HoldEnded = out.HoldEnded && endedByCtrlC(ctx)

@@ -63,6 +63,9 @@ func buildSession(command string, o *CommonOptions, s Streams, conn grpc.ClientC
 	ss.trace = csiclient.NewStreamingTrace(red.Sensitive)
 	ss.tally = &tally{}
 	ss.trace.AddSink(ss.tally)
+	for _, obs := range o.Observers {
+		ss.trace.AddSink(obs)
+	}
 	if o.Output == "json" {
 		ss.json = csiclient.NewJSONPrinter(s.Out, red)
 		if printCalls {
