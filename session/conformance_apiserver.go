@@ -262,11 +262,11 @@ func (a *conformanceAPI) end(note func(string, ...any)) {
 
 // hook adds to cfg the API server (announced after the header) or the
 // admission of the input's webhooks, and the live trace of -v.
-func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, api *conformanceAPI, p *conformancePrinter, red csiclient.Redactor, undo *undoStack) error {
+func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, api *conformanceAPI, red csiclient.Redactor, undo *undoStack) error {
 	s := o.Streams
 	if api != nil {
 		w := s.Out
-		if p.json {
+		if o.Output == "json" {
 			w = s.Err
 		}
 		api.announce(w)
@@ -279,7 +279,7 @@ func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, 
 		}
 		cfg.Admit = admit
 	}
-	if o.Verbose > 0 && !p.json {
+	if o.Verbose > 0 && o.Output != "json" {
 		cfg.Sink = func(string) csiclient.Sink {
 			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
 		}

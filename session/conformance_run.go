@@ -53,8 +53,11 @@ type ConformanceOptions struct {
 	cluster     *manifests.Cluster
 	report      *conformance.Report // the last Run's, for Conformance
 
+	// Observer sees the run as it goes (the command's printer); nil:
+	// nothing.
+	Observer ConformanceObserver
 	// OnResult, when set, is called as each scenario ends (after the
-	// command's own printing).
+	// observer).
 	OnResult func(conformance.Result)
 }
 
@@ -234,14 +237,16 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 	if err := o.checkSelection(cfg, info); err != nil {
 		return err
 	}
-	p := newConformancePrinter(s, o.Output == "json", o.Verbose, red)
-	p.rerun = o.RerunHint
-	p.header(o, info, obj, root, len(created) > 0, host)
-	cfg.OnStart, cfg.OnResult = p.start, p.result
-	if o.OnResult != nil {
-		cfg.OnResult = func(r conformance.Result) { p.result(r); o.OnResult(r) }
+	p := o.Observer
+	if p == nil {
+		p = noConformanceObserver{}
 	}
-	if err := o.hook(ctx, &cfg, api, p, red, &undo); err != nil {
+	p.Header(o.header(info, obj, root, len(created) > 0, host, red))
+	cfg.OnStart, cfg.OnResult = p.Start, p.Result
+	if o.OnResult != nil {
+		cfg.OnResult = func(r conformance.Result) { p.Result(r); o.OnResult(r) }
+	}
+	if err := o.hook(ctx, &cfg, api, red, &undo); err != nil {
 		return err
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
@@ -268,13 +273,13 @@ func (o *ConformanceOptions) probe(ctx context.Context, dialer *csiclient.Dialer
 
 // finish writes the JUnit file and prints the summary, and gives the
 // run's exit code.
-func (o *ConformanceOptions) finish(rep *conformance.Report, p *conformancePrinter, root string) error {
+func (o *ConformanceOptions) finish(rep *conformance.Report, p ConformanceObserver, root string) error {
 	var junitErr error
 	if o.JUnit != "" {
 		junitErr = writeJUnit(o.JUnit, rep)
 	}
 	reportErr := o.writeConformanceReport(rep)
-	p.summary(rep, o.JUnit)
+	p.Summary(rep, o.JUnit)
 	switch {
 	case junitErr != nil:
 		return WithCode(ExitEnvironment, fmt.Errorf("--junit: %w", junitErr))
@@ -509,4 +514,20 @@ func (o *ConformanceOptions) claimClass(namespace, name, driver string) *conform
 		c.Size = q
 	}
 	return c
+}
+
+// header is what the run knows before its first scenario.
+func (o *ConformanceOptions) header(info *conformance.DriverInfo, obj *storagev1.CSIDriver, root string, ownedRoot bool, host conformance.Host, red csiclient.Redactor) ConformanceHeader {
+	h := ConformanceHeader{
+		Driver: info, CSIDriver: obj, Files: o.Filenames, Endpoint: o.endpoint,
+		Release: o.release, FeatureGates: o.FeatureGates, NodeName: o.NodeName,
+		RootDir: root, OwnedRoot: ownedRoot, Host: host, Redactor: red, Rerun: o.RerunHint,
+	}
+	if obj != nil {
+		h.CSIDriverSummary = csiDriverSummary(obj)
+	}
+	if o.testDriver != nil {
+		h.TestDriverFile, h.TestDriverName = o.TestDriver, o.testDriver.DriverInfo.Name
+	}
+	return h
 }

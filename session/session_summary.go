@@ -107,3 +107,10 @@ func (ss *session) jsonSummary(out *node.Outcome, running *node.RunningReport, c
 	}
 	return m
 }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

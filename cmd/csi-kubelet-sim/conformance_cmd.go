@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const conformanceLong = `Check a CSI driver against what a kubelet needs of it. From the driver's
@@ -42,8 +46,8 @@ const conformanceExample = `  # every scenario the CSIDriver object calls for
   csi-kubelet-sim conformance --apiserver --endpoint /run/csi/csi.sock -f deploy/ --driver-kubeconfig /tmp/driver.kubeconfig`
 
 func newConformanceCommand(s session.Streams) *cobra.Command {
-	o := &session.ConformanceOptions{Streams: s}
-	c := newCommandFor(addConformanceFlags, o, &cobra.Command{
+	o := conformanceCommand{&session.ConformanceOptions{Streams: s}}
+	c := newCommandFor(func(o conformanceCommand, fs *pflag.FlagSet) { addConformanceFlags(o.ConformanceOptions, fs) }, o, &cobra.Command{
 		Use:     "conformance --endpoint unix:///PATH [-f CSIDRIVER] [flags] [FILE...]",
 		Short:   "Check the driver against what a kubelet needs of it",
 		Long:    conformanceLong,
@@ -53,4 +57,13 @@ func newConformanceCommand(s session.Streams) *cobra.Command {
 	_ = c.RegisterFlagCompletionFunc("focus", completeFocus)
 	_ = c.RegisterFlagCompletionFunc("skip", completeFocus)
 	return c
+}
+
+// conformanceCommand runs the engine's conformance with the command's
+// printer as its observer.
+type conformanceCommand struct{ *session.ConformanceOptions }
+
+func (c conformanceCommand) Run(ctx context.Context) error {
+	c.Observer = printers.NewConformance(c.Out, c.Output == "json", c.Verbose)
+	return c.ConformanceOptions.Run(ctx)
 }

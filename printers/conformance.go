@@ -1,21 +1,22 @@
-package session
+package printers
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
-
-	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
-// conformancePrinter prints the results of `conformance` as they come: a
-// line per scenario for people, or a JSON object per scenario.
-type conformancePrinter struct {
-	s       Streams
+// Conformance prints the results of `conformance` as they come: a line
+// per scenario for people, or a JSON object per scenario. It is the
+// command's session.ConformanceObserver.
+type Conformance struct {
+	out     io.Writer
 	json    bool
 	verbose int
 	red     csiclient.Redactor
@@ -23,37 +24,39 @@ type conformancePrinter struct {
 	rerun func(name string) string
 }
 
-// newConformancePrinter prints to s.Out: text through red's writer, JSON
-// lines through red.JSONLine, so that what quotes the driver is scrubbed
-// of the run's secrets and escaped.
-func newConformancePrinter(s Streams, json bool, verbose int, red csiclient.Redactor) *conformancePrinter {
-	if !json {
-		s.Out = red.Writer(s.Out)
-	}
-	return &conformancePrinter{s: s, json: json, verbose: verbose, red: red}
+// NewConformance prints to out (once the run's header gives the secrets
+// to keep out: text through the redactor's writer, JSON lines through its
+// JSONLine, so that what quotes the driver is scrubbed and escaped).
+func NewConformance(out io.Writer, json bool, verbose int) *Conformance {
+	return &Conformance{out: out, json: json, verbose: verbose}
 }
 
-func (p *conformancePrinter) object(v map[string]any) {
+func (p *Conformance) object(v map[string]any) {
 	v["schemaVersion"] = csiclient.SchemaVersion
-	fmt.Fprintf(p.s.Out, "%s\n", p.red.JSONLine(v))
+	fmt.Fprintf(p.out, "%s\n", p.red.JSONLine(v))
 }
 
-func (p *conformancePrinter) header(o *ConformanceOptions, info *conformance.DriverInfo, obj *storagev1.CSIDriver, root string, ownedRoot bool, host conformance.Host) {
+// Header takes the run's redactor and rerun hint, and prints what the run
+// is about to check.
+func (p *Conformance) Header(h session.ConformanceHeader) {
+	p.red, p.rerun = h.Redactor, h.Rerun
 	if p.json {
 		return
 	}
-	w := p.s.Out
-	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", p.red.Text(info.Name), p.red.Text(info.VendorVersion), o.endpoint, o.release.Version.Label(), o.NodeName)
-	if strings.TrimSpace(o.FeatureGates) != "" {
-		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(o.FeatureGates), o.release.Version)
+	p.out = p.red.Writer(p.out)
+	w := p.out
+	info, obj := h.Driver, h.CSIDriver
+	fmt.Fprintf(w, "csi-kubelet-sim conformance: driver %s %s on %s, kubelet %s, node %q\n", p.red.Text(info.Name), p.red.Text(info.VendorVersion), h.Endpoint, h.Release.Version.Label(), h.NodeName)
+	if strings.TrimSpace(h.FeatureGates) != "" {
+		fmt.Fprintf(w, "  gates       %s (over kubelet %s's defaults; the API server has the same)\n", strings.TrimSpace(h.FeatureGates), h.Release.Version)
 	}
 	if obj != nil {
-		fmt.Fprintf(w, "  CSIDriver   %s from %s: %s\n", obj.Name, strings.Join(o.Filenames, ", "), csiDriverSummary(obj))
+		fmt.Fprintf(w, "  CSIDriver   %s from %s: %s\n", obj.Name, strings.Join(h.Files, ", "), h.CSIDriverSummary)
 	} else {
 		fmt.Fprintf(w, "  CSIDriver   none given: scenarios from the driver's capabilities; the kubelet behaves as without one (attach required, persistent volumes only)\n")
 	}
-	if o.testDriver != nil {
-		fmt.Fprintf(w, "  testdriver  %s: DriverInfo.Name %s, its declarations checked by testdriver/declarations\n", o.TestDriver, p.red.Text(o.testDriver.DriverInfo.Name))
+	if h.TestDriverFile != "" {
+		fmt.Fprintf(w, "  testdriver  %s: DriverInfo.Name %s, its declarations checked by testdriver/declarations\n", h.TestDriverFile, p.red.Text(h.TestDriverName))
 	}
 	fmt.Fprintf(w, "  node        %s\n", listOrNone(info.NodeCapabilityNames()))
 	controller := "no controller service"
@@ -61,12 +64,12 @@ func (p *conformancePrinter) header(o *ConformanceOptions, info *conformance.Dri
 		controller = listOrNone(info.ControllerCapabilityNames())
 	}
 	fmt.Fprintf(w, "  controller  %s\n", controller)
-	rootText := root
-	if ownedRoot {
+	rootText := h.RootDir
+	if h.OwnedRoot {
 		rootText += " (temporary, removed afterwards)"
 	}
 	fmt.Fprintf(w, "  root dir    %s\n", rootText)
-	if !host.SELinux {
+	if !h.Host.SELinux {
 		fmt.Fprintf(w, "  host        no SELinux (/sys/fs/selinux absent): the SELinux scenario is informational\n")
 	}
 	fmt.Fprintln(w)
@@ -79,15 +82,17 @@ func listOrNone(s []string) string {
 	return strings.Join(s, " ")
 }
 
-func (p *conformancePrinter) start(sc conformance.Scenario) {
+// Start announces a scenario (-v).
+func (p *Conformance) Start(sc conformance.Scenario) {
 	if !p.json && p.verbose > 0 {
-		fmt.Fprintf(p.s.Out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, DocsRef()))
+		fmt.Fprintf(p.out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, session.DocsRef()))
 	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func (p *conformancePrinter) result(r conformance.Result) {
+// Result prints a scenario's result.
+func (p *Conformance) Result(r conformance.Result) {
 	if p.json {
 		type failure struct {
 			Did     string `json:"did"`
@@ -105,16 +110,16 @@ func (p *conformancePrinter) result(r conformance.Result) {
 		})
 		return
 	}
-	w := p.s.Out
+	w := p.out
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
-	line := fmt.Sprintf("%s  %-44s %9.1fms", PaletteFor(w).Outcome(status), r.Name, ms(r.Duration))
+	line := fmt.Sprintf("%s  %-44s %9.1fms", session.PaletteFor(w).Outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
-		line += "  " + docs.WithLinks(p.red.Text(r.Message), DocsRef())
+		line += "  " + docs.WithLinks(p.red.Text(r.Message), session.DocsRef())
 	}
 	fmt.Fprintln(w, line)
 	if r.Status == conformance.Fail {
 		for _, f := range r.Failures {
-			fmt.Fprintf(w, "      %s\n", docs.WithLinks(p.red.Text(f.String()), DocsRef()))
+			fmt.Fprintf(w, "      %s\n", docs.WithLinks(p.red.Text(f.String()), session.DocsRef()))
 		}
 		if p.rerun != nil {
 			fmt.Fprintf(w, "      rerun just this one: %s\n", p.rerun(r.Name))
@@ -146,7 +151,8 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
+// Summary prints the run's counts and result.
+func (p *Conformance) Summary(rep *conformance.Report, junit string) {
 	pass, fail, skip := rep.Counts()
 	kubelet := 0
 	for _, r := range rep.Results {
@@ -187,7 +193,7 @@ func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
 		p.object(m)
 		return
 	}
-	w := p.s.Out
+	w := p.out
 	fmt.Fprintf(w, "\nsummary\n")
 	if v := rep.Volume; v != nil {
 		fmt.Fprintf(w, "  volume      %s\n", p.red.Text(v.Describe()))
@@ -200,10 +206,10 @@ func (p *conformancePrinter) summary(rep *conformance.Report, junit string) {
 		sel = fmt.Sprintf(", %d not selected by --focus/--skip", rep.NotSelected)
 	}
 	fmt.Fprintf(w, "  scenarios   %d passed, %d failed, %d skipped%s; %d kubelet-specific checks ran\n", pass, fail, skip, sel, kubelet)
-	fmt.Fprintf(w, "  calls       %d to the driver, %s in the driver; %s in all\n", calls, round(callTime), round(rep.Duration))
+	fmt.Fprintf(w, "  calls       %d to the driver, %s in the driver; %s in all\n", calls, csiclient.FormatDuration(callTime), csiclient.FormatDuration(rep.Duration))
 	if junit != "" {
 		fmt.Fprintf(w, "  junit       %s\n", junit)
 	}
 	word := map[string]string{csiclient.ResultOK: "PASS", csiclient.ResultFailed: "FAIL"}[result]
-	fmt.Fprintf(w, "  result      %s\n", PaletteFor(w).Outcome(word))
+	fmt.Fprintf(w, "  result      %s\n", session.PaletteFor(w).Outcome(word))
 }
