@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
@@ -222,17 +221,7 @@ func (o *ApiserverOptions) summary(ss *session) {
 			changed = append(changed, r.Verb+" "+r.Object())
 		}
 	}
-	if ss.json != nil {
-		ss.json.Object(map[string]any{"kind": "apiserver", "driver_user": o.identity.User, "driver_identity": o.identity.Why,
-			"driver_requests": reqs, "driver_changed": changed})
-		return
-	}
-	ss.text.Printf("API server: the driver (%s) made %d requests", o.identity.User, len(reqs))
-	if len(changed) == 0 {
-		ss.text.Printf(", changed nothing\n")
-		return
-	}
-	ss.text.Printf("; it created or changed: %s\n", strings.Join(changed, ", "))
+	ss.obs.APIServer(APIServerRequests{DriverUser: o.identity.User, DriverIdentity: o.identity.Why, Requests: reqs, Changed: changed})
 }
 
 // driverConn is the driver's connection with the audit log read after

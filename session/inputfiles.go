@@ -66,23 +66,23 @@ func (f *SelinuxFlag) Set(s string) error {
 
 func (f *SelinuxFlag) Type() string { return "bool" }
 
-// selinuxHost is the SELinux host a run simulates, and why.
-type selinuxHost struct {
+// SELinuxHost is the SELinux host a run simulates, and why.
+type SELinuxHost struct {
 	Enabled bool
 	Why     string
 }
 
 // resolve decides the host: the flag when given, else detect().
-func (f *SelinuxFlag) Resolve(detect func() bool) selinuxHost {
+func (f *SelinuxFlag) Resolve(detect func() bool) SELinuxHost {
 	switch {
 	case f.set && f.value:
-		return selinuxHost{true, "simulated (--selinux=true)"}
+		return SELinuxHost{true, "simulated (--selinux=true)"}
 	case f.set:
-		return selinuxHost{false, "off (--selinux=false): no context= mount option"}
+		return SELinuxHost{false, "off (--selinux=false): no context= mount option"}
 	case detect():
-		return selinuxHost{true, "this host has SELinux (/sys/fs/selinux)"}
+		return SELinuxHost{true, "this host has SELinux (/sys/fs/selinux)"}
 	}
-	return selinuxHost{false, "this host has no SELinux (/sys/fs/selinux absent): no context= mount option; --selinux=true simulates an SELinux host"}
+	return SELinuxHost{false, "this host has no SELinux (/sys/fs/selinux absent): no context= mount option; --selinux=true simulates an SELinux host"}
 }
 
 // hostHasSELinux is how the kubelet's host tells SELinux is on (selinux.

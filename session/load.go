@@ -125,7 +125,9 @@ func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []stri
 		exit = WithCode(ExitEnvironment, err)
 	}
 	o.Apiserver.summary(ss)
-	ss.loadSummary(out, sum, exit)
+	summary := ss.summaryOf(out, exit)
+	summary.Load = &sum
+	ss.obs.Summary(summary)
 	return exit
 }
 
@@ -190,33 +192,6 @@ func progressOut(s Streams, output string) *os.File {
 		return f
 	}
 	return nil
-}
-
-// loadSummary prints the load report: pods, the per-method table, the
-// simulator's own cost, what was left and the result.
-func (ss *session) loadSummary(out *node.Outcome, sum loadreport.Summary, exit error) {
-	calls, failed, driverTime, _ := ss.tally.counts()
-	running := out.Running.Snapshot()
-	if ss.json != nil {
-		m := ss.jsonSummary(out, &running, calls, failed, driverTime, exit)
-		m["kind"] = "load"
-		m["failed_pods"] = out.Failed
-		m["load"] = sum
-		ss.json.Object(m)
-		return
-	}
-	p := ss.text
-	p.Printf("\nload\n")
-	p.Printf("  pods        %d run, %d with a volume that failed\n", out.Pods, out.Failed)
-	ss.printRunning(&running)
-	p.Printf("  calls       %d to the driver, %d failed, %s in all\n", calls, failed, round(time.Since(ss.started)))
-	_ = sum.WriteText(ss.s.Out)
-	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
-	if exit != nil {
-		p.Printf("  result      %v\n", exit)
-	} else {
-		p.Printf("  result      OK\n")
-	}
 }
 
 // reportPage is the --report HTML page of a run: the stats and a bounded

@@ -45,10 +45,13 @@ type CommonOptions struct {
 	// Observers see every call and step as it happens (a Go caller's
 	// progress; the command prints through its own).
 	Observers []csiclient.Sink
+	// Printer sees the session as it goes: the command's printer; nil:
+	// nothing is printed.
+	Printer Observer
 
 	cluster       *manifests.Cluster
 	syncFrequency time.Duration // run's --sync-frequency, for the summary
-	selinux       selinuxHost   // the host, detected or simulated
+	selinux       SELinuxHost   // the host, detected or simulated
 	defaultPod    string        // why the default pod is used; empty: the input has pods
 	// lockAs: the command takes the root dir's lock under this name
 	// (run, load, conformance); empty: it makes nothing there (plan).

@@ -25,7 +25,7 @@ func (ss *session) reportHeader(out *node.Outcome, exit error) loadreport.Header
 		Kubelet:    ss.opts.release.Describe(),
 		Gates:      ss.opts.release.Gates.String(),
 		Verdict:    "OK",
-		LeftBehind: leftoverText(out.Leftovers),
+		LeftBehind: LeftoverText(out.Leftovers),
 	}
 	if r := out.Registration; r != nil {
 		h.Driver, h.DriverVersion = r.DriverName, r.VendorVersion

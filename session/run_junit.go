@@ -126,7 +126,7 @@ func RunJUnit(ops []*operationCase, release node.Release, out *node.Outcome, exi
 		suite.TestCases = append(suite.TestCases, oc.testCase())
 	}
 	result := conformance.JUnitTestCase{Name: "result", ClassName: "csi-kubelet-sim.run", Time: suite.Time,
-		SystemOut: "left behind " + leftoverText(out.Leftovers)}
+		SystemOut: "left behind " + LeftoverText(out.Leftovers)}
 	if exit != nil {
 		result.Failure = &conformance.JUnitFailure{Message: exit.Error(), Type: fmt.Sprintf("exit %d", ExitCode(exit)), Text: exit.Error()}
 	}

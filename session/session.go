@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -33,13 +32,14 @@ type session struct {
 	trace     *csiclient.Trace
 	tally     *tally
 	quiet     bool // calls are counted, not printed
-	text      *csiclient.TextPrinter
-	json      *csiclient.JSONPrinter
-	kubelet   *node.Kubelet
-	tokens    *node.TokenSource
-	started   time.Time
-	sidecars  *sidecars.Controllers // provisioning and attach, when the command has them
-	red       csiclient.Redactor    // with the run's secrets, for every output
+	obs       Observer
+	// tokenRecords takes a record of each token handed out (-o json).
+	tokenRecords interface{ Object(any) }
+	kubelet      *node.Kubelet
+	tokens       *node.TokenSource
+	started      time.Time
+	sidecars     *sidecars.Controllers // provisioning and attach, when the command has them
+	red          csiclient.Redactor    // with the run's secrets, for every output
 }
 
 func newSession(command string, o *CommonOptions, s Streams, conn grpc.ClientConnInterface, planned bool, rootDirs []string) *session {
@@ -63,19 +63,17 @@ func buildSession(command string, o *CommonOptions, s Streams, conn grpc.ClientC
 	ss.trace = csiclient.NewStreamingTrace(red.Sensitive)
 	ss.tally = &tally{}
 	ss.trace.AddSink(ss.tally)
+	ss.obs = o.Printer
+	if ss.obs == nil {
+		ss.obs = noObserver{}
+	}
+	pr := ss.obs.Begin(Begin{Redactor: red, Planned: planned, PrintCalls: printCalls, Verbose: o.Verbose > 0})
+	if pr.Calls != nil {
+		ss.trace.AddSink(pr.Calls)
+	}
+	ss.tokenRecords = pr.Tokens
 	for _, obs := range o.Observers {
 		ss.trace.AddSink(obs)
-	}
-	if o.Output == "json" {
-		ss.json = csiclient.NewJSONPrinter(s.Out, red)
-		if printCalls {
-			ss.trace.AddSink(ss.json)
-		}
-	} else {
-		ss.text = csiclient.NewTextPrinter(s.Out, red, o.Verbose > 0, planned)
-		if printCalls {
-			ss.trace.AddSink(ss.text)
-		}
 	}
 	ss.tokens = o.newTokenSource(o.cluster, o.release, o.NodeName, func(msg string) {
 		ss.trace.Warn(context.Background(), "API server: "+msg)
@@ -101,29 +99,15 @@ func buildSession(command string, o *CommonOptions, s Streams, conn grpc.ClientC
 }
 
 // announce tells the user something about the run before it starts.
-func (ss *session) announce(msg string) {
-	if ss.json != nil {
-		ss.json.Object(map[string]any{"kind": "info", "text": msg})
-		return
-	}
-	ss.text.Printf("%s\n", msg)
-}
+func (ss *session) announce(msg string) { ss.obs.Announce(msg) }
 
+// header opens the session for the observer.
 func (ss *session) header() {
-	if ss.text == nil {
-		return
-	}
-	root := ss.opts.RootDir
-	if ss.ownedRoot {
-		root += " (temporary, removed afterwards)"
-	}
-	ss.text.Printf("csi-kubelet-sim %s: %s on node %q, root dir %s\n", ss.command, ss.opts.release.Describe(), ss.opts.NodeName, root)
-	if ss.command != "cleanup" {
-		ss.text.Printf("  selinux     %s\n", ss.opts.selinux.Why)
-	}
-	if !ss.quiet {
-		ss.text.Printf("%s\n", csiclient.TraceHeader())
-	}
+	ss.obs.Header(Header{
+		Command: ss.command, Release: ss.opts.release, NodeName: ss.opts.NodeName,
+		RootDir: ss.opts.RootDir, OwnedRoot: ss.ownedRoot, SELinuxWhy: ss.opts.selinux.Why,
+		PrintCalls: !ss.quiet,
+	})
 }
 
 // plan is the command's schedule for the kubelet.
@@ -259,75 +243,25 @@ func registrationExit(err error) error {
 	return WithCode(ExitFailed, fmt.Errorf("%s: %s (the driver answered registration with an error)", step, csiclient.Explain(err)))
 }
 
-// summary prints what the session did.
+// summary hands the observer what the session did.
 func (ss *session) summary(out *node.Outcome, exit error) {
+	ss.obs.Summary(ss.summaryOf(out, exit))
+}
+
+// summaryOf is what the session did, as data.
+func (ss *session) summaryOf(out *node.Outcome, exit error) *Summary {
 	calls, failedCalls, driverTime, _ := ss.tally.counts()
-	running := out.Running.Snapshot()
-	if ss.json != nil {
-		ss.json.Object(ss.jsonSummary(out, &running, calls, failedCalls, driverTime, exit))
-		return
+	s := &Summary{
+		Command: ss.command, Outcome: out, Running: out.Running.Snapshot(),
+		Calls: calls, FailedCalls: failedCalls, DriverTime: driverTime, Elapsed: time.Since(ss.started),
+		Release: ss.opts.release, SELinux: ss.opts.selinux, RootDir: ss.opts.RootDir,
+		SyncFrequency: ss.opts.syncFrequency, Exit: exit, HasSidecars: ss.sidecars != nil,
 	}
-	p := ss.text
-	p.Printf("\nsummary\n")
-	if r := out.Registration; r != nil {
-		p.Printf("  driver      %s %s, node_id %q, CSINode topologyKeys %v, Node labels %v\n", r.DriverName, r.VendorVersion, r.NodeID, r.CSINodeDriver.TopologyKeys, r.NodeLabels)
+	if ss.sidecars != nil {
+		s.Provisioned = ss.sidecars.Volumes()
 	}
-	for _, r := range out.Results {
-		for _, v := range r.Volumes {
-			state := "published"
-			if v.Err != nil {
-				state = "FAILED"
-			}
-			staged := ""
-			if v.StagingPath != "" {
-				staged = ", staged"
-			}
-			p.Printf("  volume      %s/%s %s (%s, %s%s) -> %s\n", podKey(r.Pod), v.PodVolume, state, v.SpecName, v.Mode, staged, v.TargetPath)
-		}
-		for _, sk := range r.Skipped {
-			p.Printf("  skipped     %s/%s: %s\n", podKey(r.Pod), sk.Name, sk.Reason)
-		}
-	}
-	ss.printProvisioned()
-	ss.printRunning(&running)
-	p.Printf("  calls       %d to the driver, %d failed, %s in the driver, %s in all\n", calls, failedCalls, round(driverTime), round(time.Since(ss.started)))
-	if out.HoldEnded {
-		p.Printf("  hold        ended by Ctrl-C (--hold forever), as it is meant to end\n")
-	}
-	p.Printf("  left behind %s\n", leftoverText(out.Leftovers))
-	if l := out.Leftovers; l != nil && len(l.KubeletPaths) > 0 && l.Clean() {
-		p.Printf("  note        a real kubelet also leaves %s (removed here)\n", strings.Join(relPaths(ss.opts.RootDir, l.KubeletPaths), ", "))
-	}
-	// The error itself is printed once, on stderr, as the last line.
-	pal := PaletteFor(ss.s.Out)
-	if exit != nil {
-		p.Printf("  result      %s (exit %d: the error is on stderr)\n", pal.Outcome("FAILED"), ExitCode(exit))
-	} else {
-		p.Printf("  result      %s\n", pal.Outcome("OK"))
-	}
+	return s
 }
-
-func (ss *session) printRunning(r *node.RunningReport) {
-	p := ss.text
-	switch {
-	case r.Republish && r.Syncs == 0:
-		p.Printf("  republish   no pod sync came while the pods ran: the first was due %s after the start (--sync-frequency %s with the kubelet's jitter; --republish-period for a fixed one, --hold to run longer)\n", round(r.FirstSync), ss.opts.syncFrequency)
-	case r.Republish:
-		retried := ""
-		if r.RepublishRetried > 0 {
-			retried = fmt.Sprintf(", %d succeeded on a retry", r.RepublishRetried)
-		}
-		p.Printf("  republish   %d pod syncs, %d failures%s\n", r.Syncs, r.RepublishFailed, retried)
-	}
-	if r.Stats > 0 {
-		p.Printf("  stats       %d rounds, %d answers rejected by the kubelet\n", r.Stats, r.StatsFailed)
-	}
-}
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// round is a measured duration as every text output prints it.
-func round(d time.Duration) string { return csiclient.FormatDuration(d) }
 
 // inputSecrets is the set of sensitive values with the input's Secrets
 // already in it: the driver answers GetPluginInfo and NodeGetInfo before

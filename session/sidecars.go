@@ -5,10 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
@@ -67,7 +63,7 @@ func (o *SidecarOptions) attach(ss *session, node csiclient.Endpoint) error {
 		ExtraCreateMetadata: o.ExtraCreateMetadata,
 		KeepVolumes:         o.KeepVolumes,
 		Endpoint:            ep,
-		OnPV:                ss.printPV,
+		OnPV:                ss.obs.PersistentVolume,
 	})
 	ss.sidecars = o.controller
 	return nil
@@ -82,25 +78,6 @@ func runID() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// printPV shows a provisioned PV: as YAML with -v, as an object in JSON.
-func (ss *session) printPV(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) {
-	if ss.json != nil {
-		ss.json.Object(map[string]any{"kind": "persistentvolume", "claim": claim.Namespace + "/" + claim.Name, "pv": pv})
-		return
-	}
-	if ss.opts.Verbose == 0 || ss.quiet {
-		return
-	}
-	b, err := yaml.Marshal(pv)
-	if err != nil {
-		return
-	}
-	ss.text.Printf("      PersistentVolume %s (as the external-provisioner creates it):\n", pv.Name)
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		ss.text.Printf("        %s\n", line)
-	}
-}
-
 // controllerExit is the exit of a run whose sidecars failed before the
 // pods: the input (2) or the driver (1).
 func controllerExit(err error) error {
@@ -108,40 +85,6 @@ func controllerExit(err error) error {
 		return WithCode(ExitUsage, err)
 	}
 	return WithCode(ExitFailed, err)
-}
-
-// printProvisioned adds the provisioned volumes to the text summary.
-func (ss *session) printProvisioned() {
-	if ss.sidecars == nil {
-		return
-	}
-	for _, v := range ss.sidecars.Volumes() {
-		ss.text.Printf("  provisioned %s -> %s, handle %s: %s\n", v.Claim, v.PV.Name, v.Handle, volumeFate(v))
-	}
-}
-
-// jsonProvisioned is the provisioned volumes in the JSON summary.
-func (ss *session) jsonProvisioned() []map[string]any {
-	out := []map[string]any{}
-	if ss.sidecars == nil {
-		return out
-	}
-	for _, v := range ss.sidecars.Volumes() {
-		out = append(out, map[string]any{"claim": v.Claim, "pv": v.PV.Name, "handle": v.Handle, "state": volumeFate(v)})
-	}
-	return out
-}
-
-func volumeFate(v *sidecars.Volume) string {
-	switch {
-	case v.Deleted:
-		return "deleted"
-	case v.Kept:
-		return "kept"
-	case v.Left:
-		return "left on the driver"
-	}
-	return "created"
 }
 
 // cleanupSidecars is `cleanup`'s part for the sidecars' records.
@@ -172,7 +115,7 @@ func plannedSidecars(ss *session, conn *csiclient.Planned) *sidecars.Controllers
 		NodeName:         ss.opts.NodeName,
 		Timeout:          ss.opts.Timeout,
 		Endpoint:         "planned by --controller-capabilities",
-		OnPV:             ss.printPV,
+		OnPV:             ss.obs.PersistentVolume,
 	})
 	return ss.sidecars
 }

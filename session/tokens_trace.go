@@ -49,7 +49,7 @@ type tokenHandedOut struct {
 // written as a tokenHandedOut record before the call that carries it.
 type TokenRecorder struct {
 	Next node.TokenIssuer
-	Out  *csiclient.JSONPrinter
+	Out  interface{ Object(any) }
 }
 
 func (r TokenRecorder) Token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
@@ -79,10 +79,10 @@ func handedOut(ctx context.Context, namespace, sa string, req *authenticationv1.
 // tokenIssuer is the token source the session's kubelet uses: with
 // -o json, one that writes a record of each token handed out.
 func (ss *session) tokenIssuer() node.TokenIssuer {
-	if ss.json == nil || ss.quiet {
+	if ss.tokenRecords == nil {
 		return ss.tokens
 	}
-	return TokenRecorder{Next: ss.tokens, Out: ss.json}
+	return TokenRecorder{Next: ss.tokens, Out: ss.tokenRecords}
 }
 
 // kubeletTokenRequests is the API server's TokenRequest API as the

@@ -4,6 +4,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const cleanupLong = `Finish what interrupted runs left under a root dir, as a kubelet does after a
@@ -32,7 +33,7 @@ const cleanupExample = `  # after a run interrupted twice (its error names this 
 
 func newCleanupCommand(s session.Streams) *cobra.Command {
 	o := &session.CleanupOptions{Streams: s}
-	c := newCommandFor(addCleanupFlags, o, &cobra.Command{
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addCleanupFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
 		Use:     "cleanup --root-dir DIR --endpoint unix:///PATH [flags]",
 		Short:   "Finish an interrupted run: its volumes reconstructed and torn down through the driver",
 		Long:    cleanupLong,

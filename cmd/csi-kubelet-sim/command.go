@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -33,4 +36,18 @@ func newCommandFor[T command](addFlags func(T, *pflag.FlagSet), o T, c *cobra.Co
 	}
 	addFlags(o, c.Flags())
 	return c
+}
+
+// sessionCommand is a command that runs a session of the kubelet (run,
+// plan, load, cleanup): the engine prints through the command's printer,
+// made once the flags are parsed.
+type sessionCommand struct {
+	command
+	common *session.CommonOptions
+	out    io.Writer
+}
+
+func (c sessionCommand) Run(ctx context.Context) error {
+	c.common.Printer = printers.NewSession(c.out, c.common.Output == "json", c.common.Verbose)
+	return c.command.Run(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const loadLong = `Run a node's worth of pods against the driver with the kubelet's
@@ -25,7 +26,7 @@ const loadExample = `  # 110 pods at once on one node, with an HTML report
 
 func newLoadCommand(s session.Streams) *cobra.Command {
 	o := &session.LoadOptions{Streams: s}
-	c := newCommandFor(addLoadFlags, o, &cobra.Command{
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addLoadFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
 		Use:     "load [-f FILE]... --endpoint unix:///PATH [--replicas N] [flags] [FILE...]",
 		Short:   "A node's worth of pods with the kubelet's concurrency; latency per CSI method",
 		Long:    loadLong,

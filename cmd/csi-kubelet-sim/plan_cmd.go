@@ -4,6 +4,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const planLong = `Print the requests a kubelet would send a CSI driver for the pods of the
@@ -26,7 +27,7 @@ const planExample = `  # what a staging driver would get for these manifests
 
 func newPlanCommand(s session.Streams) *cobra.Command {
 	o := &session.PlanOptions{Streams: s}
-	c := newCommandFor(addPlanFlags, o, &cobra.Command{
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addPlanFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
 		Use:     "plan [-f FILE]... [--node-capabilities CAP,...] [flags] [FILE...]",
 		Short:   "Print the requests a kubelet would send, with no driver needed",
 		Long:    planLong,
