@@ -112,7 +112,7 @@ func (p *Conformance) Result(r conformance.Result) {
 	}
 	w := p.out
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
-	line := fmt.Sprintf("%s  %-44s %9.1fms", session.PaletteFor(w).Outcome(status), r.Name, ms(r.Duration))
+	line := fmt.Sprintf("%s  %-44s %9.1fms", PaletteFor(w).Outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
 		line += "  " + docs.WithLinks(p.red.Text(r.Message), session.DocsRef())
 	}
@@ -211,5 +211,5 @@ func (p *Conformance) Summary(rep *conformance.Report, junit string) {
 		fmt.Fprintf(w, "  junit       %s\n", junit)
 	}
 	word := map[string]string{csiclient.ResultOK: "PASS", csiclient.ResultFailed: "FAIL"}[result]
-	fmt.Fprintf(w, "  result      %s\n", session.PaletteFor(w).Outcome(word))
+	fmt.Fprintf(w, "  result      %s\n", PaletteFor(w).Outcome(word))
 }

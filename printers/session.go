@@ -161,7 +161,7 @@ func (p *Session) Summary(s *session.Summary) {
 		t.Printf("  note        a real kubelet also leaves %s (removed here)\n", strings.Join(relPaths(s.RootDir, l.KubeletPaths), ", "))
 	}
 	// The error itself is printed once, on stderr, as the last line.
-	pal := session.PaletteFor(p.out)
+	pal := PaletteFor(p.out)
 	if s.Exit != nil {
 		t.Printf("  result      %s (exit %d: the error is on stderr)\n", pal.Outcome("FAILED"), session.ExitCode(s.Exit))
 	} else {

@@ -1,14 +1,10 @@
 package session
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"regexp"
 	"strings"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // allScenarios are the scenarios conformance knows, in the order it runs
@@ -16,27 +12,6 @@ import (
 // the names do not.
 func AllScenarios() []conformance.Scenario {
 	return conformance.Derive(&conformance.DriverInfo{}, nil, conformance.Host{})
-}
-
-// printScenarioList is --list: name, docs section and what it checks; a
-// JSON record each with -o json.
-func printScenarioList(w io.Writer, output string) error {
-	for _, sc := range AllScenarios() {
-		switch output {
-		case "json":
-			b, err := json.Marshal(map[string]any{"schemaVersion": csiclient.SchemaVersion, "kind": "scenario", "name": sc.Name,
-				"section": sc.Section, "checks": sc.Checks, "kubelet_specific": sc.KubeletSpecific})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "%s\n", b)
-		case "text":
-			fmt.Fprintf(w, "%-44s §%-5s %s\n", sc.Name, sc.Section, sc.Checks)
-		default:
-			return WithCode(ExitUsage, fmt.Errorf("--output %q: want text or json", output))
-		}
-	}
-	return nil
 }
 
 // focusOne is the --focus that selects exactly one scenario.

@@ -168,7 +168,7 @@ func (o *ConformanceOptions) csiDriverFor(name string) (*storagev1.CSIDriver, er
 func (o *ConformanceOptions) Run(ctx context.Context) error {
 	s := o.Streams
 	if o.List {
-		return printScenarioList(s.Out, o.Output)
+		return nil // the list is the printer's (printers.ScenarioList)
 	}
 	if err := o.load(s); err != nil {
 		return err

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"encoding/json"
-	"fmt"
 	"runtime"
 	"runtime/debug"
 
@@ -90,13 +88,6 @@ func KubeletReleases() []string {
 	return out
 }
 
-// printShortVersion is --version: one line, as cobra's version flag
-// printed it.
-func PrintShortVersion(s Streams) error {
-	_, err := fmt.Fprintf(s.Out, "csi-kubelet-sim %s\n", ReadVersionInfo().Version)
-	return err
-}
-
 // buildVersion is the version for messages that link the documents: the
 // one the Makefile stamps, else the build info's (read only then: an
 // error that cites the docs is printed once, at the end).
@@ -105,29 +96,4 @@ func buildVersion() string {
 		return Version
 	}
 	return ReadVersionInfo().Version
-}
-
-func PrintVersion(s Streams, output string, v VersionInfo) error {
-	switch output {
-	case "json":
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(s.Out, "%s\n", b)
-		return err
-	case "text":
-	default:
-		return WithCode(ExitUsage, fmt.Errorf("--output %q: want text or json", output))
-	}
-	fmt.Fprintf(s.Out, "csi-kubelet-sim %s (simulates kubelet %s, default %s)\n", v.Version, node.SupportedReleases(), v.DefaultKube)
-	if v.Revision != "" {
-		dirty := ""
-		if v.Modified {
-			dirty = ", modified"
-		}
-		fmt.Fprintf(s.Out, "  commit  %s (%s%s)\n", v.Revision, v.Time, dirty)
-	}
-	fmt.Fprintf(s.Out, "  built   %s %s, module %s\n", v.GoVersion, v.Platform, v.Module)
-	return nil
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 
 	"bytes"
 	"os"
@@ -17,14 +17,14 @@ func TestPalette(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	for name, out := range map[string]any{"buffer": &bytes.Buffer{}, "pipe": w, "switch over a pipe": newOutputSwitch(w)} {
-		var p session.Palette
+		var p printers.Palette
 		switch o := out.(type) {
 		case *bytes.Buffer:
-			p = session.PaletteFor(o)
+			p = printers.PaletteFor(o)
 		case *os.File:
-			p = session.PaletteFor(o)
+			p = printers.PaletteFor(o)
 		case *outputSwitch:
-			p = session.PaletteFor(o)
+			p = printers.PaletteFor(o)
 		}
 		if got := p.Outcome("FAIL"); got != "FAIL" {
 			t.Errorf("%s: %q, want no colour", name, got)
@@ -33,14 +33,14 @@ func TestPalette(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		defer tty.Close()
-		if session.PaletteFor(tty).On {
+		if printers.PaletteFor(tty).On {
 			t.Errorf("NO_COLOR set, yet colour on a terminal")
 		}
 	}
-	if got := (session.Palette{On: true}).Outcome("FAIL"); got != "\x1b[31mFAIL\x1b[0m" {
+	if got := (printers.Palette{On: true}).Outcome("FAIL"); got != "\x1b[31mFAIL\x1b[0m" {
 		t.Errorf("FAIL on a terminal: %q, want red", got)
 	}
-	if got := (session.Palette{On: true}).Outcome("OK"); got != "\x1b[32mOK\x1b[0m" {
+	if got := (printers.Palette{On: true}).Outcome("OK"); got != "\x1b[32mOK\x1b[0m" {
 		t.Errorf("OK on a terminal: %q, want green", got)
 	}
 }

@@ -64,6 +64,9 @@ func newConformanceCommand(s session.Streams) *cobra.Command {
 type conformanceCommand struct{ *session.ConformanceOptions }
 
 func (c conformanceCommand) Run(ctx context.Context) error {
+	if c.List {
+		return printers.ScenarioList(c.Out, c.Output)
+	}
 	c.Observer = printers.NewConformance(c.Out, c.Output == "json", c.Verbose)
 	return c.ConformanceOptions.Run(ctx)
 }

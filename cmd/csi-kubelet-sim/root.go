@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 
 	"context"
@@ -65,7 +66,7 @@ func newRootCommand(s session.Streams) *cobra.Command {
 		Args:          unknownCommand,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if showVersion {
-				return session.PrintShortVersion(s)
+				return printers.ShortVersion(s.Out)
 			}
 			fmt.Fprint(s.Err, c.UsageString())
 			return session.WithCode(session.ExitUsage, errors.New("a command is needed"))

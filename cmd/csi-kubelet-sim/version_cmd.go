@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 
 	"github.com/spf13/cobra"
@@ -19,7 +20,7 @@ and the kubelet releases --kubelet-version accepts.`,
 		Example: versionExample,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return session.PrintVersion(s, output, session.ReadVersionInfo())
+			return printers.Version(s.Out, output, session.ReadVersionInfo())
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")

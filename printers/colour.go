@@ -1,4 +1,4 @@
-package session
+package printers
 
 import (
 	"io"
