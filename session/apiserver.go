@@ -93,7 +93,7 @@ func (o *ApiserverOptions) start(ctx context.Context, co *CommonOptions, ep csic
 			o.stop()
 		}
 	}()
-	o.skew = cluster.SkewNote(o.cp.Version, co.release.Minor)
+	o.skew = cluster.SkewNote(o.cp.Version, co.Release.Minor)
 	docs, err := o.documents(co.cluster)
 	if err != nil {
 		return WithCode(ExitUsage, err)

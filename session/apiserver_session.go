@@ -38,7 +38,7 @@ func (o *ApiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 	})
 	apiCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "API server"})
 	o.node = &cluster.NodeSide{CP: o.cp, Inner: plan.Controller, NodeName: ss.opts.NodeName,
-		StartNodeUID: registeredNodeUID(ss.opts.cluster, ss.opts.NodeName), OwnerFromLiveNode: ss.opts.release.CSINodeOwnerFromLiveNode(),
+		StartNodeUID: registeredNodeUID(ss.opts.cluster, ss.opts.NodeName), OwnerFromLiveNode: ss.opts.Release.CSINodeOwnerFromLiveNode(),
 		Note:    func(s string) { ss.trace.Note(apiCtx, false, s) },
 		Created: func() []cluster.Request { o.tail.Poll(); return o.tail.Requests() },
 		Done:    o.stop,

@@ -34,10 +34,10 @@ func (co *CleanupOptions) Complete([]string) error {
 	if err := co.completeRootDir(); err != nil {
 		return err
 	}
-	return co.completeRelease()
+	return co.CompleteRelease()
 }
 
-func (co *CleanupOptions) Validate() error { return co.validateOutput() }
+func (co *CleanupOptions) Validate() error { return co.ValidateOutput() }
 
 // run finishes what interrupted runs left under a root dir: the
 // kubelet's reconstruction of volumes after a restart, then their

@@ -96,7 +96,7 @@ func (o *ConformanceOptions) startConformanceAPI(ctx context.Context, co *Common
 	}
 	// The scenarios use the API server's CSIDriver (its defaults, its UID).
 	o.csiDrivers = o.cluster.CSIDrivers()
-	a := &conformanceAPI{o: &o.Apiserver, nodeName: o.NodeName, nodeUID: registeredNodeUID(o.cluster, o.NodeName), liveNode: o.release.CSINodeOwnerFromLiveNode()}
+	a := &conformanceAPI{o: &o.Apiserver, nodeName: o.NodeName, nodeUID: registeredNodeUID(o.cluster, o.NodeName), liveNode: o.Release.CSINodeOwnerFromLiveNode()}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.Apiserver.stopTail = cancel
 	o.Apiserver.tail = o.Apiserver.cp.TailAudit(tctx, o.Apiserver.identity.User, a.driverRequest)

@@ -63,14 +63,14 @@ func TestScenarioDocuments(t *testing.T) {
 func TestConformanceSkewReadsItsRelease(t *testing.T) {
 	o := &ConformanceOptions{}
 	o.KubeletVersion = "1.30"
-	if err := o.completeRelease(); err != nil {
+	if err := o.CompleteRelease(); err != nil {
 		t.Fatal(err)
 	}
 	co := o.commonOptions(Streams{})
-	if co.release.Minor != 30 {
-		t.Fatalf("the control plane's options carry kubelet 1.%d, want the run's 1.30", co.release.Minor)
+	if co.Release.Minor != 30 {
+		t.Fatalf("the control plane's options carry kubelet 1.%d, want the run's 1.30", co.Release.Minor)
 	}
-	note := cluster.SkewNote("v1.37.2", co.release.Minor)
+	note := cluster.SkewNote("v1.37.2", co.Release.Minor)
 	if !strings.Contains(note, "7 minor releases newer than the simulated kubelet 1.30") {
 		t.Errorf("skew note %q", note)
 	}

@@ -17,7 +17,7 @@ func (o *ConformanceOptions) writeConformanceReport(rep *conformance.Report) err
 	pass, fail, skip := rep.Counts()
 	hdr := loadreport.Header{
 		Command: "conformance", Endpoint: o.Endpoint, Node: o.NodeName,
-		Kubelet: o.release.Describe(), Gates: o.release.Gates.String(),
+		Kubelet: o.Release.Describe(), Gates: o.Release.Gates.String(),
 		Verdict:    fmt.Sprintf("%d passed, %d failed, %d skipped", pass, fail, skip),
 		Failed:     rep.Failed(),
 		LeftBehind: "each scenario checks that nothing of its own is left (see its row)",

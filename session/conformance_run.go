@@ -71,10 +71,10 @@ func (o *ConformanceOptions) Complete(args []string) error {
 	if err := o.completeEndpoint(); err != nil {
 		return err
 	}
-	if err := o.validateOutput(); err != nil {
+	if err := o.ValidateOutput(); err != nil {
 		return err
 	}
-	if err := o.completeRelease(); err != nil {
+	if err := o.CompleteRelease(); err != nil {
 		return err
 	}
 	return o.completeRootDir()
@@ -124,8 +124,8 @@ func (o *ConformanceOptions) load(s Streams) error {
 	}
 	loader := &manifests.Loader{
 		Stdin:     s.In,
-		Defaults:  o.release.APIServerDefaults(),
-		Warn:      warnTo(s),
+		Defaults:  o.Release.APIServerDefaults(),
+		Warn:      WarnTo(s),
 		Recursive: o.Recursive,
 	}
 	if o.Apiserver.Enabled {
@@ -141,7 +141,7 @@ func (o *ConformanceOptions) load(s Streams) error {
 		return WithCode(ExitUsage, fmt.Errorf("-f: no CSIDriver object in %s", strings.Join(o.Filenames, ", ")))
 	}
 	if n := len(c.PersistentVolumes()); n > 0 {
-		warnTo(s)(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
+		WarnTo(s)(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 		Focus:            o.focus,
 		Skip:             o.skip,
 		Timeout:          o.Timeout,
-		Release:          o.release,
+		Release:          o.Release,
 		RootDir:          root,
 		NodeName:         o.NodeName,
 		Host:             host,
@@ -338,7 +338,7 @@ func (o *ConformanceOptions) admitFunc(ctx context.Context, s Streams) (func(*co
 	if err := o.Admission.check(); err != nil {
 		return nil, nil, err
 	}
-	a, err := o.Admission.start(ctx, o.cluster, o.cluster.MutatingWebhookConfigurations(), o.release.APIServerDefaults(), 0, s,
+	a, err := o.Admission.start(ctx, o.cluster, o.cluster.MutatingWebhookConfigurations(), o.Release.APIServerDefaults(), 0, s,
 		func(*admissionregistrationv1.MutatingWebhookConfiguration) string { return "" })
 	if err != nil {
 		return nil, nil, err
@@ -374,11 +374,11 @@ func (o *ConformanceOptions) loadTestDriver(s Streams) error {
 		return WithCode(ExitUsage, fmt.Errorf("--testdriver: %w", err))
 	}
 	o.testDriver = def
-	if o.class, err = volumeClass(o.TestDriver, def, o.release.APIServerDefaults(), s); err != nil {
+	if o.class, err = volumeClass(o.TestDriver, def, o.Release.APIServerDefaults(), s); err != nil {
 		return WithCode(ExitUsage, fmt.Errorf("--testdriver: %w", err))
 	}
 	if n := len(def.InlineVolumes); n > 1 {
-		warnTo(s)(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
+		WarnTo(s)(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
 	}
 	return nil
 }
@@ -409,7 +409,7 @@ func volumeClass(file string, def *testdriver.Definition, defaults manifests.Def
 	c := &conformance.VolumeClass{}
 	if name := def.StorageClass.FromFile; name != "" {
 		path := testdriver.Path(file, name)
-		loader := &manifests.Loader{Defaults: defaults, Warn: warnTo(s)}
+		loader := &manifests.Loader{Defaults: defaults, Warn: WarnTo(s)}
 		cl, err := loader.Load([]string{path})
 		if err != nil {
 			return nil, fmt.Errorf("%s: StorageClass.FromFile: %w", file, err)
@@ -489,12 +489,12 @@ func (o *ConformanceOptions) fromPods(cfg *conformance.Config, driver string, s 
 			}
 		}
 		if len(took) > 0 {
-			warnTo(s)(fmt.Sprintf("the scenarios' volumes follow pod %s/%s: %s", pod.Namespace, pod.Name, strings.Join(took, ", ")))
+			WarnTo(s)(fmt.Sprintf("the scenarios' volumes follow pod %s/%s: %s", pod.Namespace, pod.Name, strings.Join(took, ", ")))
 			return
 		}
 	}
 	if n := len(o.cluster.Pods()); n > 0 {
-		warnTo(s)(fmt.Sprintf("conformance builds its own pods: none of the %d Pod(s) given has a CSI volume of %s, so they are ignored", n, driver))
+		WarnTo(s)(fmt.Sprintf("conformance builds its own pods: none of the %d Pod(s) given has a CSI volume of %s, so they are ignored", n, driver))
 	}
 }
 
@@ -520,7 +520,7 @@ func (o *ConformanceOptions) claimClass(namespace, name, driver string) *conform
 func (o *ConformanceOptions) header(info *conformance.DriverInfo, obj *storagev1.CSIDriver, root string, ownedRoot bool, host conformance.Host, red csiclient.Redactor) ConformanceHeader {
 	h := ConformanceHeader{
 		Driver: info, CSIDriver: obj, Files: o.Filenames, Endpoint: o.endpoint,
-		Release: o.release, FeatureGates: o.FeatureGates, NodeName: o.NodeName,
+		Release: o.Release, FeatureGates: o.FeatureGates, NodeName: o.NodeName,
 		RootDir: root, OwnedRoot: ownedRoot, Host: host, Redactor: red, Rerun: o.RerunHint,
 	}
 	if obj != nil {

@@ -46,7 +46,7 @@ func ExitCode(err error) int {
 	return ExitFailed
 }
 
-func warnTo(s Streams) func(string) {
+func WarnTo(s Streams) func(string) {
 	// A warning can quote the input or a cluster's answer: through the
 	// one escaping function, as every printed field.
 	return func(msg string) { fmt.Fprintf(s.Err, "warning: %s\n", csiclient.Redactor{}.Text(msg)) }

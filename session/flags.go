@@ -40,7 +40,7 @@ type OutputFlag struct {
 	Output string
 }
 
-func (f *OutputFlag) validateOutput() error {
+func (f *OutputFlag) ValidateOutput() error {
 	if f.Output != "text" && f.Output != "json" {
 		return WithCode(ExitUsage, fmt.Errorf("--output %q: want text or json", f.Output))
 	}
@@ -52,15 +52,15 @@ func (f *OutputFlag) validateOutput() error {
 type ReleaseFlags struct {
 	KubeletVersion string
 	FeatureGates   string
-	release        node.Release
+	Release        node.Release
 }
 
-func (f *ReleaseFlags) completeRelease() error {
+func (f *ReleaseFlags) CompleteRelease() error {
 	r, err := newRelease(f.KubeletVersion, f.FeatureGates)
 	if err != nil {
 		return err
 	}
-	f.release = r
+	f.Release = r
 	return nil
 }
 

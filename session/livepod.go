@@ -70,7 +70,7 @@ func (o *CommonOptions) loadLive(ctx context.Context, warn func(string)) (*manif
 	if o.Live.nodeGiven {
 		nodeName = o.NodeName
 	}
-	c, pod, err := o.Live.read(ctx, o.release.APIServerDefaults(), nodeName, true, warn)
+	c, pod, err := o.Live.read(ctx, o.Release.APIServerDefaults(), nodeName, true, warn)
 	if err != nil {
 		return nil, err
 	}

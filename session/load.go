@@ -121,7 +121,7 @@ func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []stri
 	}
 	exit := ss.exitErr(out)
 	sum := stats.Summary()
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = WithCode(ExitEnvironment, err)
 	}
 	o.Apiserver.summary(ss)

@@ -63,7 +63,7 @@ type CommonOptions struct {
 // completeInput checks the flags and loads the manifests, then runs the
 // input's admission, which ctx (the command's: Ctrl-C) can interrupt.
 func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(string)) error {
-	if err := o.validateOutput(); err != nil {
+	if err := o.ValidateOutput(); err != nil {
 		return err
 	}
 	// A system directory as the root dir is a usage error, refused before
@@ -71,7 +71,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 	if err := o.completeRootDir(); err != nil {
 		return err
 	}
-	if err := o.completeRelease(); err != nil {
+	if err := o.CompleteRelease(); err != nil {
 		return err
 	}
 	if err := o.validateTimeout(); err != nil {
@@ -99,7 +99,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 	o.selinux = o.SELinux.Resolve(hostHasSELinux)
 	loader := &manifests.Loader{
 		Stdin:     s.In,
-		Defaults:  o.release.APIServerDefaults(),
+		Defaults:  o.Release.APIServerDefaults(),
 		Warn:      warn,
 		Recursive: o.Recursive,
 	}
@@ -122,7 +122,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 	if o.Apiserver.Enabled {
 		return nil // the API server runs the input's webhooks itself
 	}
-	return o.Admission.Run(ctx, c, o.release.APIServerDefaults(), o.Output, o.Verbose, s)
+	return o.Admission.Run(ctx, c, o.Release.APIServerDefaults(), o.Output, o.Verbose, s)
 }
 
 // loadInput reads the manifests, or with --pod the pod from its cluster.
@@ -280,7 +280,7 @@ func checkRootDir(dir string) error {
 // starts: the options completed and the manifests loaded, the socket
 // checked, the root dir made (the directories it made are returned).
 func (o *CommonOptions) prepare(ctx context.Context, s Streams, ep csiclient.Endpoint) ([]string, error) {
-	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
+	if err := o.completeInput(ctx, s, WarnTo(s)); err != nil {
 		return nil, err
 	}
 	if err := ep.Check(); err != nil && !o.Apiserver.Enabled { // --apiserver waits for it

@@ -34,7 +34,7 @@ type PlanOptions struct {
 // driver from the flags. It runs the same kubelet code as `run`.
 func (o *PlanOptions) Run(ctx context.Context) error {
 	s := o.Streams
-	if err := o.completeInput(ctx, s, warnTo(s)); err != nil {
+	if err := o.completeInput(ctx, s, WarnTo(s)); err != nil {
 		return err
 	}
 	if o.DriverName == "" {
@@ -68,7 +68,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	exit := ss.exitErr(out)
 	hdr := ss.reportHeader(out, exit)
 	hdr.Endpoint = "none (planned: the driver's answers come from the flags)"
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim plan: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), hdr); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim plan: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), hdr); err != nil && exit == nil {
 		exit = WithCode(ExitEnvironment, err)
 	}
 	ss.summary(out, exit)

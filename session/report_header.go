@@ -22,8 +22,8 @@ func (ss *session) reportHeader(out *node.Outcome, exit error) loadreport.Header
 		Command:    ss.command,
 		Endpoint:   ss.endpoint,
 		Node:       ss.opts.NodeName,
-		Kubelet:    ss.opts.release.Describe(),
-		Gates:      ss.opts.release.Gates.String(),
+		Kubelet:    ss.opts.Release.Describe(),
+		Gates:      ss.opts.Release.Gates.String(),
 		Verdict:    "OK",
 		LeftBehind: LeftoverText(out.Leftovers),
 	}

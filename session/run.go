@@ -79,7 +79,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	out.HoldEnded = out.HoldEnded && endedByCtrlC(ctx)
 	o.Apiserver.finish(ss, out)
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = WithCode(ExitEnvironment, err)
 	}
 	if o.JUnit != "" {
@@ -87,7 +87,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			if exit == nil {
 				exit = WithCode(ExitEnvironment, fmt.Errorf("--junit: %w", err))
 			} else {
-				warnTo(s)(fmt.Sprintf("--junit: %v", err))
+				WarnTo(s)(fmt.Sprintf("--junit: %v", err))
 			}
 		}
 	}

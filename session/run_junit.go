@@ -146,7 +146,7 @@ func writeRunJUnit(path string, sink *junitSink, ss *session, out *node.Outcome,
 	if err != nil {
 		return err
 	}
-	doc := RunJUnit(sink.Operations(), ss.opts.release, out, exit, time.Since(ss.started)).Cleaned(ss.red.TextLines)
+	doc := RunJUnit(sink.Operations(), ss.opts.Release, out, exit, time.Since(ss.started)).Cleaned(ss.red.TextLines)
 	if err := encodeJUnit(f, doc); err != nil {
 		f.Close()
 		return err

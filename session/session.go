@@ -75,14 +75,14 @@ func buildSession(command string, o *CommonOptions, s Streams, conn grpc.ClientC
 	for _, obs := range o.Observers {
 		ss.trace.AddSink(obs)
 	}
-	ss.tokens = o.newTokenSource(o.cluster, o.release, o.NodeName, func(msg string) {
+	ss.tokens = o.newTokenSource(o.cluster, o.Release, o.NodeName, func(msg string) {
 		ss.trace.Warn(context.Background(), "API server: "+msg)
 	})
 	ss.kubelet = node.New(node.Config{
 		RootDir:  o.RootDir,
 		NodeName: o.NodeName,
 		Timeout:  o.Timeout,
-		Release:  o.release,
+		Release:  o.Release,
 		SELinux:  node.SELinux{Enabled: o.selinux.Enabled, Level: o.SELinuxLevel},
 		DryRun:   planned,
 		Retry:    node.Retry{MaxAttempts: o.MaxAttempts, For: o.RetryFor},
@@ -104,7 +104,7 @@ func (ss *session) announce(msg string) { ss.obs.Announce(msg) }
 // header opens the session for the observer.
 func (ss *session) header() {
 	ss.obs.Header(Header{
-		Command: ss.command, Release: ss.opts.release, NodeName: ss.opts.NodeName,
+		Command: ss.command, Release: ss.opts.Release, NodeName: ss.opts.NodeName,
 		RootDir: ss.opts.RootDir, OwnedRoot: ss.ownedRoot, SELinuxWhy: ss.opts.selinux.Why,
 		PrintCalls: !ss.quiet,
 	})
@@ -118,7 +118,7 @@ func (ss *session) plan(ctx context.Context, hold time.Duration, running node.Ru
 		Running:    running,
 		Teardown:   teardownContext(ctx),
 		AdmitDefaultPod: func(pod *corev1.Pod) error {
-			return ss.opts.Admission.admit(ctx, ss.opts.cluster, []any{pod}, ss.opts.release.APIServerDefaults(), ss.opts.Output, ss.opts.Verbose, ss.s)
+			return ss.opts.Admission.admit(ctx, ss.opts.cluster, []any{pod}, ss.opts.Release.APIServerDefaults(), ss.opts.Output, ss.opts.Verbose, ss.s)
 		},
 	}
 }
@@ -254,7 +254,7 @@ func (ss *session) summaryOf(out *node.Outcome, exit error) *Summary {
 	s := &Summary{
 		Command: ss.command, Outcome: out, Running: out.Running.Snapshot(),
 		Calls: calls, FailedCalls: failedCalls, DriverTime: driverTime, Elapsed: time.Since(ss.started),
-		Release: ss.opts.release, SELinux: ss.opts.selinux, RootDir: ss.opts.RootDir,
+		Release: ss.opts.Release, SELinux: ss.opts.selinux, RootDir: ss.opts.RootDir,
 		SyncFrequency: ss.opts.syncFrequency, Exit: exit, HasSidecars: ss.sidecars != nil,
 	}
 	if ss.sidecars != nil {

@@ -22,10 +22,10 @@ import (
 // decoded header and claims, and never the token or its signature: the
 // claims are what a driver checks (audience, expiry, the bound pod), and
 // without the signature they cannot be replayed. `tokens claims` reads it.
-const tokenKind = "token"
+const TokenKind = "token"
 
 // tokenHandedOut is that record.
-type tokenHandedOut struct {
+type TokenHandedOut struct {
 	SchemaVersion  int             `json:"schemaVersion"`
 	Kind           string          `json:"kind"`
 	Time           time.Time       `json:"time"`
@@ -61,9 +61,9 @@ func (r TokenRecorder) Token(ctx context.Context, namespace, sa string, req *aut
 }
 
 // handedOut is the record of one token.
-func handedOut(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest, resp *authenticationv1.TokenRequest) tokenHandedOut {
+func handedOut(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest, resp *authenticationv1.TokenRequest) TokenHandedOut {
 	l := csiclient.LabelsFrom(ctx)
-	rec := tokenHandedOut{SchemaVersion: csiclient.SchemaVersion, Kind: tokenKind, Time: time.Now().UTC(),
+	rec := TokenHandedOut{SchemaVersion: csiclient.SchemaVersion, Kind: TokenKind, Time: time.Now().UTC(),
 		Component: l.Component, Operation: l.Operation, Volume: l.Volume, Pod: l.Pod,
 		ServiceAccount: namespace + "/" + sa, Audience: strings.Join(req.Spec.Audiences, ","),
 		Fingerprint: csiclient.TokenFingerprint(resp.Status.Token), Expiration: resp.Status.ExpirationTimestamp.UTC()}

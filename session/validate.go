@@ -49,13 +49,13 @@ func (o *ValidateOptions) Complete(args []string) error {
 	if o.Live.Pod != "" && o.APIServer {
 		return WithCode(ExitUsage, errors.New("--apiserver judges manifests before they are created; the objects of --pod are already in their cluster"))
 	}
-	if err := o.validateOutput(); err != nil {
+	if err := o.ValidateOutput(); err != nil {
 		return err
 	}
-	if err := o.completeRelease(); err != nil {
+	if err := o.CompleteRelease(); err != nil {
 		return err
 	}
-	return o.checkAPIServerFlags(o.release.Version)
+	return o.checkAPIServerFlags(o.Release.Version)
 }
 
 func (o *ValidateOptions) Validate() error { return nil }
@@ -65,13 +65,13 @@ func (o *ValidateOptions) Validate() error { return nil }
 // with --endpoint, the objects against the live driver.
 func (o *ValidateOptions) Run(ctx context.Context) error {
 	s := o.Streams
-	defaults := o.release.APIServerDefaults()
-	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
+	defaults := o.Release.APIServerDefaults()
+	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: WarnTo(s), NoValidation: true, Recursive: o.Recursive}
 	raws := &rawDocs{}
 	if o.APIServer {
 		loader.Raw = raws.add
 	}
-	c, loadErr := o.load(ctx, loader, defaults, warnTo(s))
+	c, loadErr := o.load(ctx, loader, defaults, WarnTo(s))
 	if c == nil {
 		if ee := (*ExitError)(nil); errors.As(loadErr, &ee) {
 			return loadErr // --pod: its own exit code (an unreachable cluster is 3)

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 const badWebhookConfig = `apiVersion: admissionregistration.k8s.io/v1

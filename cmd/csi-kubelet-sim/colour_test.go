@@ -1,11 +1,11 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
-
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 )
 
 // Colour only on a terminal: a buffer, a pipe and NO_COLOR get none.

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // completeFocus completes --focus and --skip with the scenario names, as

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // conformanceCLI runs `csi-kubelet-sim conformance ARGS` as main does.

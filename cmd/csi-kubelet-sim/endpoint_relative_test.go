@@ -1,14 +1,13 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // --endpoint takes a relative socket path from the working directory,

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"bytes"
 	"context"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // shellCommands reads an Example as a shell would, enough for the

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // TestEnvironmentErr: the machine's errnos, however wrapped, are the

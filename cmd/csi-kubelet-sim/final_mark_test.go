@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // A failure the kubelet retries is not called final in the trace: the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 
 	"fmt"
 	"os"
@@ -196,22 +197,22 @@ func addTimeoutFlag(f *session.TimeoutFlag, fs *pflag.FlagSet, def time.Duration
 	fs.DurationVar(&f.Timeout, "timeout", def, usage)
 }
 
-func addTokensClaimsFlags(o *session.TokensClaimsOptions, fs *pflag.FlagSet) {
+func addTokensClaimsFlags(o *tokencmd.TokensClaimsOptions, fs *pflag.FlagSet) {
 	addOutputFlag(&o.OutputFlag, fs, "text, or json: one object per token with its header, claims and the times decoded")
 }
 
-func addTokensJWKSFlags(o *session.TokensJWKSOptions, fs *pflag.FlagSet) {
+func addTokensJWKSFlags(o *tokencmd.TokensJWKSOptions, fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM `FILE` of public or private keys (repeatable; every key of every file is published)")
 }
 
-func addTokensKeygenFlags(o *session.TokensKeygenOptions, fs *pflag.FlagSet) {
+func addTokensKeygenFlags(o *tokencmd.TokensKeygenOptions, fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, "type", o.Type, "key type: rsa (2048 bits), rsa3072, rsa4096, ecdsa or p256, p384, p521")
 	fs.StringVar(&o.PrivateKey, "private-key", o.PrivateKey, "`FILE` to write the private key to, PEM, mode 0600 (the API server's --service-account-signing-key-file)")
 	fs.StringVar(&o.PublicKey, "public-key", o.PublicKey, "`FILE` to write the public key to, PKIX PEM, mode 0644 (the API server's --service-account-key-file)")
 	fs.BoolVar(&o.Force, "force", o.Force, "replace existing files")
 }
 
-func addTokensMintFlags(o *session.TokensMintOptions, fs *pflag.FlagSet) {
+func addTokensMintFlags(o *tokencmd.TokensMintOptions, fs *pflag.FlagSet) {
 	fs.StringVar(&o.KeyFile, "service-account-key-file", o.KeyFile, "PEM private key `FILE` that signs the token (RSA, or ECDSA P-256/384/521)")
 	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer `URL` (the token's iss)")
 	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences, "the API server's --api-audiences, the audiences of a request without any (default: the issuer)")
@@ -229,7 +230,7 @@ func addTokensMintFlags(o *session.TokensMintOptions, fs *pflag.FlagSet) {
 	fs.Var(&o.Now, "now", "the API server's clock: a `TIME`, RFC 3339 (default: the current time); a time in the past makes an expired token")
 }
 
-func addTokensServeFlags(o *session.TokensServeOptions, fs *pflag.FlagSet) {
+func addTokensServeFlags(o *tokencmd.TokensServeOptions, fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.KeyFiles, "service-account-key-file", o.KeyFiles, "PEM `FILE` of public or private keys to publish (repeatable), as the API server's flag")
 	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer `URL` (the discovery document's issuer)")
 	fs.StringVar(&o.JWKSURI, "jwks-uri", o.JWKSURI, "the API server's --service-account-jwks-uri `URL` (default: this server's "+tokens.JWKSPath+")")
@@ -237,7 +238,7 @@ func addTokensServeFlags(o *session.TokensServeOptions, fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowNonLoopback, "allow-non-loopback", o.AllowNonLoopback, "allow an --addr that is reachable from other hosts")
 }
 
-func addTokensVerifyFlags(o *session.TokensVerifyOptions, fs *pflag.FlagSet) {
+func addTokensVerifyFlags(o *tokencmd.TokensVerifyOptions, fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM `FILE` of public or private keys (repeatable)")
 	fs.StringVar(&o.JWKSFile, "jwks", o.JWKSFile, "a JWKS `FILE`, such as the output of 'tokens jwks'")
 	fs.StringVar(&o.JWKSURL, "jwks-url", o.JWKSURL, "fetch the JWKS from this `URL` (loopback hosts only, such as 'tokens serve')")

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"bytes"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // An error that cites docs/kubelet.md gives the section's address too,

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 const loadLong = `Run a node's worth of pods against the driver with the kubelet's

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // version is set at build time with -ldflags "-X main.version=..." (the

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // lastRecord is the last JSON record of -o json output.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +8,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // -o yaml, jsonpath and go-template render the records -o json prints,

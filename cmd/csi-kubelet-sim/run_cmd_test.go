@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // stagingDriver is the fake the staged sample talks to: it stages, and

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 
 	"github.com/spf13/cobra"
 )
@@ -17,7 +18,7 @@ and a trace made with --show-secrets is decoded too. Exit 2 when the input
 holds no token.`
 
 func newTokensClaimsCommand(s session.Streams) *cobra.Command {
-	return newCommandFor(addTokensClaimsFlags, &session.TokensClaimsOptions{Streams: s}, &cobra.Command{
+	return newCommandFor(addTokensClaimsFlags, &tokencmd.TokensClaimsOptions{Streams: s}, &cobra.Command{
 		Use:   "claims FILE|-",
 		Short: "Show the claims of the tokens a run handed out, from its -o json output",
 		Long:  tokensClaimsLong,

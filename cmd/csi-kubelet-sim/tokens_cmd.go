@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 const tokensLong = `Service-account tokens as the kube-apiserver issues, publishes and checks

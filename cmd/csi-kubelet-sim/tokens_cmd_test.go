@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -22,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // tokensCLI runs `csi-kubelet-sim tokens ARGS` as main does, with stdin.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 
 	"github.com/spf13/cobra"
 )
@@ -12,7 +13,7 @@ private key for --service-account-signing-key-file (and for run's and mint's
 It prints the key's kid, the one the API server writes into tokens.`
 
 func newTokensKeygenCommand(s session.Streams) *cobra.Command {
-	return newCommandFor(addTokensKeygenFlags, session.NewTokensKeygenOptions(s), &cobra.Command{
+	return newCommandFor(addTokensKeygenFlags, tokencmd.NewTokensKeygenOptions(s), &cobra.Command{
 		Use:   "keygen --private-key FILE [--public-key FILE] [--type rsa|ecdsa|p256|p384|p521]",
 		Short: "Generate a service-account signing key pair and print its kid",
 		Long:  tokensKeygenLong,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 
 	"github.com/spf13/cobra"
 )
@@ -17,7 +18,7 @@ const tokensMintExample = `  csi-kubelet-sim tokens mint --service-account-key-f
   csi-kubelet-sim tokens mint --service-account-key-file sa.key --pod web-0 --pod-uid 1b4e28ba-2fa1-4d2b-883f-0016d3cca427 --now 2020-01-01T00:00:00Z  # an expired token`
 
 func newTokensMintCommand(s session.Streams) *cobra.Command {
-	return newCommandFor(addTokensMintFlags, session.NewTokensMintOptions(s), &cobra.Command{
+	return newCommandFor(addTokensMintFlags, tokencmd.NewTokensMintOptions(s), &cobra.Command{
 		Use:     "mint --service-account-key-file FILE --pod NAME --pod-uid UID [--audience AUD]... [flags]",
 		Short:   "Issue a pod-bound service-account token as the API server does",
 		Long:    tokensMintLong,

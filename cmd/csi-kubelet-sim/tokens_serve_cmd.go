@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 
 	"github.com/spf13/cobra"
 )
@@ -11,7 +12,7 @@ at /openid/v1/jwks, with the same kid, for a driver that verifies tokens
 offline.`
 
 func newTokensJWKSCommand(s session.Streams) *cobra.Command {
-	return newCommandFor(addTokensJWKSFlags, session.NewTokensJWKSOptions(s), &cobra.Command{
+	return newCommandFor(addTokensJWKSFlags, tokencmd.NewTokensJWKSOptions(s), &cobra.Command{
 		Use:     "jwks --key FILE...",
 		Short:   "Print the keys' JWKS as the API server publishes it",
 		Long:    tokensJWKSLong,
@@ -24,7 +25,7 @@ address, as the API server serves /.well-known/openid-configuration and
 /openid/v1/jwks, until interrupted. It prints the base URL on stdout.`
 
 func newTokensServeCommand(s session.Streams) *cobra.Command {
-	return newCommandFor(addTokensServeFlags, session.NewTokensServeOptions(s), &cobra.Command{
+	return newCommandFor(addTokensServeFlags, tokencmd.NewTokensServeOptions(s), &cobra.Command{
 		Use:     "serve --service-account-key-file FILE... [--issuer URL] [--addr 127.0.0.1:0]",
 		Short:   "Serve OIDC discovery and the JWKS for a driver to verify tokens against",
 		Long:    tokensServeLong,

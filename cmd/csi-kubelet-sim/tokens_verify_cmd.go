@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 
 	"github.com/spf13/cobra"
 )
@@ -13,7 +14,7 @@ names, or stdin for -. It prints the header and claims as JSON; a token that
 fails a check exits 1.`
 
 func newTokensVerifyCommand(s session.Streams) *cobra.Command {
-	return newCommandFor(addTokensVerifyFlags, session.NewTokensVerifyOptions(s), &cobra.Command{
+	return newCommandFor(addTokensVerifyFlags, tokencmd.NewTokensVerifyOptions(s), &cobra.Command{
 		Use:   "verify (--key FILE... | --jwks FILE | --jwks-url URL) [--audience AUD] [--issuer URL] TOKEN|FILE|-",
 		Short: "Verify a token's signature and claims, and print them",
 		Long:  tokensVerifyLong,

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // tokens verify takes a file holding the token (a token saved with >) as

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects

@@ -1,4 +1,4 @@
-package session
+package tokencmd
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 type TokensMintOptions struct {
-	Streams
+	session.Streams
 	KeyFile           string
 	Issuer            string
 	APIAudiences      []string
@@ -30,48 +31,50 @@ type TokensMintOptions struct {
 	Audiences         []string
 	Expiration        optionalInt64
 	Now               timeFlag
-	OutputFlag
-	ReleaseFlags
+	session.OutputFlag
+	session.ReleaseFlags
 }
 
-func NewTokensMintOptions(s Streams) *TokensMintOptions {
+func NewTokensMintOptions(s session.Streams) *TokensMintOptions {
 	return &TokensMintOptions{Streams: s, Issuer: tokens.DefaultIssuer, Namespace: "default", ServiceAccount: "default"}
 }
 
-func (o *TokensMintOptions) Complete(args []string) error { return NoArgsError("tokens mint", args) }
+func (o *TokensMintOptions) Complete(args []string) error {
+	return session.NoArgsError("tokens mint", args)
+}
 
 func (o *TokensMintOptions) Validate() error {
 	switch {
 	case o.KeyFile == "":
-		return WithCode(ExitUsage, errors.New("tokens mint: --service-account-key-file is required"))
+		return session.WithCode(session.ExitUsage, errors.New("tokens mint: --service-account-key-file is required"))
 	case o.Namespace == "" || o.ServiceAccount == "":
-		return WithCode(ExitUsage, errors.New("tokens mint: --namespace and --service-account may not be empty"))
+		return session.WithCode(session.ExitUsage, errors.New("tokens mint: --namespace and --service-account may not be empty"))
 	case o.Pod == "" || o.PodUID == "":
-		return WithCode(ExitUsage, errors.New("tokens mint: --pod and --pod-uid are required (the kubelet binds every token to its pod)"))
+		return session.WithCode(session.ExitUsage, errors.New("tokens mint: --pod and --pod-uid are required (the kubelet binds every token to its pod)"))
 	case o.NodeUID != "" && o.Node == "":
-		return WithCode(ExitUsage, errors.New("tokens mint: --node-uid needs --node"))
+		return session.WithCode(session.ExitUsage, errors.New("tokens mint: --node-uid needs --node"))
 	}
-	if err := o.validateOutput(); err != nil {
+	if err := o.ValidateOutput(); err != nil {
 		return err
 	}
 	// The pod UID run would refuse is refused here too: it is the same
 	// pod, and run would make pods/<uid> of it.
 	if err := manifests.ValidatePodUID(o.PodUID, field.NewPath("--pod-uid")); err != nil {
-		return WithCode(ExitUsage, err)
+		return session.WithCode(session.ExitUsage, err)
 	}
-	return o.completeRelease()
+	return o.CompleteRelease()
 }
 
 func (o *TokensMintOptions) Run(ctx context.Context) error {
 	key, err := tokens.LoadKey(o.KeyFile)
 	if err != nil {
-		return WithCode(ExitUsage, fileError("--service-account-key-file", err))
+		return session.WithCode(session.ExitUsage, fileError("--service-account-key-file", err))
 	}
-	cfg := o.release.IssuerConfig()
+	cfg := o.Release.IssuerConfig()
 	cfg.Issuer = o.Issuer
 	cfg.APIAudiences = o.APIAudiences
 	cfg.Key = key
-	cfg.Warn = warnTo(o.Streams)
+	cfg.Warn = session.WarnTo(o.Streams)
 	if !o.Now.t.IsZero() {
 		now := o.Now.t
 		cfg.Now = func() time.Time { return now }
@@ -82,7 +85,7 @@ func (o *TokensMintOptions) Run(ctx context.Context) error {
 	cfg.PodNode = func(string, string) (string, types.UID, bool) { return o.Node, types.UID(o.NodeUID), o.Node != "" }
 	issuer, err := tokens.NewIssuer(cfg)
 	if err != nil {
-		return WithCode(ExitUsage, err)
+		return session.WithCode(session.ExitUsage, err)
 	}
 	// The request the kubelet makes for a CSIDriver tokenRequests entry
 	// (docs/kubelet.md §4.1).
@@ -93,7 +96,7 @@ func (o *TokensMintOptions) Run(ctx context.Context) error {
 	}}
 	tr, err := issuer.Token(ctx, o.Namespace, o.ServiceAccount, req)
 	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("TokenRequest: %w", err))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("TokenRequest: %w", err))
 	}
 	if o.Output == "json" {
 		b, err := json.Marshal(tr.Status)

@@ -1,4 +1,4 @@
-package session
+package tokencmd
 
 import (
 	"bufio"
@@ -13,41 +13,42 @@ import (
 	"time"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 type TokensClaimsOptions struct {
-	Streams
-	OutputFlag
+	session.Streams
+	session.OutputFlag
 	file string
 }
 
 func (o *TokensClaimsOptions) Complete(args []string) error {
 	if len(args) != 1 {
-		return WithCode(ExitUsage, fmt.Errorf("tokens claims: want one FILE argument (a run's -o json output, or - for stdin), got %d", len(args)))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("tokens claims: want one FILE argument (a run's -o json output, or - for stdin), got %d", len(args)))
 	}
 	o.file = args[0]
 	return nil
 }
 
-func (o *TokensClaimsOptions) Validate() error { return o.validateOutput() }
+func (o *TokensClaimsOptions) Validate() error { return o.ValidateOutput() }
 
 func (o *TokensClaimsOptions) Run(ctx context.Context) error {
 	in, name := o.In, "stdin"
 	if o.file != "-" {
 		f, err := os.Open(o.file)
 		if err != nil {
-			return WithCode(ExitUsage, fmt.Errorf("tokens claims: %w", err))
+			return session.WithCode(session.ExitUsage, fmt.Errorf("tokens claims: %w", err))
 		}
 		defer f.Close()
 		in, name = f, o.file
 	}
 	toks, err := readHandedOut(in, name)
 	if err != nil {
-		return WithCode(ExitUsage, err)
+		return session.WithCode(session.ExitUsage, err)
 	}
 	if len(toks) == 0 {
-		return WithCode(ExitUsage, fmt.Errorf("tokens claims: no token in %s: the run handed out none (its CSIDriver has no tokenRequests?), or it is not the output of run -o json", name))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("tokens claims: no token in %s: the run handed out none (its CSIDriver has no tokenRequests?), or it is not the output of run -o json", name))
 	}
 	for _, t := range toks {
 		if o.Output == "json" {
@@ -63,7 +64,7 @@ func (o *TokensClaimsOptions) Run(ctx context.Context) error {
 
 // handedOutToken is one token of the input, decoded.
 type handedOutToken struct {
-	rec tokenHandedOut
+	rec session.TokenHandedOut
 	dec *tokens.Decoded // nil when rec.Error
 }
 
@@ -86,8 +87,8 @@ func readHandedOut(in io.Reader, name string) ([]handedOutToken, error) {
 			return nil, fmt.Errorf("%s line %d: not a JSON record (%v): read the output of run -o json", name, n, err)
 		}
 		switch head.Kind {
-		case tokenKind:
-			var rec tokenHandedOut
+		case session.TokenKind:
+			var rec session.TokenHandedOut
 			if err := json.Unmarshal([]byte(line), &rec); err != nil {
 				return nil, fmt.Errorf("%s line %d: token record: %w", name, n, err)
 			}
@@ -106,7 +107,7 @@ func readHandedOut(in io.Reader, name string) ([]handedOutToken, error) {
 }
 
 // decodeRecord parses a record's claims as Decode would.
-func decodeRecord(rec tokenHandedOut) handedOutToken {
+func decodeRecord(rec session.TokenHandedOut) handedOutToken {
 	if rec.Error != "" || len(rec.Claims) == 0 {
 		return handedOutToken{rec: rec}
 	}
@@ -152,7 +153,7 @@ func callTokens(line string) []handedOutToken {
 			if err != nil {
 				continue // redacted: a fingerprint, not a token
 			}
-			rec := tokenHandedOut{Kind: tokenKind, Time: c.Time, Component: c.Component, Operation: c.Operation, Volume: c.Volume, Pod: c.Pod,
+			rec := session.TokenHandedOut{Kind: session.TokenKind, Time: c.Time, Component: c.Component, Operation: c.Operation, Volume: c.Volume, Pod: c.Pod,
 				Audience: aud, Fingerprint: csiclient.TokenFingerprint(st.Token), Expiration: st.Expiration, Header: d.Header, Claims: d.Claims}
 			out = append(out, handedOutToken{rec: rec, dec: d})
 		}

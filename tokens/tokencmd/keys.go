@@ -1,4 +1,7 @@
-package session
+// Package tokencmd is the work of the tokens subcommands (keygen, mint,
+// jwks, serve, verify, claims): service-account tokens as the API server
+// issues, publishes and checks them.
+package tokencmd
 
 import (
 	"crypto"
@@ -8,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
@@ -18,7 +22,7 @@ func loadPublicKeys(flag string, files []string) ([]crypto.PublicKey, error) {
 	for _, f := range files {
 		k, err := tokens.LoadPublicKeys(f)
 		if err != nil {
-			return nil, WithCode(ExitUsage, fileError(flag, err))
+			return nil, session.WithCode(session.ExitUsage, fileError(flag, err))
 		}
 		keys = append(keys, k...)
 	}

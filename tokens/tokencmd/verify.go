@@ -1,4 +1,4 @@
-package session
+package tokencmd
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 type TokensVerifyOptions struct {
-	Streams
+	session.Streams
 	KeyFiles  []string
 	JWKSFile  string
 	JWKSURL   string
@@ -30,11 +31,13 @@ type TokensVerifyOptions struct {
 	notFile string
 }
 
-func NewTokensVerifyOptions(s Streams) *TokensVerifyOptions { return &TokensVerifyOptions{Streams: s} }
+func NewTokensVerifyOptions(s session.Streams) *TokensVerifyOptions {
+	return &TokensVerifyOptions{Streams: s}
+}
 
 func (o *TokensVerifyOptions) Complete(args []string) error {
 	if len(args) != 1 {
-		return WithCode(ExitUsage, fmt.Errorf("tokens verify: want one TOKEN argument (or - for stdin), got %d", len(args)))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("tokens verify: want one TOKEN argument (or - for stdin), got %d", len(args)))
 	}
 	tok, err := o.readToken(args[0])
 	if err != nil {
@@ -42,7 +45,7 @@ func (o *TokensVerifyOptions) Complete(args []string) error {
 	}
 	o.token = strings.TrimSpace(tok)
 	if o.token == "" {
-		return WithCode(ExitUsage, errors.New("tokens verify: empty token"))
+		return session.WithCode(session.ExitUsage, errors.New("tokens verify: empty token"))
 	}
 	return nil
 }
@@ -54,19 +57,19 @@ func (o *TokensVerifyOptions) readToken(arg string) (string, error) {
 	if arg == "-" {
 		b, err := io.ReadAll(io.LimitReader(o.In, 1<<20))
 		if err != nil {
-			return "", WithCode(ExitUsage, fmt.Errorf("reading the token from stdin: %w", err))
+			return "", session.WithCode(session.ExitUsage, fmt.Errorf("reading the token from stdin: %w", err))
 		}
 		return string(b), nil
 	}
 	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
 		f, err := os.Open(arg)
 		if err != nil {
-			return "", WithCode(ExitUsage, fileError("tokens verify", err))
+			return "", session.WithCode(session.ExitUsage, fileError("tokens verify", err))
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, 1<<20))
 		if err != nil {
-			return "", WithCode(ExitUsage, fmt.Errorf("tokens verify: reading %s: %w", arg, err))
+			return "", session.WithCode(session.ExitUsage, fmt.Errorf("tokens verify: reading %s: %w", arg, err))
 		}
 		return string(b), nil
 	}
@@ -82,18 +85,18 @@ func (o *TokensVerifyOptions) Validate() error {
 		}
 	}
 	if n != 1 {
-		return WithCode(ExitUsage, errors.New("tokens verify: give exactly one of --key, --jwks or --jwks-url"))
+		return session.WithCode(session.ExitUsage, errors.New("tokens verify: give exactly one of --key, --jwks or --jwks-url"))
 	}
 	if o.JWKSURL != "" {
 		u, err := url.Parse(o.JWKSURL)
 		if err != nil {
-			return WithCode(ExitUsage, fmt.Errorf("--jwks-url: %w", err))
+			return session.WithCode(session.ExitUsage, fmt.Errorf("--jwks-url: %w", err))
 		}
 		if u.Scheme != "http" && u.Scheme != "https" {
-			return WithCode(ExitUsage, fmt.Errorf("--jwks-url %s: want an http or https URL", o.JWKSURL))
+			return session.WithCode(session.ExitUsage, fmt.Errorf("--jwks-url %s: want an http or https URL", o.JWKSURL))
 		}
 		if !tokens.IsLoopbackHost(u.Hostname()) {
-			return WithCode(ExitUsage, fmt.Errorf("--jwks-url %s: only loopback hosts are fetched", o.JWKSURL))
+			return session.WithCode(session.ExitUsage, fmt.Errorf("--jwks-url %s: only loopback hosts are fetched", o.JWKSURL))
 		}
 	}
 	return nil
@@ -115,10 +118,10 @@ func (o *TokensVerifyOptions) Run(ctx context.Context) error {
 		if o.notFile != "" && !looksLikeJWT(o.token) {
 			hint = fmt.Sprintf(" (the argument is taken as the token: no file %s exists)", o.notFile)
 		}
-		return WithCode(ExitFailed, fmt.Errorf("invalid token: %w%s", err, hint))
+		return session.WithCode(session.ExitFailed, fmt.Errorf("invalid token: %w%s", err, hint))
 	}
 	if wa := v.WarnAfter(); !wa.IsZero() && opts.Now().After(wa) {
-		warnTo(o.Streams)(fmt.Sprintf("the token is past its kubernetes.io.warnafter %s: the API server accepts it but reports it as stale", wa.UTC().Format(time.RFC3339)))
+		session.WarnTo(o.Streams)(fmt.Sprintf("the token is past its kubernetes.io.warnafter %s: the API server accepts it but reports it as stale", wa.UTC().Format(time.RFC3339)))
 	}
 	b, err := json.MarshalIndent(struct {
 		Header json.RawMessage `json:"header"`
@@ -140,27 +143,27 @@ func (o *TokensVerifyOptions) verificationKeys(ctx context.Context) ([]tokens.Ve
 		}
 		keys, err := tokens.PublicVerificationKeys(pubs...)
 		if err != nil {
-			return nil, WithCode(ExitUsage, fmt.Errorf("--key: %w", err))
+			return nil, session.WithCode(session.ExitUsage, fmt.Errorf("--key: %w", err))
 		}
 		return keys, nil
 	case o.JWKSFile != "":
 		b, err := os.ReadFile(o.JWKSFile)
 		if err != nil {
-			return nil, WithCode(ExitUsage, fileError("--jwks", err))
+			return nil, session.WithCode(session.ExitUsage, fileError("--jwks", err))
 		}
 		keys, err := tokens.ParseJWKS(b)
 		if err != nil {
-			return nil, WithCode(ExitUsage, fmt.Errorf("--jwks %s: %w", o.JWKSFile, err))
+			return nil, session.WithCode(session.ExitUsage, fmt.Errorf("--jwks %s: %w", o.JWKSFile, err))
 		}
 		return keys, nil
 	}
 	b, err := fetchJWKS(ctx, o.JWKSURL)
 	if err != nil {
-		return nil, WithCode(ExitEnvironment, fmt.Errorf("--jwks-url %s: %w", o.JWKSURL, err))
+		return nil, session.WithCode(session.ExitEnvironment, fmt.Errorf("--jwks-url %s: %w", o.JWKSURL, err))
 	}
 	keys, err := tokens.ParseJWKS(b)
 	if err != nil {
-		return nil, WithCode(ExitUsage, fmt.Errorf("--jwks-url %s: %w", o.JWKSURL, err))
+		return nil, session.WithCode(session.ExitUsage, fmt.Errorf("--jwks-url %s: %w", o.JWKSURL, err))
 	}
 	return keys, nil
 }
