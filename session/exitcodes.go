@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 )
 
 // Exit codes (README, "Exit codes").
@@ -44,12 +42,6 @@ func ExitCode(err error) int {
 		return ee.code
 	}
 	return ExitFailed
-}
-
-func WarnTo(s Streams) func(string) {
-	// A warning can quote the input or a cluster's answer: through the
-	// one escaping function, as every printed field.
-	return func(msg string) { fmt.Fprintf(s.Err, "warning: %s\n", csiclient.Redactor{}.Text(msg)) }
 }
 
 // noArgsError refuses arguments to a command that reads no files.

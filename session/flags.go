@@ -98,3 +98,16 @@ func (f *TimeoutFlag) validateTimeout() error {
 	}
 	return nil
 }
+
+// newRelease builds the one release object of a command from
+// --kubelet-version and --feature-gates.
+func newRelease(version, gates string) (node.Release, error) {
+	if _, err := node.ParseVersion(version); err != nil {
+		return node.Release{}, WithCode(ExitUsage, fmt.Errorf("--kubelet-version: %w", err))
+	}
+	r, err := node.NewRelease(version, gates)
+	if err != nil {
+		return node.Release{}, WithCode(ExitUsage, fmt.Errorf("--feature-gates: %w", err))
+	}
+	return r, nil
+}

@@ -193,38 +193,3 @@ func progressOut(s Streams, output string) *os.File {
 	}
 	return nil
 }
-
-// reportPage is the --report HTML page of a run: the stats and a bounded
-// record of the calls, fed by the trace as they happen.
-type reportPage struct {
-	red   csiclient.Redactor
-	file  string
-	stats *loadreport.Stats
-	rec   *loadreport.Recorder
-}
-
-func newReportPage(ss *session, file string) *reportPage {
-	p := &reportPage{red: ss.red, file: file, stats: loadreport.NewStats()}
-	ss.trace.AddSink(p.stats)
-	if file != "" {
-		p.rec = loadreport.NewRecorder(loadreport.DefaultMaxRecords).WithRedactor(ss.red)
-		ss.trace.AddSink(p.rec)
-	}
-	return p
-}
-
-// write writes the page, when one was asked for.
-func (p *reportPage) write(title string, hdr loadreport.Header) error {
-	if p.rec == nil {
-		return nil
-	}
-	f, err := os.Create(p.file)
-	if err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
-	if err := loadreport.WriteHTMLWithHeader(f, p.red.Text(title), hdr.Cleaned(p.red), p.rec.Recorded(), p.stats.Summary()); err != nil {
-		f.Close()
-		return fmt.Errorf("--report: %w", err)
-	}
-	return f.Close()
-}

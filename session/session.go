@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -299,4 +301,71 @@ func runningErrs(out *node.Outcome, errs []error) []error {
 		}
 	}
 	return kept
+}
+
+// tally counts the calls of a run as they happen, so that the summary and
+// the exit code need no kept trace: a long hold or a load keeps constant
+// memory.
+type tally struct {
+	mu         sync.Mutex
+	calls      int
+	failed     int
+	driverTime time.Duration
+	timedOut   string // the first call the operation's timeout cut off
+}
+
+func (t *tally) Call(c csiclient.Call) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls++
+	t.driverTime += c.Duration
+	if c.Err != nil {
+		t.failed++
+	}
+	if c.TimedOut && t.timedOut == "" {
+		t.timedOut = c.Method
+	}
+}
+
+func (t *tally) Step(csiclient.Step) {}
+
+// counts returns a consistent copy.
+func (t *tally) counts() (calls, failed int, driverTime time.Duration, timedOut string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.calls, t.failed, t.driverTime, t.timedOut
+}
+
+func leftoverList(l *node.Leftovers) string {
+	if l == nil {
+		return "nothing"
+	}
+	var parts []string
+	for _, m := range l.Mounts {
+		parts = append(parts, "mount "+m+" (the driver's, left after it answered OK; unmounted by the simulator)")
+	}
+	for _, x := range l.Left {
+		parts = append(parts, x.String())
+	}
+	for _, e := range l.Errors {
+		parts = append(parts, "error "+e.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// LeftoverText is what a session left, for people.
+func LeftoverText(l *node.Leftovers) string {
+	if l == nil || l.Clean() {
+		return "nothing"
+	}
+	return leftoverList(l)
+}
+
+// tokenIssuer is the token source the session's kubelet uses: with
+// -o json, one that writes a record of each token handed out.
+func (ss *session) tokenIssuer() node.TokenIssuer {
+	if ss.tokenRecords == nil {
+		return ss.tokens
+	}
+	return TokenRecorder{Next: ss.tokens, Out: ss.tokenRecords}
 }

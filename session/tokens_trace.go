@@ -76,15 +76,6 @@ func handedOut(ctx context.Context, namespace, sa string, req *authenticationv1.
 	return rec
 }
 
-// tokenIssuer is the token source the session's kubelet uses: with
-// -o json, one that writes a record of each token handed out.
-func (ss *session) tokenIssuer() node.TokenIssuer {
-	if ss.tokenRecords == nil {
-		return ss.tokens
-	}
-	return TokenRecorder{Next: ss.tokens, Out: ss.tokenRecords}
-}
-
 // kubeletTokenRequests is the API server's TokenRequest API as the
 // kubelet's token manager calls it with --apiserver: each request it makes
 // (a token it has not cached, or one due for refresh) and the API

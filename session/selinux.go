@@ -1,45 +1,12 @@
 package session
 
+// The node's SELinux: detected, or as --selinux says.
+
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
-
-// filesFrom is the files a command reads: its -f flags, then its
-// positional arguments.
-func filesFrom(flags, args []string) []string {
-	return append(append([]string(nil), flags...), args...)
-}
-
-// judgeInput refuses an input that was given but holds no object the
-// kubelet reads: an empty file, or only kinds it skips (each skipped one
-// was warned about as it was read).
-func judgeInput(c *manifests.Cluster, files []string) error {
-	if len(files) == 0 || c.Count() > 0 {
-		return nil
-	}
-	return WithCode(ExitUsage, fmt.Errorf("nothing usable in %s: no object the kubelet reads (%s)", strings.Join(files, ", "), strings.Join(manifests.Kinds(), ", ")))
-}
-
-// defaultPodReason says why the default pod is used, or "" when the input
-// has pods.
-func defaultPodReason(c *manifests.Cluster, files []string) string {
-	if len(c.Pods()) > 0 {
-		return ""
-	}
-	what := "no Pod in the input"
-	if len(files) == 0 {
-		what = "no -f given"
-	}
-	return what + ": using the default pod default/" + manifests.DefaultPodName +
-		" (a claim, provisioned by CreateVolume when the driver offers CREATE_DELETE_VOLUME, else bound to a PersistentVolume with handle " + manifests.DefaultVolumeHandle +
-		"; and an inline volume when the driver's CSIDriver allows Ephemeral; --volume-handle, --pod-uid)"
-}
 
 // selinuxFlag is --selinux: unset, the host is detected as `conformance`
 // does; --selinux or --selinux=true simulates an SELinux host;
