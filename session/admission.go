@@ -72,7 +72,7 @@ func (o *AdmissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 			return WithCode(ExitInterrupted, fmt.Errorf("interrupted during the admission of %s %s: its webhooks were not waited for, and nothing reached the kubelet", remote.KindOf(ro), objectKey(ro)))
 		}
 		if err != nil {
-			return admissionError(err)
+			return AdmissionError(err)
 		}
 		if err := manifests.Validate(out, defaults); err != nil {
 			return WithCode(ExitUsage, fmt.Errorf("%s %s after admission: %w", report.Kind, objName(report), err))
@@ -89,14 +89,14 @@ func (o *AdmissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 // webhook plugin over them.
 func (o *AdmissionOptions) start(ctx context.Context, c *manifests.Cluster, configs []*admissionregistrationv1.MutatingWebhookConfiguration,
 	defaults manifests.Defaults, verbose int, s Streams, where func(*admissionregistrationv1.MutatingWebhookConfiguration) string) (*remote.Helper, error) {
-	a, err := openHelper(s, verbose)
+	a, err := OpenHelper(s, verbose)
 	if err != nil {
 		return nil, err
 	}
 	invalid, err := a.Validate(ctx, configs)
 	if err != nil {
 		a.Close()
-		return nil, admissionError(err)
+		return nil, AdmissionError(err)
 	}
 	for i, errs := range invalid {
 		if len(errs) > 0 {
@@ -106,7 +106,7 @@ func (o *AdmissionOptions) start(ctx context.Context, c *manifests.Cluster, conf
 	}
 	if err := a.Start(ctx, o.options(c), defaults, configs); err != nil {
 		a.Close()
-		return nil, admissionError(err)
+		return nil, AdmissionError(err)
 	}
 	return a, nil
 }
@@ -114,7 +114,7 @@ func (o *AdmissionOptions) start(ctx context.Context, c *manifests.Cluster, conf
 // admissionError gives an admission failure its exit code: the API
 // server refusing an object, or an input it cannot take, is the input's
 // (2); a helper that died is the environment's (3); Ctrl-C is 130.
-func admissionError(err error) error {
+func AdmissionError(err error) error {
 	var he *remote.HelperError
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -135,7 +135,7 @@ func aggregate(errs []string) string {
 }
 
 // openHelper starts the admission helper; not finding it is exit 3.
-func openHelper(s Streams, verbose int) (*remote.Helper, error) {
+func OpenHelper(s Streams, verbose int) (*remote.Helper, error) {
 	a, err := remote.Open(s.Err, verbose)
 	if err != nil {
 		return nil, WithCode(ExitEnvironment, err)
@@ -261,34 +261,4 @@ func (p *admissionPrinter) printWebhook(w remote.WebhookReport) {
 	if p.verbose > 0 && len(w.Patch) > 0 {
 		fmt.Fprintf(p.w, "    patch: %s\n", strings.TrimSpace(string(w.Patch)))
 	}
-}
-
-// webhookFindings judges the MutatingWebhookConfiguration objects for
-// validate, in the admission helper.
-func webhookFindings(ctx context.Context, c *manifests.Cluster, s Streams) ([]finding, error) {
-	configs := c.MutatingWebhookConfigurations()
-	if len(configs) == 0 {
-		return nil, nil
-	}
-	a, err := openHelper(s, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer a.Close()
-	invalid, err := a.Validate(ctx, configs)
-	if err != nil {
-		return nil, admissionError(err)
-	}
-	var out []finding
-	for i, cfg := range configs {
-		src := c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name).String()
-		obj := "MutatingWebhookConfiguration " + cfg.Name
-		for _, e := range invalid[i] {
-			out = append(out, finding{src, obj, "error", e})
-		}
-		if len(invalid[i]) == 0 {
-			out = append(out, finding{src, obj, "info", fmt.Sprintf("valid; %d webhook(s)", len(cfg.Webhooks))})
-		}
-	}
-	return out, nil
 }

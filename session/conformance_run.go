@@ -64,7 +64,7 @@ type ConformanceOptions struct {
 // complete takes the files of the arguments, the driver's socket, the
 // release and the root dir; --list needs none of them.
 func (o *ConformanceOptions) Complete(args []string) error {
-	o.Filenames = filesFrom(o.Filenames, args)
+	o.Filenames = FilesFrom(o.Filenames, args)
 	if o.List {
 		return nil
 	}
@@ -524,10 +524,16 @@ func (o *ConformanceOptions) header(info *conformance.DriverInfo, obj *storagev1
 		RootDir: root, OwnedRoot: ownedRoot, Host: host, Redactor: red, Rerun: o.RerunHint,
 	}
 	if obj != nil {
-		h.CSIDriverSummary = csiDriverSummary(obj)
+		h.CSIDriverSummary = CSIDriverSummary(obj)
 	}
 	if o.testDriver != nil {
 		h.TestDriverFile, h.TestDriverName = o.TestDriver, o.testDriver.DriverInfo.Name
 	}
 	return h
+}
+
+func CSIDriverSummary(d *storagev1.CSIDriver) string {
+	s := d.Spec
+	return fmt.Sprintf("attachRequired=%t podInfoOnMount=%t volumeLifecycleModes=%v fsGroupPolicy=%s requiresRepublish=%t seLinuxMount=%t storageCapacity=%t tokenRequests=%d",
+		*s.AttachRequired, *s.PodInfoOnMount, s.VolumeLifecycleModes, *s.FSGroupPolicy, *s.RequiresRepublish, *s.SELinuxMount, *s.StorageCapacity, len(s.TokenRequests))
 }

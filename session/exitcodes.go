@@ -23,14 +23,14 @@ type Streams struct {
 
 // exitError carries the exit code of a failed command.
 type ExitError struct {
-	code int
+	Code int
 	err  error
 }
 
 func (e *ExitError) Error() string { return e.err.Error() }
 func (e *ExitError) Unwrap() error { return e.err }
 
-func WithCode(code int, err error) error { return &ExitError{code: code, err: err} }
+func WithCode(code int, err error) error { return &ExitError{Code: code, err: err} }
 
 // exitCode is the exit code of a command's error.
 func ExitCode(err error) int {
@@ -39,7 +39,7 @@ func ExitCode(err error) int {
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
-		return ee.code
+		return ee.Code
 	}
 	return ExitFailed
 }

@@ -33,7 +33,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 	if err := o.validateTimeout(); err != nil {
 		return err
 	}
-	if err := o.Live.check(o.Filenames); err != nil {
+	if err := o.Live.Check(o.Filenames); err != nil {
 		return err
 	}
 	if o.Live.Pod != "" && o.Apiserver.Enabled {
@@ -95,7 +95,7 @@ func (o *CommonOptions) loadInput(ctx context.Context, loader *manifests.Loader,
 
 // filesFrom is the files a command reads: its -f flags, then its
 // positional arguments.
-func filesFrom(flags, args []string) []string {
+func FilesFrom(flags, args []string) []string {
 	return append(append([]string(nil), flags...), args...)
 }
 

@@ -33,7 +33,7 @@ type LiveOptions struct {
 }
 
 // check refuses what cannot be combined.
-func (l *LiveOptions) check(files []string) error {
+func (l *LiveOptions) Check(files []string) error {
 	switch {
 	case l.Pod == "" && l.Kubeconfig != "":
 		return WithCode(ExitUsage, errors.New("--kubeconfig needs --pod NAMESPACE/NAME"))
@@ -70,7 +70,7 @@ func (o *CommonOptions) loadLive(ctx context.Context, warn func(string)) (*manif
 	if o.Live.nodeGiven {
 		nodeName = o.NodeName
 	}
-	c, pod, err := o.Live.read(ctx, o.Release.APIServerDefaults(), nodeName, true, warn)
+	c, pod, err := o.Live.Read(ctx, o.Release.APIServerDefaults(), nodeName, true, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func refuseUnbound(c *manifests.Cluster, pod *corev1.Pod, host string) error {
 // defaulted and, with check, judged as a manifest would be (validate
 // judges them itself); what is missing is warned about (the kubelet then
 // fails where a real one fails).
-func (l *LiveOptions) read(ctx context.Context, defaults manifests.Defaults, nodeName string, check bool, warn func(string)) (*manifests.Cluster, *corev1.Pod, error) {
+func (l *LiveOptions) Read(ctx context.Context, defaults manifests.Defaults, nodeName string, check bool, warn func(string)) (*manifests.Cluster, *corev1.Pod, error) {
 	cfg, err := l.config(ctx)
 	if err != nil {
 		return nil, nil, err

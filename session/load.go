@@ -58,7 +58,7 @@ func (o *LoadOptions) Run(ctx context.Context) error {
 // complete takes the files of the arguments, the driver's socket and the
 // root dir.
 func (o *LoadOptions) Complete(args []string) error {
-	o.Filenames = filesFrom(o.Filenames, args)
+	o.Filenames = FilesFrom(o.Filenames, args)
 	if err := o.completeEndpoint(); err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 
 // complete takes the files of the arguments and the root dir.
 func (o *PlanOptions) Complete(args []string) error {
-	o.Filenames = filesFrom(o.Filenames, args)
+	o.Filenames = FilesFrom(o.Filenames, args)
 	return o.completeRootDir()
 }
 

@@ -30,7 +30,7 @@ type RunOptions struct {
 // complete takes the files of the arguments, the driver's socket and the
 // root dir.
 func (o *RunOptions) Complete(args []string) error {
-	o.Filenames = filesFrom(o.Filenames, args)
+	o.Filenames = FilesFrom(o.Filenames, args)
 	if err := o.completeEndpoint(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
 
 	"fmt"
 	"os"
@@ -247,7 +248,7 @@ func addTokensVerifyFlags(o *tokencmd.TokensVerifyOptions, fs *pflag.FlagSet) {
 	fs.Var(&o.Now, "now", "check exp, nbf and iat at this `TIME`, RFC 3339 (default: the current time)")
 }
 
-func addValidateFlags(o *session.ValidateOptions, fs *pflag.FlagSet) {
+func addValidateFlags(o *validate.ValidateOptions, fs *pflag.FlagSet) {
 	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
 	addReleaseFlags(&o.ReleaseFlags, fs, "the release whose API server validates", "feature gates over the version's defaults, A=true,B=false")
 	addOutputFlag(&o.OutputFlag, fs, "text or json (one finding per line)")

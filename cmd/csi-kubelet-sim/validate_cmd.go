@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
 )
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
@@ -28,7 +29,7 @@ const validateExample = `  # every manifest of a directory tree
   csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
 
 func newValidateCommand(s session.Streams) *cobra.Command {
-	o := &session.ValidateOptions{Streams: s}
+	o := &validate.ValidateOptions{Streams: s}
 	c := newCommandFor(addValidateFlags, o, &cobra.Command{
 		Use:     "validate [-f FILE]... [--endpoint unix:///PATH] [flags] [FILE...]",
 		Short:   "Judge CSIDriver objects and CSI volumes as the API server would, and against the live driver",

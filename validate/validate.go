@@ -1,4 +1,7 @@
-package session
+// Package validate checks the objects of the input as the API server of a
+// release would (and, with --apiserver, as a real one does), and against
+// the driver on a socket: `csi-kubelet-sim validate`.
+package validate
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // finding is one result of validate.
@@ -28,26 +32,26 @@ type finding struct {
 type ValidateOptions struct {
 	Filenames []string
 	Recursive bool
-	ReleaseFlags
-	OutputFlag
-	EndpointFlag
-	TimeoutFlag
-	Streams
+	session.ReleaseFlags
+	session.OutputFlag
+	session.EndpointFlag
+	session.TimeoutFlag
+	session.Streams
 	APIServer bool
-	Live      LiveOptions
+	Live      session.LiveOptions
 }
 
 // complete takes the files of the arguments (or --pod) and the release.
 func (o *ValidateOptions) Complete(args []string) error {
-	o.Filenames = filesFrom(o.Filenames, args)
+	o.Filenames = session.FilesFrom(o.Filenames, args)
 	if len(o.Filenames) == 0 && o.Live.Pod == "" {
-		return WithCode(ExitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments, or --pod"))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments, or --pod"))
 	}
-	if err := o.Live.check(o.Filenames); err != nil {
+	if err := o.Live.Check(o.Filenames); err != nil {
 		return err
 	}
 	if o.Live.Pod != "" && o.APIServer {
-		return WithCode(ExitUsage, errors.New("--apiserver judges manifests before they are created; the objects of --pod are already in their cluster"))
+		return session.WithCode(session.ExitUsage, errors.New("--apiserver judges manifests before they are created; the objects of --pod are already in their cluster"))
 	}
 	if err := o.ValidateOutput(); err != nil {
 		return err
@@ -66,17 +70,17 @@ func (o *ValidateOptions) Validate() error { return nil }
 func (o *ValidateOptions) Run(ctx context.Context) error {
 	s := o.Streams
 	defaults := o.Release.APIServerDefaults()
-	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: WarnTo(s), NoValidation: true, Recursive: o.Recursive}
+	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: session.WarnTo(s), NoValidation: true, Recursive: o.Recursive}
 	raws := &rawDocs{}
 	if o.APIServer {
 		loader.Raw = raws.add
 	}
-	c, loadErr := o.load(ctx, loader, defaults, WarnTo(s))
+	c, loadErr := o.load(ctx, loader, defaults, session.WarnTo(s))
 	if c == nil {
-		if ee := (*ExitError)(nil); errors.As(loadErr, &ee) {
+		if ee := (*session.ExitError)(nil); errors.As(loadErr, &ee) {
 			return loadErr // --pod: its own exit code (an unreachable cluster is 3)
 		}
-		return WithCode(ExitUsage, loadErr)
+		return session.WithCode(session.ExitUsage, loadErr)
 	}
 	p := &preflight{loader: loader, c: c}
 	webhooks, err := webhookFindings(ctx, c, s)
@@ -98,7 +102,7 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	}
 	p.sort(findings)
 	if len(findings) == 0 {
-		return WithCode(ExitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
 	}
 	var liveErr error
 	if o.Endpoint != "" {
@@ -120,7 +124,7 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		if e.err == nil {
 			continue
 		}
-		if ee := (*ExitError)(nil); errors.As(exit, &ee) && ee.code == ExitUsage && ExitCode(e.err) != ExitInterrupted {
+		if ee := (*session.ExitError)(nil); errors.As(exit, &ee) && ee.Code == session.ExitUsage && session.ExitCode(e.err) != session.ExitInterrupted {
 			fmt.Fprintf(s.Err, "warning: %s: %v\n", e.what, e.err)
 			continue
 		}
@@ -144,7 +148,7 @@ func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding
 			for _, w := range manifests.CSIDriverWarnings(d, defaults) {
 				out = append(out, finding{src, obj, "warning", w})
 			}
-			out = append(out, finding{src, obj, "info", "valid; after defaulting: " + csiDriverSummary(d)})
+			out = append(out, finding{src, obj, "info", "valid; after defaulting: " + session.CSIDriverSummary(d)})
 		}
 	}
 	known := func(name string) bool { _, ok := c.CSIDriver(name); return ok }
@@ -163,21 +167,15 @@ func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding
 	return out
 }
 
-func csiDriverSummary(d *storagev1.CSIDriver) string {
-	s := d.Spec
-	return fmt.Sprintf("attachRequired=%t podInfoOnMount=%t volumeLifecycleModes=%v fsGroupPolicy=%s requiresRepublish=%t seLinuxMount=%t storageCapacity=%t tokenRequests=%d",
-		*s.AttachRequired, *s.PodInfoOnMount, s.VolumeLifecycleModes, *s.FSGroupPolicy, *s.RequiresRepublish, *s.SELinuxMount, *s.StorageCapacity, len(s.TokenRequests))
-}
-
 // liveFindings compares the CSIDriver objects with what the driver says
 // of itself.
 func liveFindings(ctx context.Context, c *manifests.Cluster, o *ValidateOptions) ([]finding, *liveDriver, error) {
 	ep, err := csiclient.ParseEndpoint(o.Endpoint)
 	if err != nil {
-		return nil, nil, WithCode(ExitUsage, fmt.Errorf("--endpoint: %w", err))
+		return nil, nil, session.WithCode(session.ExitUsage, fmt.Errorf("--endpoint: %w", err))
 	}
 	if err := ep.Check(); err != nil {
-		return nil, nil, WithCode(ExitEnvironment, err)
+		return nil, nil, session.WithCode(session.ExitEnvironment, err)
 	}
 	conn := &csiclient.Dialer{Endpoint: ep}
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.Timeout) }
@@ -185,7 +183,7 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *ValidateOptions)
 	info, err := csi.NewIdentityClient(conn).GetPluginInfo(cctx, &csi.GetPluginInfoRequest{})
 	cancel()
 	if err != nil {
-		return nil, nil, WithCode(ExitEnvironment, fmt.Errorf("GetPluginInfo: %w", err))
+		return nil, nil, session.WithCode(session.ExitEnvironment, fmt.Errorf("GetPluginInfo: %w", err))
 	}
 	name := info.GetName()
 	src := "driver " + string(ep)
@@ -194,7 +192,7 @@ func liveFindings(ctx context.Context, c *manifests.Cluster, o *ValidateOptions)
 	nodeCaps, err := csi.NewNodeClient(conn).NodeGetCapabilities(cctx, &csi.NodeGetCapabilitiesRequest{})
 	cancel()
 	if err != nil {
-		return nil, nil, WithCode(ExitFailed, fmt.Errorf("NodeGetCapabilities: %w", err))
+		return nil, nil, session.WithCode(session.ExitFailed, fmt.Errorf("NodeGetCapabilities: %w", err))
 	}
 	live := newLiveDriver(string(ep), name, nodeCaps)
 	d, ok := c.CSIDriver(name)
@@ -280,13 +278,43 @@ func validateExit(fs []located) error {
 	}
 	switch {
 	case errs > 0 && refusals > 0:
-		return WithCode(ExitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input; %d refusal(s) of the API server", errs, refusals))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input; %d refusal(s) of the API server", errs, refusals))
 	case errs > 0:
-		return WithCode(ExitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input", errs))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input", errs))
 	case refusals > 0:
-		return WithCode(ExitUsage, fmt.Errorf("the API server refuses what validate accepts: %d refusal(s)", refusals))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("the API server refuses what validate accepts: %d refusal(s)", refusals))
 	case mismatches > 0:
-		return WithCode(ExitFailed, fmt.Errorf("%d mismatch(es) with the live driver", mismatches))
+		return session.WithCode(session.ExitFailed, fmt.Errorf("%d mismatch(es) with the live driver", mismatches))
 	}
 	return nil
+}
+
+// webhookFindings judges the MutatingWebhookConfiguration objects for
+// validate, in the admission helper.
+func webhookFindings(ctx context.Context, c *manifests.Cluster, s session.Streams) ([]finding, error) {
+	configs := c.MutatingWebhookConfigurations()
+	if len(configs) == 0 {
+		return nil, nil
+	}
+	a, err := session.OpenHelper(s, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	invalid, err := a.Validate(ctx, configs)
+	if err != nil {
+		return nil, session.AdmissionError(err)
+	}
+	var out []finding
+	for i, cfg := range configs {
+		src := c.SourceOf("MutatingWebhookConfiguration", "", cfg.Name).String()
+		obj := "MutatingWebhookConfiguration " + cfg.Name
+		for _, e := range invalid[i] {
+			out = append(out, finding{src, obj, "error", e})
+		}
+		if len(invalid[i]) == 0 {
+			out = append(out, finding{src, obj, "info", fmt.Sprintf("valid; %d webhook(s)", len(cfg.Webhooks))})
+		}
+	}
+	return out, nil
 }

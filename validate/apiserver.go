@@ -1,4 +1,4 @@
-package session
+package validate
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // validate --apiserver: beside its own findings, validate prints the
@@ -49,10 +50,10 @@ func (o *ValidateOptions) checkAPIServerFlags(v node.Version) error {
 		return nil
 	}
 	if v.Minor != apiServerMinor {
-		return WithCode(ExitUsage, fmt.Errorf("--apiserver: the API server is of release 1.%d, --kubelet-version %s cannot be judged by it", apiServerMinor, v))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("--apiserver: the API server is of release 1.%d, --kubelet-version %s cannot be judged by it", apiServerMinor, v))
 	}
 	if o.FeatureGates != "" {
-		return WithCode(ExitUsage, errors.New("--apiserver: the API server runs with its release's default feature gates; drop --feature-gates"))
+		return session.WithCode(session.ExitUsage, errors.New("--apiserver: the API server runs with its release's default feature gates; drop --feature-gates"))
 	}
 	return nil
 }
@@ -65,7 +66,7 @@ func (o *ValidateOptions) apiServerFindings(ctx context.Context, p *preflight, r
 	}
 	root, err := os.MkdirTemp("", "csi-kubelet-sim-validate-")
 	if err != nil {
-		return nil, WithCode(ExitEnvironment, fmt.Errorf("--apiserver: temporary directory: %w", err))
+		return nil, session.WithCode(session.ExitEnvironment, fmt.Errorf("--apiserver: temporary directory: %w", err))
 	}
 	defer os.RemoveAll(root)
 	cp, err := cluster.Start(ctx, cluster.Config{Root: root, NodeName: "csi-kubelet-sim-validate"})
@@ -90,16 +91,16 @@ func (o *ValidateOptions) apiServerFindings(ctx context.Context, p *preflight, r
 
 func apiServerError(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
-		return WithCode(ExitInterrupted, errors.New("interrupted while the API server judged the objects (--apiserver); it was stopped and removed"))
+		return session.WithCode(session.ExitInterrupted, errors.New("interrupted while the API server judged the objects (--apiserver); it was stopped and removed"))
 	}
 	var nf *cluster.NotFoundError
 	if errors.As(err, &nf) {
-		return WithCode(ExitEnvironment, err)
+		return session.WithCode(session.ExitEnvironment, err)
 	}
 	if what == "start" {
-		return WithCode(ExitEnvironment, fmt.Errorf("--apiserver: %w", err))
+		return session.WithCode(session.ExitEnvironment, fmt.Errorf("--apiserver: %w", err))
 	}
-	return WithCode(ExitEnvironment, fmt.Errorf("--apiserver: the API server failed: %w", err))
+	return session.WithCode(session.ExitEnvironment, fmt.Errorf("--apiserver: the API server failed: %w", err))
 }
 
 // verdictFindings are the API server's findings on one object: its
@@ -181,6 +182,6 @@ func (o *ValidateOptions) load(ctx context.Context, loader *manifests.Loader, de
 	if o.Live.Pod == "" {
 		return loader.Load(o.Filenames)
 	}
-	c, _, err := o.Live.read(ctx, defaults, "", false, warn)
+	c, _, err := o.Live.Read(ctx, defaults, "", false, warn)
 	return c, err
 }
