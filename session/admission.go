@@ -2,20 +2,15 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
@@ -27,24 +22,34 @@ type AdmissionOptions struct {
 	As              string
 	AsGroups        []string
 	WebhookDryRun   bool
+
+	// Printer sees each object's admission: the command's printer; nil:
+	// nothing is printed.
+	Printer AdmissionObserver
+}
+
+// AdmissionObserver sees the admission of each object of the input: its
+// webhooks' answers, and the refusal if any.
+type AdmissionObserver interface {
+	Admitted(r *remote.Report, err error)
 }
 
 // run checks the flags, then runs the mutating webhooks of the input on
 // every other object of the input, in place, and prints the step. A
 // refusal is exit 2.
-func (o *AdmissionOptions) Run(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, output string, verbose int, s Streams) error {
+func (o *AdmissionOptions) Run(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, verbose int, s Streams) error {
 	if err := o.check(); err != nil {
 		return err
 	}
-	return o.admitCluster(ctx, c, defaults, output, verbose, s)
+	return o.admitCluster(ctx, c, defaults, verbose, s)
 }
 
-func (o *AdmissionOptions) admitCluster(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, output string, verbose int, s Streams) error {
-	return o.admit(ctx, c, c.Objects(), defaults, output, verbose, s)
+func (o *AdmissionOptions) admitCluster(ctx context.Context, c *manifests.Cluster, defaults manifests.Defaults, verbose int, s Streams) error {
+	return o.admit(ctx, c, c.Objects(), defaults, verbose, s)
 }
 
 // admit runs the webhooks on the given objects of the cluster.
-func (o *AdmissionOptions) admit(ctx context.Context, c *manifests.Cluster, objects []any, defaults manifests.Defaults, output string, verbose int, s Streams) error {
+func (o *AdmissionOptions) admit(ctx context.Context, c *manifests.Cluster, objects []any, defaults manifests.Defaults, verbose int, s Streams) error {
 	configs := c.MutatingWebhookConfigurations()
 	if len(configs) == 0 {
 		return nil
@@ -56,17 +61,14 @@ func (o *AdmissionOptions) admit(ctx context.Context, c *manifests.Cluster, obje
 		return err
 	}
 	defer a.Close()
-	// A webhook's messages and patches are data too: escaped (and tokens
-	// fingerprinted) as the driver's are.
-	p := &admissionPrinter{w: csiclient.Redactor{}.Writer(s.Out), json: output == "json", verbose: verbose}
 	for _, obj := range objects {
 		ro, ok := obj.(runtime.Object)
 		if !ok || remote.KindOf(ro) == "" {
 			continue
 		}
 		out, report, err := a.AdmitCreate(ctx, ro)
-		if report != nil {
-			p.print(report, err)
+		if report != nil && o.Printer != nil {
+			o.Printer.Admitted(report, err)
 		}
 		if errors.Is(err, context.Canceled) {
 			return WithCode(ExitInterrupted, fmt.Errorf("interrupted during the admission of %s %s: its webhooks were not waited for, and nothing reached the kubelet", remote.KindOf(ro), objectKey(ro)))
@@ -192,73 +194,4 @@ func objName(r *remote.Report) string {
 		return r.Name
 	}
 	return r.Namespace + "/" + r.Name
-}
-
-type admissionPrinter struct {
-	w       io.Writer
-	json    bool
-	verbose int
-}
-
-func (p *admissionPrinter) print(r *remote.Report, err error) {
-	if p.json {
-		m := map[string]any{"schemaVersion": csiclient.SchemaVersion, "kind": "admission", "object": r.Kind + " " + objName(r), "webhooks": r.Webhooks, "changes": r.Changes}
-		if err != nil {
-			m["error"] = err.Error()
-		}
-		_ = json.NewEncoder(p.w).Encode(m)
-		return
-	}
-	called := false
-	for _, w := range r.Webhooks {
-		called = called || w.Called
-	}
-	if !called && err == nil && p.verbose == 0 {
-		return // no webhook for this object: nothing to say unless asked
-	}
-	fmt.Fprintf(p.w, "admission: %s %s\n", r.Kind, objName(r))
-	for _, w := range r.Webhooks {
-		p.printWebhook(w)
-	}
-	if err != nil {
-		fmt.Fprintf(p.w, "  refused: %v\n", err)
-	}
-}
-
-func (p *admissionPrinter) printWebhook(w remote.WebhookReport) {
-	name := fmt.Sprintf("%s (%s)", w.Webhook, w.Configuration)
-	if w.Round > 0 {
-		name += " reinvoked"
-	}
-	if !w.Called {
-		fmt.Fprintf(p.w, "  %s: skipped: %s\n", name, w.Skipped)
-		return
-	}
-	state := "allowed"
-	switch {
-	case w.FailedOpen:
-		state = "failed, ignored (failurePolicy Ignore): " + w.Error
-	case w.Error != "":
-		state = w.Error
-	case w.Mutated:
-		state = "allowed, mutated"
-	}
-	fmt.Fprintf(p.w, "  %s: called %s in %s: %s\n", name, w.URL, w.Latency.Round(100*time.Microsecond), state)
-	for _, ch := range w.Changes {
-		fmt.Fprintf(p.w, "    + %s\n", ch)
-	}
-	for _, warn := range w.Warnings {
-		fmt.Fprintf(p.w, "    warning: %s\n", warn)
-	}
-	keys := make([]string, 0, len(w.AuditAnnotations))
-	for k := range w.AuditAnnotations {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(p.w, "    audit annotation %s=%s\n", k, w.AuditAnnotations[k])
-	}
-	if p.verbose > 0 && len(w.Patch) > 0 {
-		fmt.Fprintf(p.w, "    patch: %s\n", strings.TrimSpace(string(w.Patch)))
-	}
 }

@@ -49,5 +49,6 @@ type sessionCommand struct {
 
 func (c sessionCommand) Run(ctx context.Context) error {
 	c.common.Printer = printers.NewSession(c.out, c.common.Output == "json", c.common.Verbose)
+	c.common.Admission.Printer = printers.NewAdmission(c.out, c.common.Output == "json", c.common.Verbose)
 	return c.command.Run(ctx)
 }
