@@ -4,18 +4,21 @@ import (
 	"context"
 	"io"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
-// command is the one shape of every subcommand, kubectl's: its options
-// register their flags (the shared ones through the flag groups of
-// flags.go), complete what the flags and arguments leave open (files from
-// the arguments, the release parsed, the endpoint and root dir made
-// usable), validate what needs no I/O, and run: read the input and do the
-// work. Usage errors exit 2 before anything is touched.
+// command is the one shape of every subcommand, kubectl's: flags ->
+// options -> engine -> printers. Its options (the engine's: session,
+// validate, tokencmd) get their flags here (flagsets.go), complete what
+// the flags and arguments leave open (files from the arguments, the
+// release parsed, the endpoint and root dir made usable), validate what
+// needs no I/O, and run: read the input and do the work, printing through
+// the printer the command gives them. Usage errors exit 2 before anything
+// is touched.
 type command interface {
 	Complete(args []string) error
 	Validate() error

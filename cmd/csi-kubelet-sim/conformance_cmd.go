@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 const conformanceLong = `Check a CSI driver against what a kubelet needs of it. From the driver's

@@ -1,22 +1,22 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
-
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/admission/remote"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
-	"github.com/spf13/pflag"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
 )
 
 // The flags of each option group, registered here so that the options

@@ -12,11 +12,11 @@ import (
 	"text/template"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/yaml"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-	"k8s.io/client-go/util/jsonpath"
-	"sigs.k8s.io/yaml"
 )
 
 // kubectl's output conventions: -o yaml, -o jsonpath=TEMPLATE,

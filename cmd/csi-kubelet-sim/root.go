@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +13,8 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 const rootLong = `csi-kubelet-sim shows a CSI driver exactly what a kubelet sends it, without a cluster.

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
-
-	"github.com/spf13/cobra"
 )
 
 const tokensClaimsLong = `Show the tokens a run handed the driver, from the run's JSON output

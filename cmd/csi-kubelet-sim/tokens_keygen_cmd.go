@@ -1,10 +1,10 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
-
-	"github.com/spf13/cobra"
 )
 
 const tokensKeygenLong = `Generate a service-account signing key pair, as kube-apiserver takes it: the

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
-
-	"github.com/spf13/cobra"
 )
 
 const versionExample = `  csi-kubelet-sim version
