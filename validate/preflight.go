@@ -23,7 +23,6 @@ import (
 // located is a finding with the line of the file it is about (0 when it
 // is about no line: the live driver's findings).
 type located struct {
-	SchemaVersion int `json:"schemaVersion"`
 	finding
 	Line int `json:"line,omitempty"`
 
@@ -162,17 +161,6 @@ func fieldPath(msg string) string {
 		}
 	}
 	return ""
-}
-
-func (l located) text() string {
-	src := l.Source
-	if l.Line > 0 {
-		src = fmt.Sprintf("%s: line %d", src, l.Line)
-	}
-	if l.Object == "" {
-		return fmt.Sprintf("%-8s %s: %s", strings.ToUpper(l.Severity), src, l.Message)
-	}
-	return fmt.Sprintf("%-8s %s: %s: %s", strings.ToUpper(l.Severity), src, l.Object, l.Message)
 }
 
 // liveDriver is what the driver on --endpoint says of itself.

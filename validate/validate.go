@@ -5,10 +5,8 @@ package validate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -39,6 +37,37 @@ type ValidateOptions struct {
 	session.Streams
 	APIServer bool
 	Live      session.LiveOptions
+
+	// Printer takes the findings, once all are in: the command's printer;
+	// nil: they are only judged (the exit code).
+	Printer FindingsObserver
+}
+
+// FindingsObserver takes validate's findings, in their order.
+type FindingsObserver interface {
+	Findings([]Finding)
+}
+
+// Finding is one result of validate, where it was found.
+type Finding struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Source        string `json:"source"`
+	Object        string `json:"object"`
+	Severity      string `json:"severity"` // error (the API server refuses), warning, mismatch (the live driver disagrees), info
+	Message       string `json:"message"`
+	Line          int    `json:"line,omitempty"`
+}
+
+// Text is the finding's line of text output.
+func (f Finding) Text() string {
+	src := f.Source
+	if f.Line > 0 {
+		src = fmt.Sprintf("%s: line %d", src, f.Line)
+	}
+	if f.Object == "" {
+		return fmt.Sprintf("%-8s %s: %s", strings.ToUpper(f.Severity), src, f.Message)
+	}
+	return fmt.Sprintf("%-8s %s: %s: %s", strings.ToUpper(f.Severity), src, f.Object, f.Message)
 }
 
 // complete takes the files of the arguments (or --pod) and the release.
@@ -115,7 +144,9 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	}
 	// What the objects are worth is printed even when the driver cannot be
 	// reached; invalid objects then decide the exit code, else the driver.
-	printFindings(s.Out, o.Output, findings)
+	if o.Printer != nil {
+		o.Printer.Findings(exported(findings))
+	}
 	exit := validateExit(findings)
 	for _, e := range []struct {
 		err  error
@@ -250,18 +281,13 @@ func controllerPublishes(ctx context.Context, conn grpc.ClientConnInterface, tim
 	return false
 }
 
-func printFindings(w io.Writer, output string, fs []located) {
-	if output == "json" {
-		enc := json.NewEncoder(w)
-		for _, f := range fs {
-			f.SchemaVersion = csiclient.SchemaVersion
-			_ = enc.Encode(f)
-		}
-		return
+// exported are the findings as the printer takes them.
+func exported(fs []located) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		out[i] = Finding{SchemaVersion: csiclient.SchemaVersion, Source: f.Source, Object: f.Object, Severity: f.Severity, Message: f.Message, Line: f.Line}
 	}
-	for _, f := range fs {
-		fmt.Fprintln(w, f.text())
-	}
+	return out
 }
 
 func validateExit(fs []located) error {

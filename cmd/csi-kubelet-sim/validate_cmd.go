@@ -1,8 +1,12 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
+	"context"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
 )
@@ -29,8 +33,8 @@ const validateExample = `  # every manifest of a directory tree
   csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
 
 func newValidateCommand(s session.Streams) *cobra.Command {
-	o := &validate.ValidateOptions{Streams: s}
-	c := newCommandFor(addValidateFlags, o, &cobra.Command{
+	o := validateCommand{&validate.ValidateOptions{Streams: s}}
+	c := newCommandFor(func(o validateCommand, fs *pflag.FlagSet) { addValidateFlags(o.ValidateOptions, fs) }, o, &cobra.Command{
 		Use:     "validate [-f FILE]... [--endpoint unix:///PATH] [flags] [FILE...]",
 		Short:   "Judge CSIDriver objects and CSI volumes as the API server would, and against the live driver",
 		Long:    validateLong,
@@ -38,4 +42,13 @@ func newValidateCommand(s session.Streams) *cobra.Command {
 	})
 	markFilenameFlag(c)
 	return c
+}
+
+// validateCommand runs validate with the command's printer of its
+// findings.
+type validateCommand struct{ *validate.ValidateOptions }
+
+func (c validateCommand) Run(ctx context.Context) error {
+	c.Printer = printers.NewFindings(c.Out, c.Output == "json")
+	return c.ValidateOptions.Run(ctx)
 }
