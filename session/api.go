@@ -60,7 +60,8 @@ type RunResult struct {
 // RunPod runs the kubelet's node lifecycle for the pods of o's manifests
 // (o.Filenames) against the driver, as `run` does, and returns every
 // call. The error is the run's, with the command's exit code in it
-// (ExitCode); the result is there whenever the kubelet ran.
+// (ExitCode); the result is there whenever the kubelet ran. o serves one
+// call.
 func RunPod(ctx context.Context, o *RunOptions) (*RunResult, error) {
 	log := &CallLog{}
 	o.Observers = append(o.Observers, log)
