@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 const badWebhookConfig = `apiVersion: admissionregistration.k8s.io/v1
@@ -29,8 +31,8 @@ webhooks:
 // server refuses, with its path and message.
 func TestValidateWebhookConfiguration(t *testing.T) {
 	stdout, stderr, code := cli(t, badWebhookConfig, "validate", "-f", "-")
-	if code != exitUsage {
-		t.Fatalf("exit %d, want %d\n%s", code, exitUsage, stderr)
+	if code != session.ExitUsage {
+		t.Fatalf("exit %d, want %d\n%s", code, session.ExitUsage, stderr)
 	}
 	for _, want := range []string{
 		`webhooks[0].name: Invalid value: "injector": should be a domain with at least three segments separated by dots`,
@@ -67,7 +69,7 @@ func TestAdmissionFlags(t *testing.T) {
 			stdin = csiDriverYAML
 		}
 		_, stderr, code := cli(t, stdin, args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+		if code != session.ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: %s (exit %d), want exit 2 with %q", tc.args, stderr, code, tc.want)
 		}
 	}
@@ -116,8 +118,8 @@ spec:
 			}
 			t.Setenv("CSI_KUBELET_SIM_ADMISSION", script)
 			_, stderr, code := cli(t, config, "plan", "-f", "-", "--node-name", "n")
-			if code != exitEnvironment {
-				t.Fatalf("exit %d, want %d\n%s", code, exitEnvironment, stderr)
+			if code != session.ExitEnvironment {
+				t.Fatalf("exit %d, want %d\n%s", code, session.ExitEnvironment, stderr)
 			}
 			if !strings.Contains(stderr, "admission helper") {
 				t.Errorf("the error does not name the admission helper: %s", stderr)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // needAPIServer skips without the helper and etcd (`make apiserver-helper`;
@@ -93,7 +94,7 @@ func TestRunAPIServerRefusal(t *testing.T) {
 	sock := csifake.ServeTest(t, d)
 	in := strings.Replace(inlinePodYAML, "spec:\n", "spec:\n  serviceAccountName: nobody\n", 1)
 	_, stderr, code := cli(t, csiDriverYAML+"---\n"+in, "run", "--apiserver", "-f", "-", "--endpoint", sock, "--node-name", "n1")
-	if code != exitUsage || !strings.Contains(stderr, `the API server refused Pod default/web: pods "web" is forbidden: error looking up service account default/nobody`) {
+	if code != session.ExitUsage || !strings.Contains(stderr, `the API server refused Pod default/web: pods "web" is forbidden: error looking up service account default/nobody`) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
@@ -111,7 +112,7 @@ func TestReplayUsage(t *testing.T) {
 	} {
 		args := append([]string{"run", "--endpoint", "/nonexistent.sock", "--node-name", "n1"}, tc.args...)
 		_, stderr, code := cli(t, "", args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+		if code != session.ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, stderr, tc.want)
 		}
 	}
@@ -130,7 +131,7 @@ func TestDriverServiceAccountFlag(t *testing.T) {
 	}
 	root := filepath.Join(t.TempDir(), "root")
 	_, stderr, code = cli(t, in, "run", "--apiserver", "-f", "-", "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "--driver-service-account", "kube-system/nobody")
-	if code != exitUsage || !strings.Contains(stderr, `--driver-service-account: a token for the driver's ServiceAccount kube-system/nobody: serviceaccounts "nobody" not found`) {
+	if code != session.ExitUsage || !strings.Contains(stderr, `--driver-service-account: a token for the driver's ServiceAccount kube-system/nobody: serviceaccounts "nobody" not found`) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {

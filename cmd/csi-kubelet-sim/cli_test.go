@@ -21,13 +21,14 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // cli runs one command line as main does, on buffers.
 func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+	code = run(context.Background(), args, session.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 
@@ -124,7 +125,7 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			stdout, stderr, code := cli(t, "", tc.args...)
-			if code != exitUsage {
+			if code != session.ExitUsage {
 				t.Errorf("exit %d, want 2", code)
 			}
 			if !strings.HasPrefix(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
@@ -137,7 +138,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	// No command at all: the usage on stderr, then the error.
 	_, stderr, code := cli(t, "")
-	if code != exitUsage || !strings.HasSuffix(stderr, "csi-kubelet-sim: a command is needed\n") || !strings.Contains(stderr, "Available Commands:") {
+	if code != session.ExitUsage || !strings.HasSuffix(stderr, "csi-kubelet-sim: a command is needed\n") || !strings.Contains(stderr, "Available Commands:") {
 		t.Errorf("no command: exit %d, stderr %q", code, stderr)
 	}
 }
@@ -147,7 +148,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	var v versionInfo
+	var v session.VersionInfo
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}
@@ -174,7 +175,7 @@ func TestValidateEveryFile(t *testing.T) {
 	bad := writeTestFile(t, dir, "b.yaml", badCSIDriver)
 	for _, args := range [][]string{{"validate", "-f", good, bad}, {"validate", good, bad}, {"validate", bad, "-f", good}} {
 		stdout, stderr, code := cli(t, "", args...)
-		if code != exitUsage || !strings.Contains(stdout, bad+": document 1: line 4: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
+		if code != session.ExitUsage || !strings.Contains(stdout, bad+": document 1: line 4: CSIDriver bad.example.com: spec.fsGroupPolicy") ||
 			!strings.Contains(stdout, "CSIDriver drv.example.com: valid") {
 			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
 		}
@@ -198,7 +199,7 @@ func TestNothingUsable(t *testing.T) {
 		{[]string{"validate", empty, other}, "nothing to validate in " + empty + ", " + other},
 	} {
 		_, stderr, code := cli(t, "", tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+		if code != session.ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, stderr, tc.want)
 		}
 	}
@@ -243,13 +244,13 @@ func TestSELinuxHost(t *testing.T) {
 		{[]string{"--selinux=true"}, no, true, "simulated (--selinux=true)"},
 		{[]string{"--selinux=false"}, yes, false, "off (--selinux=false): no context= mount option"},
 	} {
-		o := &commonOptions{}
+		o := &session.CommonOptions{}
 		fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-		o.addFlags(fs)
+		addCommonFlags(o, fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		if got := o.SELinux.resolve(tc.detect); got.Enabled != tc.want || got.Why != tc.wantWhy {
+		if got := o.SELinux.Resolve(tc.detect); got.Enabled != tc.want || got.Why != tc.wantWhy {
 			t.Errorf("%v: %+v, want %v %q", tc.args, got, tc.want, tc.wantWhy)
 		}
 	}
@@ -291,7 +292,7 @@ func TestConformanceSelectsNothing(t *testing.T) {
 	sock := csifake.ServeTest(t, identityDriver(testDriver, nil))
 	for _, args := range [][]string{{"--focus", "nomatch"}, {"--skip", "."}, {"--focus", "^registration/", "--skip", "registration"}} {
 		stdout, stderr, code := cli(t, "", append([]string{"conformance", "--endpoint", sock}, args...)...)
-		if code != exitUsage || !strings.Contains(stderr, "select none of the") || !strings.Contains(stderr, "registration/node-info") || stdout != "" {
+		if code != session.ExitUsage || !strings.Contains(stderr, "select none of the") || !strings.Contains(stderr, "registration/node-info") || stdout != "" {
 			t.Errorf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
 		}
 	}
@@ -306,7 +307,7 @@ func TestRegistrationErrorAnswer(t *testing.T) {
 	dir := t.TempDir()
 	drv := writeTestFile(t, dir, "drv.yaml", csiDriverYAML)
 	_, stderr, code := cli(t, "", "run", "--endpoint", sock, drv)
-	if code != exitFailed || !strings.Contains(stderr, "config not loaded") || !strings.Contains(stderr, "the driver answered registration with an error") ||
+	if code != session.ExitFailed || !strings.Contains(stderr, "config not loaded") || !strings.Contains(stderr, "the driver answered registration with an error") ||
 		strings.Contains(stderr, "is the driver running") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
@@ -320,7 +321,7 @@ func TestRunNoCSIVolume(t *testing.T) {
 	pod := writeTestFile(t, dir, "pod.yaml", emptyDirPod)
 	junit := filepath.Join(dir, "run.xml")
 	stdout, stderr, code := cli(t, "", "run", "--endpoint", sock, pod, "--junit", junit)
-	if code != exitUsage || !strings.Contains(stderr, "no CSI volume of the driver was mounted") || strings.Contains(stdout, "result      OK") {
+	if code != session.ExitUsage || !strings.Contains(stderr, "no CSI volume of the driver was mounted") || strings.Contains(stdout, "result      OK") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	doc := readJUnit(t, junit)
@@ -373,12 +374,12 @@ func TestRunJUnitCases(t *testing.T) {
 		{Seq: 5, Labels: l("SetUp", "pv-a"), Method: "NodePublishVolume", Err: failed, Code: codes.Internal},
 		{Seq: 6, Labels: l("TearDown", "pv-a"), Method: "NodeUnpublishVolume"},
 	}
-	exit := withCode(exitFailed, errors.New("SetUp failed"))
-	sink := newJUnitSink()
+	exit := session.WithCode(session.ExitFailed, errors.New("SetUp failed"))
+	sink := session.NewJUnitSink()
 	for _, c := range calls {
 		sink.Call(c)
 	}
-	doc := runJUnit(sink.operations(), node.DefaultRelease(), &node.Outcome{}, exit, time.Second)
+	doc := session.RunJUnit(sink.Operations(), node.DefaultRelease(), &node.Outcome{}, exit, time.Second)
 	var got []string
 	for _, tc := range doc.Suites[0].TestCases {
 		s := tc.Name
@@ -433,10 +434,10 @@ func TestVerboseEverywhere(t *testing.T) {
 			t.Errorf("%v: %d kubelet steps printed, want more than the %d without -v", args, steps, quiet)
 		}
 	}
-	if _, _, code := cli(t, "", "plan", "--v=x", in, "--driver-name", testDriver); code != exitUsage {
-		t.Errorf("--v=x: exit %d, want %d", code, exitUsage)
+	if _, _, code := cli(t, "", "plan", "--v=x", in, "--driver-name", testDriver); code != session.ExitUsage {
+		t.Errorf("--v=x: exit %d, want %d", code, session.ExitUsage)
 	}
-	if stdout, _, code := cli(t, "", "-v"); code != exitUsage || strings.Contains(stdout, "csi-kubelet-sim ") {
+	if stdout, _, code := cli(t, "", "-v"); code != session.ExitUsage || strings.Contains(stdout, "csi-kubelet-sim ") {
 		t.Errorf("-v alone: exit %d, stdout %q; want the usage error, no version", code, stdout)
 	}
 	if stdout, _, code := cli(t, "", "--version"); code != 0 || !strings.HasPrefix(stdout, "csi-kubelet-sim ") || strings.Count(stdout, "\n") != 1 {
@@ -448,9 +449,9 @@ func TestVerboseEverywhere(t *testing.T) {
 // prints none (every run of every other command) does not pay for it.
 func TestBuildInfoReadOnlyForVersion(t *testing.T) {
 	reads := 0
-	orig := readBuildInfo
-	readBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
-	t.Cleanup(func() { readBuildInfo = orig })
+	orig := session.ReadBuildInfo
+	session.ReadBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
+	t.Cleanup(func() { session.ReadBuildInfo = orig })
 	in := writeTestFile(t, t.TempDir(), "in.yaml", csiDriverYAML+"---\n"+inlinePodYAML)
 	for _, args := range [][]string{
 		{"plan", in, "--driver-name", testDriver},
@@ -484,8 +485,8 @@ func TestRegistrationUnavailableAnswer(t *testing.T) {
 	const want = `the driver answered with an error: code Unavailable, message "driver version not set"`
 	for _, args := range [][]string{{"run", "--endpoint", sock, drv}, {"conformance", "--endpoint", sock}} {
 		_, stderr, code := cli(t, "", args...)
-		if code != exitFailed || !strings.Contains(stderr, want) || strings.Contains(stderr, "is the driver running") || strings.Contains(stderr, "nothing listens") {
-			t.Errorf("%s: exit %d, stderr %q; want %d and %q", args[0], code, stderr, exitFailed, want)
+		if code != session.ExitFailed || !strings.Contains(stderr, want) || strings.Contains(stderr, "is the driver running") || strings.Contains(stderr, "nothing listens") {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", args[0], code, stderr, session.ExitFailed, want)
 		}
 	}
 
@@ -498,8 +499,8 @@ func TestRegistrationUnavailableAnswer(t *testing.T) {
 	l.Close()
 	for _, args := range [][]string{{"run", "--endpoint", stale, drv}, {"conformance", "--endpoint", stale}} {
 		_, stderr, code := cli(t, "", args...)
-		if code != exitEnvironment || !strings.Contains(stderr, "nothing listens on the socket "+stale) || !strings.Contains(stderr, "connection refused") {
-			t.Errorf("%s on a dead socket: exit %d, stderr %q; want %d and nothing listens", args[0], code, stderr, exitEnvironment)
+		if code != session.ExitEnvironment || !strings.Contains(stderr, "nothing listens on the socket "+stale) || !strings.Contains(stderr, "connection refused") {
+			t.Errorf("%s on a dead socket: exit %d, stderr %q; want %d and nothing listens", args[0], code, stderr, session.ExitEnvironment)
 		}
 	}
 }
@@ -514,7 +515,7 @@ func TestRunOnlyUnusedCSIVolume(t *testing.T) {
 	unused := strings.Replace(inlinePodYAML, "containers: [{name: app, image: x, volumeMounts: [{name: v, mountPath: /v}]}]", "containers: [{name: app, image: x}]", 1)
 	in := writeTestFile(t, dir, "in.yaml", csiDriverYAML+"---\n"+unused)
 	stdout, stderr, code := cli(t, "", "run", "--endpoint", sock, in, "--root-dir", filepath.Join(dir, "root"))
-	if code != exitUsage || !strings.Contains(stderr, "no CSI volume that a container uses") ||
+	if code != session.ExitUsage || !strings.Contains(stderr, "no CSI volume that a container uses") ||
 		!strings.Contains(stdout, `skipping unused volume "v"`) || !strings.Contains(stdout, "skipped     default/web/v: unused") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

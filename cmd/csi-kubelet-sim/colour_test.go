@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 )
 
 // Colour only on a terminal: a buffer, a pipe and NO_COLOR get none.
@@ -15,30 +17,30 @@ func TestPalette(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	for name, out := range map[string]any{"buffer": &bytes.Buffer{}, "pipe": w, "switch over a pipe": newOutputSwitch(w)} {
-		var p palette
+		var p printers.Palette
 		switch o := out.(type) {
 		case *bytes.Buffer:
-			p = paletteFor(o)
+			p = printers.PaletteFor(o)
 		case *os.File:
-			p = paletteFor(o)
+			p = printers.PaletteFor(o)
 		case *outputSwitch:
-			p = paletteFor(o)
+			p = printers.PaletteFor(o)
 		}
-		if got := p.outcome("FAIL"); got != "FAIL" {
+		if got := p.Outcome("FAIL"); got != "FAIL" {
 			t.Errorf("%s: %q, want no colour", name, got)
 		}
 	}
 	t.Setenv("NO_COLOR", "1")
 	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		defer tty.Close()
-		if paletteFor(tty).on {
+		if printers.PaletteFor(tty).On {
 			t.Errorf("NO_COLOR set, yet colour on a terminal")
 		}
 	}
-	if got := (palette{on: true}).outcome("FAIL"); got != "\x1b[31mFAIL\x1b[0m" {
+	if got := (printers.Palette{On: true}).Outcome("FAIL"); got != "\x1b[31mFAIL\x1b[0m" {
 		t.Errorf("FAIL on a terminal: %q, want red", got)
 	}
-	if got := (palette{on: true}).outcome("OK"); got != "\x1b[32mOK\x1b[0m" {
+	if got := (printers.Palette{On: true}).Outcome("OK"); got != "\x1b[32mOK\x1b[0m" {
 		t.Errorf("OK on a terminal: %q, want green", got)
 	}
 }

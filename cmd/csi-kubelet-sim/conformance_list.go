@@ -1,76 +1,17 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"regexp"
-	"strings"
-
 	"github.com/spf13/cobra"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
-
-// allScenarios are the scenarios conformance knows, in the order it runs
-// them; which apply to a driver depends on its capabilities and CSIDriver,
-// the names do not.
-func allScenarios() []conformance.Scenario {
-	return conformance.Derive(&conformance.DriverInfo{}, nil, conformance.Host{})
-}
-
-// printScenarioList is --list: name, docs section and what it checks; a
-// JSON record each with -o json.
-func printScenarioList(w io.Writer, output string) error {
-	for _, sc := range allScenarios() {
-		switch output {
-		case "json":
-			b, err := json.Marshal(map[string]any{"schemaVersion": csiclient.SchemaVersion, "kind": "scenario", "name": sc.Name,
-				"section": sc.Section, "checks": sc.Checks, "kubelet_specific": sc.KubeletSpecific})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "%s\n", b)
-		case "text":
-			fmt.Fprintf(w, "%-44s §%-5s %s\n", sc.Name, sc.Section, sc.Checks)
-		default:
-			return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", output))
-		}
-	}
-	return nil
-}
-
-// focusOne is the --focus that selects exactly one scenario.
-func focusOne(name string) string { return "^" + regexp.QuoteMeta(name) + "$" }
 
 // completeFocus completes --focus and --skip with the scenario names, as
 // regexps that select exactly one.
 func completeFocus(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	var out []string
-	for _, sc := range allScenarios() {
-		out = append(out, focusOne(sc.Name)+"\t"+sc.Checks)
+	for _, sc := range session.AllScenarios() {
+		out = append(out, session.FocusOne(sc.Name)+"\t"+sc.Checks)
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
-}
-
-// rerunHint is the command line that runs one scenario again: the same
-// endpoint and files, --focus on its name.
-func (o *conformanceOptions) rerunHint(name string) string {
-	args := []string{"csi-kubelet-sim", "conformance", "--endpoint", shellQuote(o.Endpoint)}
-	for _, f := range o.Filenames {
-		args = append(args, "-f", shellQuote(f))
-	}
-	if o.KubeletVersion != "" {
-		args = append(args, "--kubelet-version", o.KubeletVersion)
-	}
-	return strings.Join(append(args, "--focus", shellQuote(focusOne(name)), "-v"), " ")
-}
-
-// shellQuote quotes a word for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -16,13 +16,14 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // conformanceCLI runs `csi-kubelet-sim conformance ARGS` as main does.
 func conformanceCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), append([]string{"conformance"}, args...), streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	code = run(context.Background(), append([]string{"conformance"}, args...), session.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 
@@ -49,22 +50,22 @@ func TestConformanceUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no endpoint", []string{"--endpoint", ""}, exitUsage, "--endpoint"},
-		{"bad output", []string{"--endpoint", sock, "-o", "xml"}, exitUsage, `--output "xml"`},
-		{"bad focus", []string{"--endpoint", sock, "--focus", "("}, exitUsage, "--focus: error parsing regexp"},
-		{"bad skip", []string{"--endpoint", sock, "--skip", "[z-a]"}, exitUsage, "--skip: error parsing regexp"},
-		{"bad version", []string{"--endpoint", sock, "--kubelet-version", "1.20"}, exitUsage, "--kubelet-version"},
-		{"unknown gate", []string{"--endpoint", sock, "--kubelet-version", "1.34", "--feature-gates", "CSIServiceAccountTokenSecrets=true"}, exitUsage, "--feature-gates: unrecognized feature gate: CSIServiceAccountTokenSecrets (kubelet 1.34)"},
-		{"locked gate", []string{"--endpoint", sock, "--kubelet-version", "1.37", "--feature-gates", "CSIServiceAccountTokenSecrets=false"}, exitUsage, "--feature-gates: cannot set feature gate CSIServiceAccountTokenSecrets to false, feature is locked to true"},
-		{"bad gate value", []string{"--endpoint", sock, "--feature-gates", "SELinuxMount"}, exitUsage, "--feature-gates: missing bool value"},
-		{"bad timeout", []string{"--endpoint", sock, "--timeout", "0s"}, exitUsage, "--timeout must be positive"},
-		{"unknown flag", []string{"--endpoint", sock, "--hold", "1s"}, exitUsage, "unknown flag: --hold"},
-		{"arguments are files", []string{"--endpoint", sock, "extra"}, exitUsage, "stat extra: no such file or directory"},
-		{"bad attributes", []string{"--endpoint", sock, "--volume-attributes", "novalue"}, exitUsage, "--volume-attributes"},
-		{"no CSIDriver in -f", []string{"--endpoint", sock, "-f", noDriver}, exitUsage, "no CSIDriver object"},
-		{"CSIDriver of another driver", []string{"--endpoint", sock, "-f", other}, exitUsage, `no CSIDriver named "drv.example.com", the name the driver registers (GetPluginInfo); given: other.example.com`},
-		{"missing socket", []string{"--endpoint", filepath.Join(dir, "nope.sock")}, exitEnvironment, "no such file or directory"},
-		{"not a socket", []string{"--endpoint", noDriver}, exitEnvironment, "not a unix socket"},
+		{"no endpoint", []string{"--endpoint", ""}, session.ExitUsage, "--endpoint"},
+		{"bad output", []string{"--endpoint", sock, "-o", "xml"}, session.ExitUsage, `--output "xml"`},
+		{"bad focus", []string{"--endpoint", sock, "--focus", "("}, session.ExitUsage, "--focus: error parsing regexp"},
+		{"bad skip", []string{"--endpoint", sock, "--skip", "[z-a]"}, session.ExitUsage, "--skip: error parsing regexp"},
+		{"bad version", []string{"--endpoint", sock, "--kubelet-version", "1.20"}, session.ExitUsage, "--kubelet-version"},
+		{"unknown gate", []string{"--endpoint", sock, "--kubelet-version", "1.34", "--feature-gates", "CSIServiceAccountTokenSecrets=true"}, session.ExitUsage, "--feature-gates: unrecognized feature gate: CSIServiceAccountTokenSecrets (kubelet 1.34)"},
+		{"locked gate", []string{"--endpoint", sock, "--kubelet-version", "1.37", "--feature-gates", "CSIServiceAccountTokenSecrets=false"}, session.ExitUsage, "--feature-gates: cannot set feature gate CSIServiceAccountTokenSecrets to false, feature is locked to true"},
+		{"bad gate value", []string{"--endpoint", sock, "--feature-gates", "SELinuxMount"}, session.ExitUsage, "--feature-gates: missing bool value"},
+		{"bad timeout", []string{"--endpoint", sock, "--timeout", "0s"}, session.ExitUsage, "--timeout must be positive"},
+		{"unknown flag", []string{"--endpoint", sock, "--hold", "1s"}, session.ExitUsage, "unknown flag: --hold"},
+		{"arguments are files", []string{"--endpoint", sock, "extra"}, session.ExitUsage, "stat extra: no such file or directory"},
+		{"bad attributes", []string{"--endpoint", sock, "--volume-attributes", "novalue"}, session.ExitUsage, "--volume-attributes"},
+		{"no CSIDriver in -f", []string{"--endpoint", sock, "-f", noDriver}, session.ExitUsage, "no CSIDriver object"},
+		{"CSIDriver of another driver", []string{"--endpoint", sock, "-f", other}, session.ExitUsage, `no CSIDriver named "drv.example.com", the name the driver registers (GetPluginInfo); given: other.example.com`},
+		{"missing socket", []string{"--endpoint", filepath.Join(dir, "nope.sock")}, session.ExitEnvironment, "no such file or directory"},
+		{"not a socket", []string{"--endpoint", noDriver}, session.ExitEnvironment, "not a unix socket"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,8 +95,8 @@ func TestConformanceUnreachable(t *testing.T) {
 	l.SetUnlinkOnClose(false)
 	l.Close()
 	_, stderr, code := conformanceCLI(t, "--endpoint", "unix://"+sock, "--timeout", "5s")
-	if code != exitEnvironment || !strings.Contains(stderr, "the driver does not answer") {
-		t.Errorf("exit %d, stderr %q; want %d and 'the driver does not answer'", code, stderr, exitEnvironment)
+	if code != session.ExitEnvironment || !strings.Contains(stderr, "the driver does not answer") {
+		t.Errorf("exit %d, stderr %q; want %d and 'the driver does not answer'", code, stderr, session.ExitEnvironment)
 	}
 }
 
@@ -146,8 +147,8 @@ func TestConformanceRegistrationOnly(t *testing.T) {
 func TestConformanceJSON(t *testing.T) {
 	sock, _ := serveDriver(t, identityDriver("drv.example.com", map[string]string{"Bad Key": "v"}))
 	stdout, stderr, code := conformanceCLI(t, "--endpoint", sock, "--focus", "registration", "-o", "json")
-	if code != exitFailed {
-		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailed, stdout, stderr)
+	if code != session.ExitFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, session.ExitFailed, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "1 of 1 scenarios failed") {
 		t.Errorf("stderr %q", stderr)

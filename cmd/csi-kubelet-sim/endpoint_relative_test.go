@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // --endpoint takes a relative socket path from the working directory,
@@ -26,12 +27,12 @@ func TestRelativeEndpoint(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	for _, ep := range []string{name, "./" + name, "unix://" + name} {
 		_, stderr, code := cli(t, "", "run", "-f", sample, "--endpoint", ep, "--root-dir", root, "--node-name", "n1")
-		if code != exitOK {
+		if code != session.ExitOK {
 			t.Errorf("--endpoint %s: exit %d, want 0\n%s", ep, code, stderr)
 		}
 	}
 	_, stderr, code := cli(t, "", "run", "--endpoint", "plain", "--root-dir", root, "--node-name", "n1")
-	if code != exitEnvironment || !strings.Contains(stderr, filepath.Join(dir, "plain")+": not a unix socket") {
+	if code != session.ExitEnvironment || !strings.Contains(stderr, filepath.Join(dir, "plain")+": not a unix socket") {
 		t.Errorf("--endpoint plain (a file): exit %d, want 3 and not a unix socket\n%s", code, stderr)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // shellCommands reads an Example as a shell would, enough for the
@@ -109,7 +111,7 @@ func TestExamplesParse(t *testing.T) {
 			visit(sub)
 		}
 	}
-	visit(newRootCommand(streams{}))
+	visit(newRootCommand(session.Streams{}))
 	if checked < 20 {
 		t.Errorf("only %d example command lines found", checked)
 	}
@@ -119,7 +121,7 @@ func TestExamplesParse(t *testing.T) {
 // tree and parses the line with its flags and argument rules.
 func checkExampleParses(t *testing.T, where string, args []string) {
 	t.Helper()
-	root := newRootCommand(streams{})
+	root := newRootCommand(session.Streams{})
 	root.InitDefaultHelpCmd() // as Execute does
 	c, rest, err := root.Find(args)
 	if err == nil {
@@ -141,7 +143,7 @@ func TestTokensExampleRuns(t *testing.T) {
 		stdin := ""
 		for _, args := range pipeline {
 			var out, errb bytes.Buffer
-			code := run(context.Background(), args[1:], streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+			code := run(context.Background(), args[1:], session.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
 			if code != 0 {
 				t.Fatalf("`%s`: exit %d\n%s", strings.Join(args, " "), code, errb.String())
 			}

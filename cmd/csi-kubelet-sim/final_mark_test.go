@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // A failure the kubelet retries is not called final in the trace: the
@@ -25,7 +26,7 @@ func TestFailureEventNotFinalWhenRetried(t *testing.T) {
 			sock := csifake.ServeTest(t, d)
 			root := filepath.Join(t.TempDir(), "root")
 			stdout, stderr, code := cli(t, "", "run", "-f", staged, "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "--max-attempts", "2")
-			if code != exitOK {
+			if code != session.ExitOK {
 				t.Fatalf("exit %d (the retry succeeds)\n%s\n%s", code, stdout, stderr)
 			}
 			if strings.Contains(stdout, "(final)") {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // An error that cites docs/kubelet.md gives the section's address too,
@@ -24,10 +25,10 @@ func TestReportLinksDocs(t *testing.T) {
 }
 
 func TestDocsRef(t *testing.T) {
-	defer func(v string) { version = v }(version)
+	defer func(v string) { session.Version = v }(session.Version)
 	for v, want := range map[string]string{"v1.4.0": "v1.4.0", "v1.4.0-3-gabc": "main", "dev": "main"} {
-		version = v
-		if got := docsRef(); got != want {
+		session.Version = v
+		if got := session.DocsRef(); got != want {
 			t.Errorf("version %s: docs at %s, want %s", v, got, want)
 		}
 	}
@@ -44,7 +45,7 @@ func TestConformanceFocusCompletion(t *testing.T) {
 	if code != 0 || strings.Count(list, "\n") != strings.Count(stdout, "\n")-1 {
 		t.Errorf("--list: exit %d\n%s", code, list)
 	}
-	if got := (&conformanceOptions{endpointFlag: endpointFlag{Endpoint: "/run/csi it.sock"}, Filenames: []string{"d.yaml"}}).rerunHint("lifecycle/persistent"); got != `csi-kubelet-sim conformance --endpoint '/run/csi it.sock' -f d.yaml --focus '^lifecycle/persistent$' -v` {
+	if got := (&session.ConformanceOptions{EndpointFlag: session.EndpointFlag{Endpoint: "/run/csi it.sock"}, Filenames: []string{"d.yaml"}}).RerunHint("lifecycle/persistent"); got != `csi-kubelet-sim conformance --endpoint '/run/csi it.sock' -f d.yaml --focus '^lifecycle/persistent$' -v` {
 		t.Errorf("rerun hint: %s", got)
 	}
 }

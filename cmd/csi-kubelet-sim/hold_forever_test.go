@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // --hold forever is ended by Ctrl-C, as documented: once every volume is
@@ -30,16 +31,16 @@ func TestHoldForeverEndedByInterrupt(t *testing.T) {
 		output   string
 		want     int
 	}{
-		{"after the mounts", "NodePublishVolume", os.Interrupt, "text", exitOK},
-		{"after the mounts, json", "NodePublishVolume", os.Interrupt, "json", exitOK},
-		{"SIGTERM after the mounts", "NodePublishVolume", syscall.SIGTERM, "text", exitInterrupted},
-		{"during the mounts", "NodeStageVolume", os.Interrupt, "text", exitInterrupted},
+		{"after the mounts", "NodePublishVolume", os.Interrupt, "text", session.ExitOK},
+		{"after the mounts, json", "NodePublishVolume", os.Interrupt, "json", session.ExitOK},
+		{"SIGTERM after the mounts", "NodePublishVolume", syscall.SIGTERM, "text", session.ExitInterrupted},
+		{"during the mounts", "NodeStageVolume", os.Interrupt, "text", session.ExitInterrupted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := stagingDriver()
 			// The context as main's signal watcher cancels it.
 			ctx, cancelCause := context.WithCancelCause(context.Background())
-			cancel := func() { cancelCause(interruptedBy{tc.sig}) }
+			cancel := func() { cancelCause(session.InterruptedBy{Sig: tc.sig}) }
 			defer cancel()
 			if tc.cancelAt == "NodeStageVolume" {
 				// The interrupt comes while NodeStageVolume is in flight.
@@ -64,14 +65,14 @@ func TestHoldForeverEndedByInterrupt(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
 			var errb bytes.Buffer
 			code := run(ctx, []string{"run", "-f", staged, "--endpoint", sock, "--root-dir", root, "--node-name", "n1", "--hold", "forever", "-o", tc.output},
-				streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+				session.Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
 			if code != tc.want {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.want, out.String(), errb.String())
 			}
 			if len(d.Staged()) != 0 || len(d.PublishedVolumes()) != 0 {
 				t.Errorf("left with the driver: staged %v, published %v", d.Staged(), d.PublishedVolumes())
 			}
-			if tc.want != exitOK {
+			if tc.want != session.ExitOK {
 				return
 			}
 			switch tc.output {

@@ -1,15 +1,7 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-
 	"github.com/spf13/pflag"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 )
 
 // Every input the user names is judged the same way in every command:
@@ -22,93 +14,4 @@ import (
 func addFileFlags(fs *pflag.FlagSet, files *[]string, recursive *bool, usage string) {
 	fs.StringArrayVarP(files, "filename", "f", nil, usage)
 	fs.BoolVarP(recursive, "recursive", "R", false, "also read the subdirectories of a -f directory")
-}
-
-// filesFrom is the files a command reads: its -f flags, then its
-// positional arguments.
-func filesFrom(flags, args []string) []string {
-	return append(append([]string(nil), flags...), args...)
-}
-
-// judgeInput refuses an input that was given but holds no object the
-// kubelet reads: an empty file, or only kinds it skips (each skipped one
-// was warned about as it was read).
-func judgeInput(c *manifests.Cluster, files []string) error {
-	if len(files) == 0 || c.Count() > 0 {
-		return nil
-	}
-	return withCode(exitUsage, fmt.Errorf("nothing usable in %s: no object the kubelet reads (%s)", strings.Join(files, ", "), strings.Join(manifests.Kinds(), ", ")))
-}
-
-// defaultPodReason says why the default pod is used, or "" when the input
-// has pods.
-func defaultPodReason(c *manifests.Cluster, files []string) string {
-	if len(c.Pods()) > 0 {
-		return ""
-	}
-	what := "no Pod in the input"
-	if len(files) == 0 {
-		what = "no -f given"
-	}
-	return what + ": using the default pod default/" + manifests.DefaultPodName +
-		" (a claim, provisioned by CreateVolume when the driver offers CREATE_DELETE_VOLUME, else bound to a PersistentVolume with handle " + manifests.DefaultVolumeHandle +
-		"; and an inline volume when the driver's CSIDriver allows Ephemeral; --volume-handle, --pod-uid)"
-}
-
-// selinuxFlag is --selinux: unset, the host is detected as `conformance`
-// does; --selinux or --selinux=true simulates an SELinux host;
-// --selinux=false a host without.
-type selinuxFlag struct {
-	set, value bool
-}
-
-func (f *selinuxFlag) addFlag(fs *pflag.FlagSet) {
-	fl := fs.VarPF(f, "selinux", "", "the node has SELinux (default: detected, /sys/fs/selinux; true simulates an SELinux host, so the kubelet adds context= mount options; false: a host without)")
-	fl.NoOptDefVal = "true"
-}
-
-func (f *selinuxFlag) String() string {
-	if !f.set {
-		return "detect"
-	}
-	return strconv.FormatBool(f.value)
-}
-
-func (f *selinuxFlag) Set(s string) error {
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return errors.New("want true or false")
-	}
-	f.set, f.value = true, v
-	return nil
-}
-
-func (f *selinuxFlag) Type() string { return "bool" }
-
-// selinuxHost is the SELinux host a run simulates, and why.
-type selinuxHost struct {
-	Enabled bool
-	Why     string
-}
-
-// resolve decides the host: the flag when given, else detect().
-func (f *selinuxFlag) resolve(detect func() bool) selinuxHost {
-	switch {
-	case f.set && f.value:
-		return selinuxHost{true, "simulated (--selinux=true)"}
-	case f.set:
-		return selinuxHost{false, "off (--selinux=false): no context= mount option"}
-	case detect():
-		return selinuxHost{true, "this host has SELinux (/sys/fs/selinux)"}
-	}
-	return selinuxHost{false, "this host has no SELinux (/sys/fs/selinux absent): no context= mount option; --selinux=true simulates an SELinux host"}
-}
-
-// hostHasSELinux is how the kubelet's host tells SELinux is on (selinux.
-// GetEnabled reads the selinuxfs mount), and how `conformance` detects it.
-func hostHasSELinux() bool { return dirExists("/sys/fs/selinux") }
-
-func dirExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,20 +11,25 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
+// version is set at build time with -ldflags "-X main.version=..." (the
+// Makefile does); the engine reports it.
+var version = "dev"
+
 func main() {
-	oneShotGC() // gc.go: most commands exit before a collection would free anything
+	session.Version = version
+	session.OneShotGC() // gc.go: most commands exit before a collection would free anything
 	// A closed stdout (| head) must not kill the run before teardown: with
 	// SIGPIPE ignored, writes fail and the volumes are still unpublished.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := interrupts(context.Background())
-	code := run(ctx, os.Args[1:], streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	code := run(ctx, os.Args[1:], session.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
 	os.Exit(code)
 }
-
-type teardownKey struct{}
 
 // sameDelivery is how long after the first interrupt further ones count
 // as copies of it. A terminal's Ctrl-C, GNU timeout and CI runners signal
@@ -56,26 +60,13 @@ func interrupts(parent context.Context) (context.Context, func()) {
 	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
 	go watchInterrupts(sigs, done, time.Now, func() { dumpGoroutines(os.Stderr) },
-		func(sig os.Signal) { cancel(interruptedBy{sig}) }, tcancel)
-	return context.WithValue(ctx, teardownKey{}, tctx), func() {
+		func(sig os.Signal) { cancel(session.InterruptedBy{Sig: sig}) }, tcancel)
+	return session.WithTeardown(ctx, tctx), func() {
 		signal.Stop(sigs)
 		close(done)
 		cancel(nil)
 		tcancel()
 	}
-}
-
-// interruptedBy is the cause of a run's end by a signal: Ctrl-C (SIGINT)
-// is how `run --hold forever` is meant to end; the others stop it from
-// outside.
-type interruptedBy struct{ sig os.Signal }
-
-func (e interruptedBy) Error() string { return "interrupted by " + e.sig.String() }
-
-// endedByCtrlC tells whether ctx ended by Ctrl-C (SIGINT).
-func endedByCtrlC(ctx context.Context) bool {
-	var ib interruptedBy
-	return errors.As(context.Cause(ctx), &ib) && ib.sig == os.Interrupt
 }
 
 // watchInterrupts cancels the run at the first signal and the teardown at
@@ -118,13 +109,4 @@ func dumpGoroutines(w io.Writer) {
 		buf = make([]byte, 2*len(buf))
 	}
 	fmt.Fprintf(w, "SIGQUIT: goroutine dump follows; then the teardown, as for SIGTERM\n%s\n", buf)
-}
-
-// teardownContext is the context a command tears down with after ctx
-// ended: cancelled only by a second interrupt.
-func teardownContext(ctx context.Context) context.Context {
-	if t, ok := ctx.Value(teardownKey{}).(context.Context); ok {
-		return t
-	}
-	return context.WithoutCancel(ctx)
 }

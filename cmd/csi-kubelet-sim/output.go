@@ -12,10 +12,11 @@ import (
 	"text/template"
 
 	"github.com/spf13/cobra"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // kubectl's output conventions: -o yaml, -o jsonpath=TEMPLATE,
@@ -207,6 +208,10 @@ type outputSwitch struct {
 
 func newOutputSwitch(w io.Writer) *outputSwitch { return &outputSwitch{base: w, cur: w} }
 
+// Underlying is the stream the switch writes to when not diverted: a
+// terminal's colour is judged on it.
+func (o *outputSwitch) Underlying() io.Writer { return o.base }
+
 func (o *outputSwitch) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	w := o.cur
@@ -237,7 +242,7 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			f, err := parseOutput(flag.Value.String())
 			if err != nil {
-				return withCode(exitUsage, err)
+				return session.WithCode(session.ExitUsage, err)
 			}
 			if f.name == "text" {
 				return run(cmd, args)
@@ -254,7 +259,7 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 			}
 			render, err := newRenderer(f)
 			if err != nil {
-				return withCode(exitUsage, err)
+				return session.WithCode(session.ExitUsage, err)
 			}
 			if err := flag.Value.Set("json"); err != nil {
 				return err
@@ -267,7 +272,7 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 				_, _ = rw.Write(failureRecord(runErr))
 			}
 			if err := rw.flush(); err != nil && runErr == nil {
-				return withCode(exitUsage, fmt.Errorf("--output %s: %w", f.name, err))
+				return session.WithCode(session.ExitUsage, fmt.Errorf("--output %s: %w", f.name, err))
 			}
 			return runErr
 		}
@@ -283,7 +288,7 @@ func structuredOutput(root *cobra.Command, out *outputSwitch) {
 func failureRecord(err error) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"schemaVersion": csiclient.SchemaVersion, "kind": "summary",
-		"result": csiclient.ResultFailed, "exit_code": exitCode(err),
+		"result": csiclient.ResultFailed, "exit_code": session.ExitCode(err),
 		"error": csiclient.CutKeepEnd(err.Error(), csiclient.MaxLine, 1<<10),
 	})
 	return append(b, '\n')

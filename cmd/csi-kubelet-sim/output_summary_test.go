@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // lastRecord is the last JSON record of -o json output.
@@ -36,8 +37,8 @@ func TestJSONSummaryOnEveryExit(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"bad input", []string{"run", "-f", bad, "--endpoint", filepath.Join(dir, "none.sock"), "--root-dir", root}, exitUsage, "fsGroupPolicy"},
-		{"no socket", []string{"run", "-f", pod, "--endpoint", filepath.Join(dir, "none.sock"), "--root-dir", root}, exitEnvironment, "none.sock"},
+		{"bad input", []string{"run", "-f", bad, "--endpoint", filepath.Join(dir, "none.sock"), "--root-dir", root}, session.ExitUsage, "fsGroupPolicy"},
+		{"no socket", []string{"run", "-f", pod, "--endpoint", filepath.Join(dir, "none.sock"), "--root-dir", root}, session.ExitEnvironment, "none.sock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := cli(t, "", append(tc.args, "-o", "json")...)
@@ -102,17 +103,17 @@ func TestJSONSummaryOnFlagError(t *testing.T) {
 		{"validate", "-ojson", "--hold", "1s"},
 	} {
 		stdout, stderr, code := cli(t, "", args...)
-		if code != exitUsage {
+		if code != session.ExitUsage {
 			t.Fatalf("%v: exit %d, want 2\n%s", args, code, stderr)
 		}
 		rec := lastRecord(t, stdout)
-		if rec["kind"] != "summary" || rec["exit_code"] != float64(exitUsage) || !strings.Contains(rec["error"].(string), "unknown flag") {
+		if rec["kind"] != "summary" || rec["exit_code"] != float64(session.ExitUsage) || !strings.Contains(rec["error"].(string), "unknown flag") {
 			t.Errorf("%v: last record %v, want a summary with exit_code 2 and the flag error", args, rec)
 		}
 	}
 	out, _, _ := cli(t, "", "run", "--bogus", "-o", "yaml")
 	var y map[string]any
-	if err := yaml.Unmarshal([]byte(out), &y); err != nil || y["exit_code"] != float64(exitUsage) {
+	if err := yaml.Unmarshal([]byte(out), &y); err != nil || y["exit_code"] != float64(session.ExitUsage) {
 		t.Errorf("-o yaml: %v\n%s", err, out)
 	}
 	// Text output stays empty on stdout.

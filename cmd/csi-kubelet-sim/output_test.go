@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // -o yaml, jsonpath and go-template render the records -o json prints,
@@ -75,7 +77,7 @@ func TestOutputErrors(t *testing.T) {
 		"go-template-file=/x": "--output go-template-file: open /x: no such file or directory",
 	} {
 		_, stderr, code := cli(t, "", "version", "-o", arg)
-		if code != exitUsage || !strings.Contains(stderr, want) {
+		if code != session.ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("-o %s: exit %d %q, want 2 and %q", arg, code, stderr, want)
 		}
 	}

@@ -13,44 +13,9 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
-
-// Exit codes (README, "Exit codes").
-const (
-	exitOK          = 0
-	exitFailed      = 1 // the driver failed a call or a check
-	exitUsage       = 2 // bad usage or bad input
-	exitEnvironment = 3 // socket missing or unreachable, root dir unusable, driver timeout
-	exitInterrupted = 130
-)
-
-type streams struct {
-	In       io.Reader
-	Out, Err io.Writer
-}
-
-// exitError carries the exit code of a failed command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func withCode(code int, err error) error { return &exitError{code: code, err: err} }
-
-// exitCode is the exit code of a command's error.
-func exitCode(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return exitFailed
-}
 
 const rootLong = `csi-kubelet-sim shows a CSI driver exactly what a kubelet sends it, without a cluster.
 
@@ -83,7 +48,7 @@ const rootExample = `  # the kubelet's calls for your pod, against your driver
 // command whose RunE fills an options struct (flags and positional
 // arguments), validates it and runs it; errors carry their exit code
 // (withCode) and are printed by run, once, on one line.
-func newRootCommand(s streams) *cobra.Command {
+func newRootCommand(s session.Streams) *cobra.Command {
 	var showVersion bool
 	root := &cobra.Command{
 		Use:     "csi-kubelet-sim COMMAND",
@@ -100,10 +65,10 @@ func newRootCommand(s streams) *cobra.Command {
 		Args:          unknownCommand,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if showVersion {
-				return printShortVersion(s)
+				return printers.ShortVersion(s.Out)
 			}
 			fmt.Fprint(s.Err, c.UsageString())
-			return withCode(exitUsage, errors.New("a command is needed"))
+			return session.WithCode(session.ExitUsage, errors.New("a command is needed"))
 		},
 	}
 	root.Flags().BoolVar(&showVersion, "version", false, "print the version and exit (`version` says more)")
@@ -111,7 +76,7 @@ func newRootCommand(s streams) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SuggestionsMinimumDistance = 2
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(exitUsage, err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.WithCode(session.ExitUsage, err) })
 	root.AddCommand(
 		newRunCommand(s),
 		newPlanCommand(s),
@@ -124,7 +89,7 @@ func newRootCommand(s streams) *cobra.Command {
 	)
 	root.InitDefaultCompletionCmd()
 	addVerbosityFlags(root)
-	completeFlagValues(root, kubeletReleases())
+	completeFlagValues(root, session.KubeletReleases())
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			completionUsage(c, s)
@@ -136,20 +101,20 @@ func newRootCommand(s streams) *cobra.Command {
 // completionUsage makes cobra's `completion` refuse a missing or unknown
 // shell with exit 2, as every other command does, instead of printing its
 // help and exiting 0.
-func completionUsage(c *cobra.Command, s streams) {
+func completionUsage(c *cobra.Command, s session.Streams) {
 	c.Args = cobra.ArbitraryArgs
 	c.RunE = func(c *cobra.Command, args []string) error {
 		const shells = "bash, zsh, fish or powershell"
 		if len(args) > 0 {
-			return withCode(exitUsage, fmt.Errorf("completion: unknown shell %q: want %s", args[0], shells))
+			return session.WithCode(session.ExitUsage, fmt.Errorf("completion: unknown shell %q: want %s", args[0], shells))
 		}
 		fmt.Fprint(s.Err, c.UsageString())
-		return withCode(exitUsage, fmt.Errorf("completion: a shell is needed: %s", shells))
+		return session.WithCode(session.ExitUsage, fmt.Errorf("completion: a shell is needed: %s", shells))
 	}
 }
 
 // run executes one command line and returns the exit code.
-func run(ctx context.Context, args []string, s streams) int {
+func run(ctx context.Context, args []string, s session.Streams) int {
 	printed := &printedWatch{out: s.Out}
 	out := newOutputSwitch(printed)
 	s.Out = out
@@ -168,12 +133,12 @@ func run(ctx context.Context, args []string, s streams) int {
 // report prints a failed command's one-line error and returns its code.
 func report(err error, w io.Writer) int {
 	if err == nil || errors.Is(err, pflag.ErrHelp) {
-		return exitOK
+		return session.ExitOK
 	}
-	code := exitCode(err)
-	var ee *exitError
+	code := session.ExitCode(err)
+	var ee *session.ExitError
 	if !errors.As(err, &ee) && isCobraUsageError(err) {
-		code = exitUsage
+		code = session.ExitUsage
 	}
 	// One line, whatever the error quotes (a driver's message, a file's
 	// bytes): control characters are escaped; then the docs citations
@@ -187,7 +152,7 @@ func report(err error, w io.Writer) int {
 	if errors.As(err, &problems) {
 		text = csiclient.PrintableLines(msg)
 	}
-	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(text, docsRef()))
+	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(text, session.DocsRef()))
 	return code
 }
 
@@ -209,21 +174,14 @@ func unknownCommand(c *cobra.Command, args []string) error {
 	if sug := c.SuggestionsFor(args[0]); len(sug) > 0 {
 		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(sug, " or "))
 	}
-	return withCode(exitUsage, fmt.Errorf("%s; 'csi-kubelet-sim --help' lists the commands", msg))
+	return session.WithCode(session.ExitUsage, fmt.Errorf("%s; 'csi-kubelet-sim --help' lists the commands", msg))
 }
 
 // noArgs is the Args of commands that take no files and no operands: a
 // stray argument (a file the shell expanded, a mistyped flag) is refused,
 // never silently dropped.
 func noArgs(c *cobra.Command, args []string) error {
-	return noArgsError(c.CommandPath(), args)
-}
-
-func noArgsError(cmd string, args []string) error {
-	if len(args) > 0 {
-		return withCode(exitUsage, fmt.Errorf("%s: unexpected arguments %v (it reads no files)", strings.TrimPrefix(cmd, "csi-kubelet-sim "), args))
-	}
-	return nil
+	return session.NoArgsError(c.CommandPath(), args)
 }
 
 // completeFlagValues lets shells complete the values of the flags that

@@ -1,33 +1,11 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"strings"
-	"time"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
-
-type runOptions struct {
-	commonOptions
-	endpointFlag
-	streams
-	Hold            string
-	SyncFrequency   time.Duration
-	RepublishPeriod time.Duration
-	StatsPeriod     time.Duration
-	ServeOIDC       string
-	Report          string
-	JUnit           string
-	sidecars        sidecarOptions
-
-	hold time.Duration // <0: until interrupted
-}
 
 const runLong = `Run the kubelet's node lifecycle for the pods of the manifests against a CSI
 driver's socket, and print every call: the node-driver-registrar's and the
@@ -68,9 +46,9 @@ const runExample = `  # your pod and its driver's objects, against your driver
   # the kubelet of 1.33 on an SELinux node
   csi-kubelet-sim run -f pod.yaml --endpoint /run/csi/csi.sock --kubelet-version 1.33 --selinux`
 
-func newRunCommand(s streams) *cobra.Command {
-	o := &runOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+func newRunCommand(s session.Streams) *cobra.Command {
+	o := &session.RunOptions{Streams: s}
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addRunFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
 		Use:     "run [-f FILE]... --endpoint unix:///PATH [flags] [FILE...]",
 		Short:   "Run the kubelet's node lifecycle for the pods against a driver, and print every call",
 		Long:    runLong,
@@ -78,113 +56,4 @@ func newRunCommand(s streams) *cobra.Command {
 	})
 	markFilenameFlag(c)
 	return c
-}
-
-func (o *runOptions) addFlags(fs *pflag.FlagSet) {
-	o.commonOptions.addFlags(fs)
-	o.addEndpointFlag(fs, endpointUsage)
-	fs.StringVar(&o.Hold, "hold", "0", "how long the pod runs between mount and teardown: a duration, or 'forever' (until Ctrl-C, which then ends the run with exit 0; SIGTERM: 130)")
-	fs.DurationVar(&o.SyncFrequency, "sync-frequency", time.Minute, "the kubelet's pod sync period: a pod is synced (and requiresRepublish volumes republished) every sync-frequency plus up to 50% jitter")
-	fs.DurationVar(&o.RepublishPeriod, "republish-period", 0, "republish at this fixed period instead of the sync frequency with jitter (for fast tests)")
-	fs.StringVar(&o.ServeOIDC, "serve-oidc", "", "serve the issuer's OIDC discovery and JWKS on this loopback address (e.g. 127.0.0.1:0) during the run")
-	fs.StringVar(&o.Report, "report", "", "write an HTML report (a timeline lane per volume, latency histograms per method) to this file")
-	fs.DurationVar(&o.StatsPeriod, "volume-stats-agg-period", time.Minute, "the kubelet's volume stats period (each round waits 1x to 2x it); 0 disables NodeGetVolumeStats")
-	o.sidecars.addFlags(fs)
-	o.apiserver.addFlags(fs)
-	fs.StringVar(&o.JUnit, "junit", "", "also write one JUnit test case per volume operation (MountDevice, SetUp, TearDown, ...) to this file")
-}
-
-// complete takes the files of the arguments, the driver's socket and the
-// root dir.
-func (o *runOptions) complete(args []string) error {
-	o.Filenames = filesFrom(o.Filenames, args)
-	if err := o.completeEndpoint(); err != nil {
-		return err
-	}
-	return o.completeRootDir()
-}
-
-func (o *runOptions) run(ctx context.Context) error {
-	s := o.streams
-	o.lockAs = "run"
-	createdDirs, err := o.prepare(ctx, s, o.endpoint)
-	if err != nil {
-		return err
-	}
-	defer o.apiserver.stop()
-	ss := newSession("run", &o.commonOptions, s, o.apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
-	if o.ServeOIDC != "" {
-		octx, stop := context.WithCancel(ctx)
-		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
-		if err != nil {
-			stop()
-			removeDirs(createdDirs)
-			return err
-		}
-		defer func() { stop(); _ = wait() }()
-		ss.announce(fmt.Sprintf("OIDC discovery for issuer %s at %s/.well-known/openid-configuration, keys at %s/openid/v1/jwks", o.Issuer, base, base))
-	}
-	o.syncFrequency = o.SyncFrequency
-	ss.endpoint = o.Endpoint
-	page := newReportPage(ss, o.Report)
-	junit := newJUnitSink()
-	if o.JUnit != "" {
-		ss.trace.AddSink(junit)
-	}
-	if err := o.sidecars.attach(ss, o.endpoint); err != nil {
-		removeDirs(createdDirs)
-		return err
-	}
-	plan := ss.plan(ctx, o.hold, o.runningSchedule())
-	plan.Controller = o.sidecars.controller
-	plan.ProvisionDefault = ss.provisionDefault(o.sidecars.KeepVolumes)
-	o.apiserver.attach(ctx, ss, &plan)
-	out := ss.lifecycle(ctx, plan)
-	// Ctrl-C is how --hold forever ends; SIGTERM, SIGHUP and SIGQUIT stop
-	// the run from outside (a timeout, a closed terminal): interrupts.
-	out.HoldEnded = out.HoldEnded && endedByCtrlC(ctx)
-	o.apiserver.finish(ss, out)
-	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.release.Describe()), o.apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
-		exit = withCode(exitEnvironment, err)
-	}
-	if o.JUnit != "" {
-		if err := writeRunJUnit(o.JUnit, junit, ss, out, exit); err != nil {
-			if exit == nil {
-				exit = withCode(exitEnvironment, fmt.Errorf("--junit: %w", err))
-			} else {
-				warnTo(s)(fmt.Sprintf("--junit: %v", err))
-			}
-		}
-	}
-	o.apiserver.summary(ss)
-	ss.summary(out, exit)
-	return exit
-}
-
-func (o *runOptions) validate() error {
-	switch strings.ToLower(o.Hold) {
-	case "forever", "inf", "infinite":
-		o.hold = -1
-	default:
-		d, err := time.ParseDuration(o.Hold)
-		if o.Hold == "0" {
-			d, err = 0, nil
-		}
-		if err != nil || d < 0 {
-			return withCode(exitUsage, fmt.Errorf("--hold %q: want a duration such as 30s, or 'forever'", o.Hold))
-		}
-		o.hold = d
-	}
-	return nil
-}
-
-func (o *runOptions) runningSchedule() node.RunningSchedule {
-	return node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod}
-}
-
-func warnTo(s streams) func(string) {
-	// A warning can quote the input or a cluster's answer: through the
-	// one escaping function, as every printed field.
-	return func(msg string) { fmt.Fprintf(s.Err, "warning: %s\n", csiclient.Redactor{}.Text(msg)) }
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // stagingDriver is the fake the staged sample talks to: it stages, and
@@ -49,14 +50,14 @@ func TestRunAgainstFake(t *testing.T) {
 		{
 			name:     "NodePublishVolume fails",
 			fault:    func(d *csifake.Driver) { d.FailNext("NodePublishVolume", codes.Internal, 1) },
-			wantCode: exitFailed,
+			wantCode: session.ExitFailed,
 			wantErr:  "csifake: injected Internal",
 		},
 		{
 			name:     "no answer at registration",
 			fault:    func(d *csifake.Driver) { d.HangNext("NodeGetInfo", 1) },
 			extra:    []string{"--timeout", "300ms"},
-			wantCode: exitEnvironment,
+			wantCode: session.ExitEnvironment,
 			want:     []string{"GetPluginInfo", "NodeGetInfo"},
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // fakeJWT is a token of the API server's shape; its signature is made up
@@ -56,7 +57,7 @@ func vaultRequest() *authenticationv1.TokenRequest {
 func TestTokenRecordsAndClaims(t *testing.T) {
 	tok := fakeJWT("vault", 1767362645)
 	var out bytes.Buffer
-	rec := tokenRecorder{next: &fakeIssuer{token: tok}, out: csiclient.NewJSONPrinter(&out, csiclient.Redactor{})}
+	rec := session.TokenRecorder{Next: &fakeIssuer{token: tok}, Out: csiclient.NewJSONPrinter(&out, csiclient.Redactor{})}
 	ctx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "SetUp", Volume: "data", Pod: "team/app"})
 	if _, err := rec.Token(ctx, "team", "reader", vaultRequest()); err != nil {
 		t.Fatal(err)
@@ -87,11 +88,11 @@ func TestTokenRecordsAndClaims(t *testing.T) {
 			t.Errorf("tokens claims lacks %q:\n%s", want, stdout)
 		}
 	}
-	if _, _, code := tokensCLI(t, `{"kind":"summary"}`, "claims", "-"); code != exitUsage {
-		t.Errorf("no token: exit %d, want %d", code, exitUsage)
+	if _, _, code := tokensCLI(t, `{"kind":"summary"}`, "claims", "-"); code != session.ExitUsage {
+		t.Errorf("no token: exit %d, want %d", code, session.ExitUsage)
 	}
-	if _, _, code := tokensCLI(t, "", "claims"); code != exitUsage {
-		t.Errorf("no FILE: exit %d, want %d", code, exitUsage)
+	if _, _, code := tokensCLI(t, "", "claims"); code != session.ExitUsage {
+		t.Errorf("no FILE: exit %d, want %d", code, session.ExitUsage)
 	}
 }
 
@@ -118,14 +119,14 @@ func TestKubeletTokenRequestsTraced(t *testing.T) {
 	var text bytes.Buffer
 	trace := csiclient.NewStreamingTrace(csiclient.NewTextPrinter(&text, csiclient.Redactor{}, false, false))
 	api := &fakeIssuer{token: tok}
-	k := &kubeletTokenRequests{api: api}
+	k := &session.KubeletTokenRequests{Api: api}
 	if _, err := k.Token(context.Background(), "team", "reader", vaultRequest()); err != nil {
 		t.Fatal(err)
 	}
 	if text.Len() != 0 {
 		t.Errorf("printed before traceTo: %s", text.String())
 	}
-	k.traceTo(trace)
+	k.TraceTo(trace)
 	if _, err := k.Token(context.Background(), "team", "reader", vaultRequest()); err != nil {
 		t.Fatal(err)
 	}

@@ -20,13 +20,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // tokensCLI runs `csi-kubelet-sim tokens ARGS` as main does, with stdin.
 func tokensCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), append([]string{"tokens"}, args...), streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
+	code = run(context.Background(), append([]string{"tokens"}, args...), session.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
 	return out.String(), errb.String(), code
 }
 
@@ -417,7 +419,7 @@ func startServe(t *testing.T, args ...string) string {
 	out, errb := newLineBuffer(), newLineBuffer()
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"tokens", "serve"}, args...), streams{In: strings.NewReader(""), Out: out, Err: errb})
+		done <- run(ctx, append([]string{"tokens", "serve"}, args...), session.Streams{In: strings.NewReader(""), Out: out, Err: errb})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -549,7 +551,7 @@ func TestTokensServeHTTPIssuer(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"tokens", "serve", "--service-account-key-file", e.pub, "--issuer", "http://127.0.0.1:1"},
-			streams{In: strings.NewReader(""), Out: out, Err: errb})
+			session.Streams{In: strings.NewReader(""), Out: out, Err: errb})
 	}()
 	select {
 	case <-out.lines:

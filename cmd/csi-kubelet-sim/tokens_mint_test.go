@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // `tokens mint --kubelet-version` (and --feature-gates) gives the claims of
@@ -60,8 +61,8 @@ func TestTokensMintRelease(t *testing.T) {
 			"csi-kubelet-sim: --feature-gates: cannot set feature gate ServiceAccountTokenJTI to false, feature is locked to true\n"},
 	} {
 		_, errs, code := tokensCLI(t, "", append(pod, tc.args...)...)
-		if code != exitUsage || errs != tc.want {
-			t.Errorf("%v: exit %d, stderr %q; want %d, %q", tc.args, code, errs, exitUsage, tc.want)
+		if code != session.ExitUsage || errs != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want %d, %q", tc.args, code, errs, session.ExitUsage, tc.want)
 		}
 		_, runErrs, runCode := cli(t, "", append([]string{"plan", "--driver-name", testDriver}, tc.args...)...)
 		if runCode != code || runErrs != errs {
@@ -77,8 +78,8 @@ func TestTokensMintPodUID(t *testing.T) {
 	for _, uid := range []string{"../../x", "1b4e...", "a/b", strings.Repeat("a", 254)} {
 		_, errs, code := tokensCLI(t, "", "mint", "--service-account-key-file", e.priv, "--pod", "web-0", "--pod-uid", uid)
 		_, runErrs, runCode := cli(t, "", "plan", "--driver-name", testDriver, "--root-dir", filepath.Join(t.TempDir(), "r"), "--pod-uid", uid)
-		if code != exitUsage || !strings.HasPrefix(errs, "csi-kubelet-sim: --pod-uid: Invalid value: ") {
-			t.Errorf("mint --pod-uid %q: exit %d, stderr %q; want %d and the --pod-uid field", uid, code, errs, exitUsage)
+		if code != session.ExitUsage || !strings.HasPrefix(errs, "csi-kubelet-sim: --pod-uid: Invalid value: ") {
+			t.Errorf("mint --pod-uid %q: exit %d, stderr %q; want %d and the --pod-uid field", uid, code, errs, session.ExitUsage)
 		}
 		if runCode != code || runErrs != errs {
 			t.Errorf("--pod-uid %q: plan says exit %d %q, mint exit %d %q: want the same", uid, runCode, runErrs, code, errs)

@@ -1,23 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 )
 
 const tokensJWKSLong = `Print the JSON Web Key Set of the given keys as the API server publishes it
 at /openid/v1/jwks, with the same kid, for a driver that verifies tokens
 offline.`
 
-func newTokensJWKSCommand(s streams) *cobra.Command {
-	return newCommandFor(newTokensJWKSOptions(s), &cobra.Command{
+func newTokensJWKSCommand(s session.Streams) *cobra.Command {
+	return newCommandFor(addTokensJWKSFlags, tokencmd.NewTokensJWKSOptions(s), &cobra.Command{
 		Use:     "jwks --key FILE...",
 		Short:   "Print the keys' JWKS as the API server publishes it",
 		Long:    tokensJWKSLong,
@@ -29,103 +24,11 @@ const tokensServeLong = `Serve the issuer's OIDC discovery document and its JWKS
 address, as the API server serves /.well-known/openid-configuration and
 /openid/v1/jwks, until interrupted. It prints the base URL on stdout.`
 
-func newTokensServeCommand(s streams) *cobra.Command {
-	return newCommandFor(newTokensServeOptions(s), &cobra.Command{
+func newTokensServeCommand(s session.Streams) *cobra.Command {
+	return newCommandFor(addTokensServeFlags, tokencmd.NewTokensServeOptions(s), &cobra.Command{
 		Use:     "serve --service-account-key-file FILE... [--issuer URL] [--addr 127.0.0.1:0]",
 		Short:   "Serve OIDC discovery and the JWKS for a driver to verify tokens against",
 		Long:    tokensServeLong,
 		Example: `  csi-kubelet-sim tokens serve --service-account-key-file sa.pub --issuer https://kubernetes.default.svc --addr 127.0.0.1:8443`,
 	})
-}
-
-type tokensJWKSOptions struct {
-	streams
-	KeyFiles []string
-}
-
-func newTokensJWKSOptions(s streams) *tokensJWKSOptions { return &tokensJWKSOptions{streams: s} }
-
-func (o *tokensJWKSOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "key", o.KeyFiles, "PEM `FILE` of public or private keys (repeatable; every key of every file is published)")
-}
-
-func (o *tokensJWKSOptions) complete(args []string) error { return noArgsError("tokens jwks", args) }
-
-func (o *tokensJWKSOptions) validate() error {
-	if len(o.KeyFiles) == 0 {
-		return withCode(exitUsage, errors.New("tokens jwks: --key is required"))
-	}
-	return nil
-}
-
-func (o *tokensJWKSOptions) run(context.Context) error {
-	keys, err := loadPublicKeys("--key", o.KeyFiles)
-	if err != nil {
-		return err
-	}
-	b, err := tokens.JWKS(keys...)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("--key: %w", err))
-	}
-	_, err = fmt.Fprintf(o.Out, "%s\n", b)
-	return err
-}
-
-type tokensServeOptions struct {
-	streams
-	KeyFiles         []string
-	Issuer           string
-	JWKSURI          string
-	Addr             string
-	AllowNonLoopback bool
-}
-
-func newTokensServeOptions(s streams) *tokensServeOptions {
-	return &tokensServeOptions{streams: s, Issuer: tokens.DefaultIssuer, Addr: "127.0.0.1:0"}
-}
-
-func (o *tokensServeOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.KeyFiles, "service-account-key-file", o.KeyFiles, "PEM `FILE` of public or private keys to publish (repeatable), as the API server's flag")
-	fs.StringVar(&o.Issuer, "issuer", o.Issuer, "the API server's --service-account-issuer `URL` (the discovery document's issuer)")
-	fs.StringVar(&o.JWKSURI, "jwks-uri", o.JWKSURI, "the API server's --service-account-jwks-uri `URL` (default: this server's "+tokens.JWKSPath+")")
-	fs.StringVar(&o.Addr, "addr", o.Addr, "host:port to listen on (port 0: any free port)")
-	fs.BoolVar(&o.AllowNonLoopback, "allow-non-loopback", o.AllowNonLoopback, "allow an --addr that is reachable from other hosts")
-}
-
-func (o *tokensServeOptions) complete(args []string) error { return noArgsError("tokens serve", args) }
-
-func (o *tokensServeOptions) validate() error {
-	if len(o.KeyFiles) == 0 {
-		return withCode(exitUsage, errors.New("tokens serve: --service-account-key-file is required"))
-	}
-	if !o.AllowNonLoopback {
-		if err := tokens.CheckLoopbackAddr(o.Addr); err != nil {
-			return withCode(exitUsage, fmt.Errorf("--addr: %w (--allow-non-loopback to serve on it anyway)", err))
-		}
-	}
-	return nil
-}
-
-func (o *tokensServeOptions) run(ctx context.Context) error {
-	keys, err := loadPublicKeys("--service-account-key-file", o.KeyFiles)
-	if err != nil {
-		return err
-	}
-	h, err := tokens.NewOIDCHandler(o.Issuer, o.JWKSURI, keys...)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	if strings.HasPrefix(o.Issuer, "http:") {
-		warnTo(o.streams)("the API server serves discovery only for an https issuer")
-	}
-	base, wait, err := tokens.ServeOIDC(ctx, o.Addr, h)
-	if err != nil {
-		return withCode(exitEnvironment, fmt.Errorf("--addr: %w", err))
-	}
-	fmt.Fprintln(o.Out, base)
-	fmt.Fprintf(o.Err, "serving %s%s and %s%s for issuer %s until interrupted\n", base, tokens.OpenIDConfigPath, base, tokens.JWKSPath, o.Issuer)
-	if err := wait(); err != nil {
-		return withCode(exitEnvironment, fmt.Errorf("serve: %w", err))
-	}
-	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
 // tokens verify takes a file holding the token (a token saved with >) as
@@ -32,7 +34,7 @@ func TestTokensVerifyFile(t *testing.T) {
 	}
 	missing := filepath.Join(e.dir, "tokn.jwt")
 	_, errs, code := tokensCLI(t, "", "verify", "--jwks", e.jwks, "--now", now, missing)
-	if code != exitFailed || !strings.Contains(errs, "no file "+missing+" exists") {
+	if code != session.ExitFailed || !strings.Contains(errs, "no file "+missing+" exists") {
 		t.Errorf("a missing file: exit %d, stderr %q; want 1 and that no file %s exists", code, errs, missing)
 	}
 }

@@ -2,42 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"strings"
-	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"google.golang.org/grpc"
-	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
 )
-
-// finding is one result of validate.
-type finding struct {
-	Source   string `json:"source"`
-	Object   string `json:"object"`
-	Severity string `json:"severity"` // error (the API server refuses), warning, mismatch (the live driver disagrees), info
-	Message  string `json:"message"`
-}
-
-type validateOptions struct {
-	Filenames []string
-	Recursive bool
-	releaseFlags
-	outputFlag
-	endpointFlag
-	timeoutFlag
-	streams
-	APIServer bool
-	live      liveOptions
-}
 
 const validateLong = `Judge the manifests as the API server of the release would: CSIDriver objects
 defaulted and validated (field paths and messages as the API server gives
@@ -60,9 +32,9 @@ const validateExample = `  # every manifest of a directory tree
   # the objects, and the driver they are for
   csi-kubelet-sim validate csidriver.yaml pod.yaml --endpoint unix:///run/csi/csi.sock`
 
-func newValidateCommand(s streams) *cobra.Command {
-	o := &validateOptions{streams: s}
-	c := newCommandFor(o, &cobra.Command{
+func newValidateCommand(s session.Streams) *cobra.Command {
+	o := validateCommand{&validate.ValidateOptions{Streams: s}}
+	c := newCommandFor(func(o validateCommand, fs *pflag.FlagSet) { addValidateFlags(o.ValidateOptions, fs) }, o, &cobra.Command{
 		Use:     "validate [-f FILE]... [--endpoint unix:///PATH] [flags] [FILE...]",
 		Short:   "Judge CSIDriver objects and CSI volumes as the API server would, and against the live driver",
 		Long:    validateLong,
@@ -72,266 +44,11 @@ func newValidateCommand(s streams) *cobra.Command {
 	return c
 }
 
-func (o *validateOptions) addFlags(fs *pflag.FlagSet) {
-	addFileFlags(fs, &o.Filenames, &o.Recursive, "manifests: a file, a directory or - for stdin (repeatable; files may also be given as arguments)")
-	o.addReleaseFlags(fs, "the release whose API server validates", "feature gates over the version's defaults, A=true,B=false")
-	o.addOutputFlag(fs, "text or json (one finding per line)")
-	o.addEndpointFlag(fs, "also compare the objects with the driver on this socket")
-	o.addTimeoutFlag(fs, 10*time.Second, "timeout of each call to the driver")
-	fs.BoolVar(&o.APIServer, "apiserver", false, "also submit every object to a real kube-apiserver (server-side dry run) and print its verdict beside validate's")
-	o.live.addFlags(fs)
-}
+// validateCommand runs validate with the command's printer of its
+// findings.
+type validateCommand struct{ *validate.ValidateOptions }
 
-// complete takes the files of the arguments (or --pod) and the release.
-func (o *validateOptions) complete(args []string) error {
-	o.Filenames = filesFrom(o.Filenames, args)
-	if len(o.Filenames) == 0 && o.live.Pod == "" {
-		return withCode(exitUsage, fmt.Errorf("validate: no input: give files with -f or as arguments, or --pod"))
-	}
-	if err := o.live.check(o.Filenames); err != nil {
-		return err
-	}
-	if o.live.Pod != "" && o.APIServer {
-		return withCode(exitUsage, errors.New("--apiserver judges manifests before they are created; the objects of --pod are already in their cluster"))
-	}
-	if err := o.validateOutput(); err != nil {
-		return err
-	}
-	if err := o.completeRelease(); err != nil {
-		return err
-	}
-	return o.checkAPIServerFlags(o.release.Version)
-}
-
-func (o *validateOptions) validate() error { return nil }
-
-// run judges CSIDriver objects as the API server would (defaults,
-// validation, warnings), the driver names of PVs and inline volumes, and,
-// with --endpoint, the objects against the live driver.
-func (o *validateOptions) run(ctx context.Context) error {
-	s := o.streams
-	defaults := o.release.APIServerDefaults()
-	loader := &manifests.Loader{Stdin: s.In, Defaults: defaults, Warn: warnTo(s), NoValidation: true, Recursive: o.Recursive}
-	raws := &rawDocs{}
-	if o.APIServer {
-		loader.Raw = raws.add
-	}
-	c, loadErr := o.load(ctx, loader, defaults, warnTo(s))
-	if c == nil {
-		if ee := (*exitError)(nil); errors.As(loadErr, &ee) {
-			return loadErr // --pod: its own exit code (an unreachable cluster is 3)
-		}
-		return withCode(exitUsage, loadErr)
-	}
-	p := &preflight{loader: loader, c: c}
-	webhooks, err := webhookFindings(ctx, c, s)
-	if err != nil {
-		return err
-	}
-	findings := p.problems(loadErr)
-	findings = append(findings, p.locate(objectFindings(c, defaults))...)
-	findings = append(findings, p.locate(classFindings(c))...)
-	findings = append(findings, p.locate(requiredFindings(c))...)
-	findings = append(findings, p.references()...)
-	findings = append(findings, p.locate(webhooks)...)
-	findings = dropValid(findings)
-	var apiErr error
-	if o.APIServer {
-		api, err := o.apiServerFindings(ctx, p, raws)
-		apiErr = err
-		findings = append(findings, api...)
-	}
-	p.sort(findings)
-	if len(findings) == 0 {
-		return withCode(exitUsage, fmt.Errorf("nothing to validate in %s: no CSIDriver, no CSI PersistentVolume, no StorageClass, no Pod with a CSI volume and no MutatingWebhookConfiguration", strings.Join(o.Filenames, ", ")))
-	}
-	var liveErr error
-	if o.Endpoint != "" {
-		live, driver, err := liveFindings(ctx, c, o)
-		liveErr = err
-		findings = append(findings, p.locate(live)...)
-		if driver != nil {
-			findings = append(findings, p.podDrivers(driver)...)
-		}
-	}
-	// What the objects are worth is printed even when the driver cannot be
-	// reached; invalid objects then decide the exit code, else the driver.
-	printFindings(s.Out, o.Output, findings)
-	exit := validateExit(findings)
-	for _, e := range []struct {
-		err  error
-		what string
-	}{{apiErr, "not judged by the API server"}, {liveErr, "not compared with the driver"}} {
-		if e.err == nil {
-			continue
-		}
-		if ee := (*exitError)(nil); errors.As(exit, &ee) && ee.code == exitUsage && exitCode(e.err) != exitInterrupted {
-			fmt.Fprintf(s.Err, "warning: %s: %v\n", e.what, e.err)
-			continue
-		}
-		return e.err
-	}
-	return exit
-}
-
-func objectFindings(c *manifests.Cluster, defaults manifests.Defaults) []finding {
-	var out []finding
-	for _, d := range c.CSIDrivers() {
-		src := c.SourceOf("CSIDriver", "", d.Name).String()
-		obj := "CSIDriver " + d.Name
-		errs := manifests.CSIDriverErrors(d, defaults)
-		for _, e := range errs {
-			out = append(out, finding{src, obj, "error", e})
-		}
-		if len(errs) == 0 {
-			// The API server warns only of objects it accepts
-			// (rest.BeforeCreate: WarningsOnCreate after Validate).
-			for _, w := range manifests.CSIDriverWarnings(d, defaults) {
-				out = append(out, finding{src, obj, "warning", w})
-			}
-			out = append(out, finding{src, obj, "info", "valid; after defaulting: " + csiDriverSummary(d)})
-		}
-	}
-	known := func(name string) bool { _, ok := c.CSIDriver(name); return ok }
-	for _, pv := range c.PersistentVolumes() {
-		if pv.Spec.CSI == nil {
-			continue
-		}
-		src := c.SourceOf("PersistentVolume", "", pv.Name).String()
-		obj := "PersistentVolume " + pv.Name
-		if !known(pv.Spec.CSI.Driver) {
-			out = append(out, finding{src, obj, "warning", fmt.Sprintf("no CSIDriver named %q%s: the kubelet treats the driver as having none (attach required, no pod info, persistent volumes only)", pv.Spec.CSI.Driver, manifests.DidYouMean(pv.Spec.CSI.Driver, c.CSIDriverNames()))})
-		}
-	}
-	// The pods' names and inline drivers are judged by the loader, what
-	// they name by the reference check (preflight).
-	return out
-}
-
-func csiDriverSummary(d *storagev1.CSIDriver) string {
-	s := d.Spec
-	return fmt.Sprintf("attachRequired=%t podInfoOnMount=%t volumeLifecycleModes=%v fsGroupPolicy=%s requiresRepublish=%t seLinuxMount=%t storageCapacity=%t tokenRequests=%d",
-		*s.AttachRequired, *s.PodInfoOnMount, s.VolumeLifecycleModes, *s.FSGroupPolicy, *s.RequiresRepublish, *s.SELinuxMount, *s.StorageCapacity, len(s.TokenRequests))
-}
-
-// liveFindings compares the CSIDriver objects with what the driver says
-// of itself.
-func liveFindings(ctx context.Context, c *manifests.Cluster, o *validateOptions) ([]finding, *liveDriver, error) {
-	ep, err := csiclient.ParseEndpoint(o.Endpoint)
-	if err != nil {
-		return nil, nil, withCode(exitUsage, fmt.Errorf("--endpoint: %w", err))
-	}
-	if err := ep.Check(); err != nil {
-		return nil, nil, withCode(exitEnvironment, err)
-	}
-	conn := &csiclient.Dialer{Endpoint: ep}
-	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, o.Timeout) }
-	cctx, cancel := call()
-	info, err := csi.NewIdentityClient(conn).GetPluginInfo(cctx, &csi.GetPluginInfoRequest{})
-	cancel()
-	if err != nil {
-		return nil, nil, withCode(exitEnvironment, fmt.Errorf("GetPluginInfo: %w", err))
-	}
-	name := info.GetName()
-	src := "driver " + string(ep)
-	var out []finding
-	cctx, cancel = call()
-	nodeCaps, err := csi.NewNodeClient(conn).NodeGetCapabilities(cctx, &csi.NodeGetCapabilitiesRequest{})
-	cancel()
-	if err != nil {
-		return nil, nil, withCode(exitFailed, fmt.Errorf("NodeGetCapabilities: %w", err))
-	}
-	live := newLiveDriver(string(ep), name, nodeCaps)
-	d, ok := c.CSIDriver(name)
-	if !ok {
-		out = append(out, finding{src, "driver " + name, "mismatch", fmt.Sprintf("the driver registers as %q but no CSIDriver has that name%s: the kubelet treats it as having none (attach required, no pod info, persistent volumes only)", name, manifests.DidYouMean(name, c.CSIDriverNames()))})
-		return out, live, nil
-	}
-	publish := controllerPublishes(ctx, conn, o.Timeout)
-	obj := "CSIDriver " + name
-	switch {
-	case *d.Spec.AttachRequired && !publish:
-		out = append(out, finding{src, obj, "warning", "attachRequired is true but the driver has no ControllerPublishVolume: every pod waits for a VolumeAttachment that only the external-attacher marks attached; attachRequired: false skips attach"})
-	case !*d.Spec.AttachRequired && publish:
-		out = append(out, finding{src, obj, "mismatch", attachFalseButPublishes})
-	}
-	for _, cp := range nodeCaps.GetCapabilities() {
-		if cp.GetRpc().GetType() == csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP && *d.Spec.FSGroupPolicy != storagev1.FileFSGroupPolicy {
-			out = append(out, finding{src, obj, "info", fmt.Sprintf("the driver has VOLUME_MOUNT_GROUP: the kubelet sends volume_mount_group whenever the pod has an fsGroup, whatever fsGroupPolicy (%s) says", *d.Spec.FSGroupPolicy)})
-		}
-	}
-	out = append(out, finding{src, obj, "info", fmt.Sprintf("the driver registers as %q (vendor version %s): this CSIDriver applies to it", name, info.GetVendorVersion())})
-	return out, live, nil
-}
-
-// attachFalseButPublishes is validate's finding.
-const attachFalseButPublishes = "attachRequired is false but the driver has PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume is never called and NodeStage/NodePublish get no publish_context"
-
-// controllerPublishes tells whether the driver has a controller service
-// with PUBLISH_UNPUBLISH_VOLUME.
-func controllerPublishes(ctx context.Context, conn grpc.ClientConnInterface, timeout time.Duration) bool {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	pc, err := csi.NewIdentityClient(conn).GetPluginCapabilities(cctx, &csi.GetPluginCapabilitiesRequest{})
-	if err != nil {
-		return false
-	}
-	hasController := false
-	for _, c := range pc.GetCapabilities() {
-		if c.GetService().GetType() == csi.PluginCapability_Service_CONTROLLER_SERVICE {
-			hasController = true
-		}
-	}
-	if !hasController {
-		return false
-	}
-	cc, err := csi.NewControllerClient(conn).ControllerGetCapabilities(cctx, &csi.ControllerGetCapabilitiesRequest{})
-	if err != nil {
-		return false
-	}
-	for _, c := range cc.GetCapabilities() {
-		if c.GetRpc().GetType() == csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME {
-			return true
-		}
-	}
-	return false
-}
-
-func printFindings(w io.Writer, output string, fs []located) {
-	if output == "json" {
-		enc := json.NewEncoder(w)
-		for _, f := range fs {
-			f.SchemaVersion = csiclient.SchemaVersion
-			_ = enc.Encode(f)
-		}
-		return
-	}
-	for _, f := range fs {
-		fmt.Fprintln(w, f.text())
-	}
-}
-
-func validateExit(fs []located) error {
-	var errs, refusals, mismatches int
-	for _, f := range fs {
-		switch {
-		case f.Severity == "error" && strings.HasPrefix(f.Message, apiServerPrefix):
-			refusals++
-		case f.Severity == "error":
-			errs++
-		case f.Severity == "mismatch":
-			mismatches++
-		}
-	}
-	switch {
-	case errs > 0 && refusals > 0:
-		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input; %d refusal(s) of the API server", errs, refusals))
-	case errs > 0:
-		return withCode(exitUsage, fmt.Errorf("%d invalid field(s) or missing object(s) in the input", errs))
-	case refusals > 0:
-		return withCode(exitUsage, fmt.Errorf("the API server refuses what validate accepts: %d refusal(s)", refusals))
-	case mismatches > 0:
-		return withCode(exitFailed, fmt.Errorf("%d mismatch(es) with the live driver", mismatches))
-	}
-	return nil
+func (c validateCommand) Run(ctx context.Context) error {
+	c.Printer = printers.NewFindings(c.Out, c.Output == "json")
+	return c.ValidateOptions.Run(ctx)
 }

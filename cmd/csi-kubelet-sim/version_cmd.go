@@ -1,118 +1,16 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"runtime"
-	"runtime/debug"
-
 	"github.com/spf13/cobra"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
-
-// version is set at build time with -ldflags "-X main.version=..." (the
-// Makefile gives `git describe`); without it the module version of the
-// build info is used.
-var version = "dev"
-
-// readBuildInfo is debug.ReadBuildInfo, which parses the build info on
-// every call: it is called only when a version is printed (`version`,
-// `--version`), never on a start that prints none. A variable so that a
-// test can tell.
-var readBuildInfo = debug.ReadBuildInfo
-
-// versionInfo is what `version -o json` prints.
-type versionInfo struct {
-	SchemaVersion int      `json:"schemaVersion"`
-	Version       string   `json:"version"`
-	Module        string   `json:"module"`
-	Revision      string   `json:"vcs_revision,omitempty"`
-	Time          string   `json:"vcs_time,omitempty"`
-	Modified      bool     `json:"vcs_modified,omitempty"`
-	GoVersion     string   `json:"go_version"`
-	Platform      string   `json:"platform"`
-	Releases      []string `json:"kubelet_releases"`
-	DefaultKube   string   `json:"kubelet_default"`
-	// PreReleases: release -> the pre-release tag its rules were checked
-	// against (node/release/releases.txt), for a release that has not shipped.
-	PreReleases map[string]string `json:"kubelet_pre_releases,omitempty"`
-}
-
-// readVersionInfo reads the build info the Go toolchain stamps into the
-// binary: the main module's version, the VCS revision and time (for
-// builds inside a git checkout), and the Go version.
-func readVersionInfo() versionInfo {
-	v := versionInfo{
-		SchemaVersion: csiclient.SchemaVersion,
-		Version:       version,
-		Module:        "github.com/csi-kubelet-sim/csi-kubelet-sim",
-		GoVersion:     runtime.Version(),
-		Platform:      runtime.GOOS + "/" + runtime.GOARCH,
-		DefaultKube:   node.DefaultVersion.String(),
-	}
-	v.Releases = kubeletReleases()
-	for _, r := range node.Releases() {
-		if p := r.PreRelease(); p != "" {
-			if v.PreReleases == nil {
-				v.PreReleases = map[string]string{}
-			}
-			v.PreReleases[r.String()] = p
-		}
-	}
-	bi, ok := readBuildInfo()
-	if !ok {
-		return v
-	}
-	v.Module = bi.Main.Path
-	if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v.Version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.time":
-			v.Time = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
-		}
-	}
-	return v
-}
-
-// kubeletReleases are the releases --kubelet-version accepts, "1.30" to
-// the newest.
-func kubeletReleases() []string {
-	var out []string
-	for _, v := range node.Releases() {
-		out = append(out, v.String())
-	}
-	return out
-}
-
-// printShortVersion is --version: one line, as cobra's version flag
-// printed it.
-func printShortVersion(s streams) error {
-	_, err := fmt.Fprintf(s.Out, "csi-kubelet-sim %s\n", readVersionInfo().Version)
-	return err
-}
-
-// buildVersion is the version for messages that link the documents: the
-// one the Makefile stamps, else the build info's (read only then: an
-// error that cites the docs is printed once, at the end).
-func buildVersion() string {
-	if version != "dev" {
-		return version
-	}
-	return readVersionInfo().Version
-}
 
 const versionExample = `  csi-kubelet-sim version
   csi-kubelet-sim version -o json | jq -r .kubelet_releases[]`
 
-func newVersionCommand(s streams) *cobra.Command {
+func newVersionCommand(s session.Streams) *cobra.Command {
 	var output string
 	c := &cobra.Command{
 		Use:   "version",
@@ -122,34 +20,9 @@ and the kubelet releases --kubelet-version accepts.`,
 		Example: versionExample,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return printVersion(s, output, readVersionInfo())
+			return printers.Version(s.Out, output, session.ReadVersionInfo())
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return c
-}
-
-func printVersion(s streams, output string, v versionInfo) error {
-	switch output {
-	case "json":
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(s.Out, "%s\n", b)
-		return err
-	case "text":
-	default:
-		return withCode(exitUsage, fmt.Errorf("--output %q: want text or json", output))
-	}
-	fmt.Fprintf(s.Out, "csi-kubelet-sim %s (simulates kubelet %s, default %s)\n", v.Version, node.SupportedReleases(), v.DefaultKube)
-	if v.Revision != "" {
-		dirty := ""
-		if v.Modified {
-			dirty = ", modified"
-		}
-		fmt.Fprintf(s.Out, "  commit  %s (%s%s)\n", v.Revision, v.Time, dirty)
-	}
-	fmt.Fprintf(s.Out, "  built   %s %s, module %s\n", v.GoVersion, v.Platform, v.Module)
-	return nil
 }

@@ -49,7 +49,7 @@ type claimedRelease struct {
 func mustParseReleases(text string) []claimedRelease {
 	rs, err := parseReleases(text)
 	if err != nil {
-		panic("node/releases.txt: " + err.Error())
+		panic("node/release/releases.txt: " + err.Error())
 	}
 	return rs
 }

@@ -1,0 +1,50 @@
+package session
+
+import (
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// ConformanceObserver sees a conformance run as it goes: the header once
+// the driver is known, each scenario as it starts and ends, the report.
+// The command's printer is one (printers.Conformance); a Go caller may
+// leave it nil.
+type ConformanceObserver interface {
+	Header(ConformanceHeader)
+	Start(conformance.Scenario)
+	Result(conformance.Result)
+	Summary(rep *conformance.Report, junit string)
+}
+
+// ConformanceHeader is what a conformance run knows before its first
+// scenario.
+type ConformanceHeader struct {
+	Driver           *conformance.DriverInfo
+	CSIDriver        *storagev1.CSIDriver // nil: none given
+	CSIDriverSummary string               // its fields that matter, in a line
+	Files            []string             // where it came from
+	Endpoint         csiclient.Endpoint
+	Release          node.Release
+	FeatureGates     string
+	NodeName         string
+	TestDriverFile   string // --testdriver; empty: none
+	TestDriverName   string // its DriverInfo.Name
+	RootDir          string
+	OwnedRoot        bool // made for the run, removed afterwards
+	Host             conformance.Host
+	// Redactor keeps the run's secrets out of what quotes the driver.
+	Redactor csiclient.Redactor
+	// Rerun is the command line that runs one scenario again.
+	Rerun func(name string) string
+}
+
+// noConformanceObserver is the observer of a Go caller that gave none.
+type noConformanceObserver struct{}
+
+func (noConformanceObserver) Header(ConformanceHeader)            {}
+func (noConformanceObserver) Start(conformance.Scenario)          {}
+func (noConformanceObserver) Result(conformance.Result)           {}
+func (noConformanceObserver) Summary(*conformance.Report, string) {}

@@ -1,0 +1,49 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// Messages that say what to do next where a newcomer would otherwise be
+// stuck: the error as the kubelet words it, then the way out.
+
+// docsRef is the version of the documents a message links to: the
+// release the binary was built from, or main for a build without a tag.
+func DocsRef() string {
+	v := buildVersion()
+	if strings.HasPrefix(v, "v") && strings.Count(v, ".") == 2 && !strings.Contains(v, "-") {
+		return v
+	}
+	return "main"
+}
+
+// notFoundHint: a driver that answers NotFound for a PersistentVolume's
+// handle does not know the volume; the handle must name one it has.
+func notFoundHint(out *node.Outcome) string {
+	for _, r := range out.Results {
+		for _, v := range r.Volumes {
+			if v.Err == nil || v.Mode != storagev1.VolumeLifecyclePersistent || grpcCode(v.Err) != codes.NotFound {
+				continue
+			}
+			return fmt.Sprintf(" (the driver does not know volume %q: a PersistentVolume's spec.csi.volumeHandle must name a volume that exists on the driver; create one there first (CreateVolume), or let a StorageClass and a claim provision one)", v.Handle)
+		}
+	}
+	return ""
+}
+
+// grpcCode is the gRPC code an error carries, wrapped or not.
+func grpcCode(err error) codes.Code {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Code()
+	}
+	return codes.Unknown
+}

@@ -1,0 +1,83 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+// commonOptions are the flags `run` and `plan` share.
+type CommonOptions struct {
+	// force is `cleanup --force` (node.Config.Force).
+	Force        bool
+	Filenames    []string
+	Recursive    bool
+	NodeName     string
+	SELinux      SelinuxFlag
+	SELinuxLevel string
+	ShowSecrets  bool
+	Verbose      int
+	RootDirFlag
+	ReleaseFlags
+	OutputFlag
+	TimeoutFlag
+	PodUID       string
+	MaxAttempts  int
+	ExpandTo     string
+	RetryFor     time.Duration
+	VolumeHandle string
+	ServiceAccountOptions
+	Admission AdmissionOptions
+	Live      LiveOptions
+	Apiserver ApiserverOptions // flags registered by run and load
+	// Observers see every call and step as it happens (a Go caller's
+	// progress; the command prints through its own).
+	Observers []csiclient.Sink
+	// Printer sees the session as it goes: the command's printer; nil:
+	// nothing is printed.
+	Printer Observer
+
+	cluster       *manifests.Cluster
+	syncFrequency time.Duration // run's --sync-frequency, for the summary
+	selinux       SELinuxHost   // the host, detected or simulated
+	defaultPod    string        // why the default pod is used; empty: the input has pods
+	// lockAs: the command takes the root dir's lock under this name
+	// (run, load, conformance); empty: it makes nothing there (plan).
+	lockAs   string
+	rootLock *node.RootLock
+	warnOut  io.Writer // where notes on the root dir go (stderr)
+}
+
+// prepare is what every command that talks to a driver does before it
+// starts: the options completed and the manifests loaded, the socket
+// checked, the root dir made (the directories it made are returned).
+func (o *CommonOptions) prepare(ctx context.Context, s Streams, ep csiclient.Endpoint) ([]string, error) {
+	if err := o.completeInput(ctx, s, WarnTo(s)); err != nil {
+		return nil, err
+	}
+	if err := ep.Check(); err != nil && !o.Apiserver.Enabled { // --apiserver waits for it
+		return nil, WithCode(ExitEnvironment, err)
+	}
+	o.warnOut = s.Err
+	created, err := o.prepareRootDir()
+	if err != nil || !o.Apiserver.Enabled {
+		return created, err
+	}
+	if err := o.Apiserver.start(ctx, o, ep, s); err != nil {
+		o.rootLock.Release()
+		removeDirs(created)
+		return nil, err
+	}
+	return created, nil
+}
+
+func WarnTo(s Streams) func(string) {
+	// A warning can quote the input or a cluster's answer: through the
+	// one escaping function, as every printed field.
+	return func(msg string) { fmt.Fprintf(s.Err, "warning: %s\n", csiclient.Redactor{}.Text(msg)) }
+}

@@ -1,0 +1,118 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+)
+
+type RunOptions struct {
+	CommonOptions
+	EndpointFlag
+	Streams
+	Hold            string
+	SyncFrequency   time.Duration
+	RepublishPeriod time.Duration
+	StatsPeriod     time.Duration
+	ServeOIDC       string
+	Report          string
+	JUnit           string
+	Sidecars        SidecarOptions
+
+	hold    time.Duration // <0: until interrupted
+	outcome *node.Outcome // the last Run's, for RunPod
+}
+
+// complete takes the files of the arguments, the driver's socket and the
+// root dir.
+func (o *RunOptions) Complete(args []string) error {
+	o.Filenames = FilesFrom(o.Filenames, args)
+	if err := o.completeEndpoint(); err != nil {
+		return err
+	}
+	return o.completeRootDir()
+}
+
+func (o *RunOptions) Run(ctx context.Context) error {
+	s := o.Streams
+	o.lockAs = "run"
+	createdDirs, err := o.prepare(ctx, s, o.endpoint)
+	if err != nil {
+		return err
+	}
+	defer o.Apiserver.stop()
+	ss := newSession("run", &o.CommonOptions, s, o.Apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
+	if o.ServeOIDC != "" {
+		octx, stop := context.WithCancel(ctx)
+		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
+		if err != nil {
+			stop()
+			removeDirs(createdDirs)
+			return err
+		}
+		defer func() { stop(); _ = wait() }()
+		ss.announce(fmt.Sprintf("OIDC discovery for issuer %s at %s/.well-known/openid-configuration, keys at %s/openid/v1/jwks", o.Issuer, base, base))
+	}
+	o.syncFrequency = o.SyncFrequency
+	ss.endpoint = o.Endpoint
+	page := newReportPage(ss, o.Report)
+	junit := NewJUnitSink()
+	if o.JUnit != "" {
+		ss.trace.AddSink(junit)
+	}
+	if err := o.Sidecars.attach(ss, o.endpoint); err != nil {
+		removeDirs(createdDirs)
+		return err
+	}
+	plan := ss.plan(ctx, o.hold, o.runningSchedule())
+	plan.Controller = o.Sidecars.controller
+	plan.ProvisionDefault = ss.provisionDefault(o.Sidecars.KeepVolumes)
+	o.Apiserver.attach(ctx, ss, &plan)
+	out := ss.lifecycle(ctx, plan)
+	o.outcome = out
+	// Ctrl-C is how --hold forever ends; SIGTERM, SIGHUP and SIGQUIT stop
+	// the run from outside (a timeout, a closed terminal): interrupts.
+	out.HoldEnded = out.HoldEnded && endedByCtrlC(ctx)
+	o.Apiserver.finish(ss, out)
+	exit := ss.exitErr(out)
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
+		exit = WithCode(ExitEnvironment, err)
+	}
+	if o.JUnit != "" {
+		if err := writeRunJUnit(o.JUnit, junit, ss, out, exit); err != nil {
+			if exit == nil {
+				exit = WithCode(ExitEnvironment, fmt.Errorf("--junit: %w", err))
+			} else {
+				WarnTo(s)(fmt.Sprintf("--junit: %v", err))
+			}
+		}
+	}
+	o.Apiserver.summary(ss)
+	ss.summary(out, exit)
+	return exit
+}
+
+func (o *RunOptions) Validate() error {
+	switch strings.ToLower(o.Hold) {
+	case "forever", "inf", "infinite":
+		o.hold = -1
+	default:
+		d, err := time.ParseDuration(o.Hold)
+		if o.Hold == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return WithCode(ExitUsage, fmt.Errorf("--hold %q: want a duration such as 30s, or 'forever'", o.Hold))
+		}
+		o.hold = d
+	}
+	return nil
+}
+
+func (o *RunOptions) runningSchedule() node.RunningSchedule {
+	return node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod}
+}
