@@ -153,7 +153,7 @@ clean:
 # `.ci/run` runs the releases a change can affect (kubeletdiff-ci, below)
 # after `make test`; `make test` leaves it out.
 # KUBEDIFF_RELEASES are node/releases.txt's tags, the one list of the
-# releases the project claims (README, "Adding a release"; a pre-release such
+# releases the project claims (CONTRIBUTING.md, "Adding a release"; a pre-release such
 # as v1.38.0-beta.0 among them).
 KUBE_VERSION       ?= v1.37.2
 KUBEDIFF_RELEASES  := $(shell sed -n 's/^\(v1\.[0-9][^[:space:]#]*\).*/\1/p' node/releases.txt)
@@ -228,7 +228,7 @@ kubeletdiff-all: build
 # and every release whose rules, version predicates, adapters, module file
 # or differential cases the change touches since KUBEDIFF_BASE; every
 # release when that cannot be told. The rules are in hack/kubediffreleases;
-# the README says what runs when. KUBEDIFF_BASE: a submission is every
+# CONTRIBUTING.md says what runs when. KUBEDIFF_BASE: a submission is every
 # commit since the previous landing, which a clone cannot name; a session
 # lasts at most 3 hours, so the base is the newest commit of the main line
 # at least 4 hours older than HEAD (a change landed less than 4 hours
@@ -239,8 +239,8 @@ KUBEDIFF_BASE ?= $(shell t=$$(git log -1 --format=%ct HEAD 2>/dev/null) && \
 # What the module proxy serves that node/releases.txt does not claim: a
 # newer patch of a claimed minor, a newer pre-release, a newer minor (1.38.0
 # itself). Asks `go list -m -versions k8s.io/kubernetes` through GOPROXY as
-# configured, so it needs the network: run it by hand (README, "Adding a
-# release"), not in CI. Exit 0 whether or not there is news; 3 when the
+# configured, so it needs the network: run it by hand (CONTRIBUTING.md,
+# "Adding a release"), not in CI. Exit 0 whether or not there is news; 3 when the
 # proxy cannot be asked.
 .PHONY: releases-check
 releases-check:

@@ -72,7 +72,7 @@ func (a *attacher) attach(ctx context.Context, reg *node.Registration, pod *core
 		req := &csi.ControllerPublishVolumeRequest{
 			VolumeId:         pv.Spec.CSI.VolumeHandle,
 			NodeId:           reg.NodeID,
-			VolumeCapability: r.env.controllerCapability(pv.Spec.AccessModes[0]),
+			VolumeCapability: r.env.controllerCapability(pv.Spec.AccessModes[0], pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock),
 			VolumeContext:    maps.Clone(pv.Spec.CSI.VolumeAttributes),
 		}
 		cctx, cancel := a.callContext(ctx, "Attach")

@@ -24,7 +24,7 @@ const declarationsScenario = "testdriver/declarations"
 // Scenarios are the scenarios of a run: with a test driver definition,
 // the check of its declarations first, then Derive's.
 func Scenarios(cfg Config, info *DriverInfo) []Scenario {
-	out := Derive(info, cfg.CSIDriver, cfg.Host)
+	out := derive(info, cfg.CSIDriver, cfg.Host, cfg.TestDriver)
 	if cfg.TestDriver == nil {
 		return out
 	}

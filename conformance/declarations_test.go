@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -150,5 +151,35 @@ func TestDeclarationsAgainstCSIDriver(t *testing.T) {
 	withVMG := &DriverInfo{Name: "d.csi", Node: []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP}}
 	if r := run(good, withVMG); len(r.failures) > 0 {
 		t.Errorf("a matching object: %s", failures(r))
+	}
+}
+
+// A declared block capability selects lifecycle/block (no CSI answer
+// tells it); without the declaration it is skipped, saying why.
+func TestScenariosBlockDeclared(t *testing.T) {
+	info := &DriverInfo{Name: "d.csi", Controller: true, ControllerCapabilities: []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}}
+	block := func(cfg Config) Scenario {
+		for _, s := range Scenarios(cfg, info) {
+			if s.Name == "lifecycle/block" {
+				return s
+			}
+		}
+		t.Fatal("no lifecycle/block scenario")
+		return Scenario{}
+	}
+	if s := block(Config{}); !strings.Contains(s.Skip, "block is not declared") {
+		t.Errorf("without a definition: skip %q", s.Skip)
+	}
+	if s := block(Config{TestDriver: &testdriver.Definition{}}); !strings.Contains(s.Skip, "does not declare DriverInfo.Capabilities.block") {
+		t.Errorf("a definition without block: skip %q", s.Skip)
+	}
+	def := &testdriver.Definition{}
+	def.DriverInfo.Capabilities = map[string]bool{testdriver.CapBlock: true}
+	s := block(Config{TestDriver: def})
+	if os.Geteuid() == 0 && s.Skip != "" {
+		t.Errorf("block declared, as root: skipped: %s", s.Skip)
+	}
+	if os.Geteuid() != 0 && !strings.Contains(s.Skip, "need root") {
+		t.Errorf("block declared, not root: skip %q", s.Skip)
 	}
 }

@@ -39,6 +39,8 @@ type podSpec struct {
 	accessMode corev1.PersistentVolumeAccessMode
 	fsGroup    *int64
 	seLinux    *corev1.SELinuxOptions
+	block      bool // the claim and PV have volumeMode: Block
+	grown      bool // the PV is twice the claim's status.capacity, as the external-resizer leaves it
 }
 
 // podUID is a fixed UID per scenario, so that paths are reproducible.
@@ -72,7 +74,7 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: spec.fsGroup, SELinuxOptions: spec.seLinux}
 	}
 	if spec.persistent {
-		if err := addClaim(c, driver, vol, spec.accessMode, spec.class); err != nil {
+		if err := addClaim(c, driver, vol, spec); err != nil {
 			return nil, err
 		}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claimVolume, VolumeSource: corev1.VolumeSource{
@@ -89,6 +91,11 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 		}
 	}
 	for i, v := range pod.Spec.Volumes {
+		if spec.block && v.PersistentVolumeClaim != nil {
+			pod.Spec.Containers[0].VolumeDevices = append(pod.Spec.Containers[0].VolumeDevices,
+				corev1.VolumeDevice{Name: v.Name, DevicePath: fmt.Sprintf("/dev/xvda%d", i)})
+			continue
+		}
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
 			corev1.VolumeMount{Name: v.Name, MountPath: fmt.Sprintf("/data%d", i)})
 	}
@@ -101,17 +108,26 @@ func buildPod(c *manifests.Cluster, scenario, driver, nodeName string, vol *Volu
 // addClaim adds the PV (the run's volume) and a claim bound to it, as the
 // external-provisioner (or an administrator) and the PV controller leave
 // them.
-func addClaim(c *manifests.Cluster, driver string, vol *Volume, mode corev1.PersistentVolumeAccessMode, class *VolumeClass) error {
+func addClaim(c *manifests.Cluster, driver string, vol *Volume, spec podSpec) error {
+	mode, class := spec.accessMode, spec.class
 	if mode == "" {
 		mode = corev1.ReadWriteOnce
 	}
 	fs := corev1.PersistentVolumeFilesystem
+	if spec.block {
+		fs = corev1.PersistentVolumeBlock
+	}
+	size := class.size()
+	pvSize := size.DeepCopy()
+	if spec.grown {
+		pvSize.Add(size)
+	}
 	pv := &corev1.PersistentVolume{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
 		ObjectMeta: metav1.ObjectMeta{Name: pvName},
 		Spec: corev1.PersistentVolumeSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{mode},
-			Capacity:    corev1.ResourceList{corev1.ResourceStorage: class.size()},
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: pvSize},
 			VolumeMode:  &fs,
 			ClaimRef:    &corev1.ObjectReference{Namespace: namespace, Name: claimName},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
@@ -133,7 +149,7 @@ func addClaim(c *manifests.Cluster, driver string, vol *Volume, mode corev1.Pers
 		},
 		Status: corev1.PersistentVolumeClaimStatus{
 			Phase:    corev1.ClaimBound,
-			Capacity: pv.Spec.Capacity,
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: size},
 		},
 	}
 	for _, o := range []any{pv, pvc} {

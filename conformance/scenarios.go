@@ -7,6 +7,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 )
 
 // Scenario is one check of the driver, derived from what the CSIDriver
@@ -64,11 +66,18 @@ func noObject(field, section string) string {
 // it does when no CSIDriver object exists: attach required, persistent
 // volumes only, no pod info, no tokens, no republish, no SELinux mount.
 func Derive(info *DriverInfo, obj *storagev1.CSIDriver, host Host) []Scenario {
-	d := &deriver{info: info, obj: obj, f: newFacts(info, obj, host)}
+	return derive(info, obj, host, nil)
+}
+
+// derive is Derive with the test driver definition's declarations, which
+// select the scenarios no CSI answer can (block volumes).
+func derive(info *DriverInfo, obj *storagev1.CSIDriver, host Host, def *testdriver.Definition) []Scenario {
+	d := &deriver{info: info, obj: obj, f: newFacts(info, obj, host), def: def}
 	d.lifecycle()
 	d.podInfoAndTokens()
 	d.republishSELinuxFSGroup()
 	d.attach()
+	d.blockAndExpansion()
 	d.nodeRules()
 	return d.out
 }
@@ -78,6 +87,7 @@ type deriver struct {
 	info *DriverInfo
 	obj  *storagev1.CSIDriver
 	f    facts
+	def  *testdriver.Definition // nil without --testdriver
 	out  []Scenario
 }
 

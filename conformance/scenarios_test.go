@@ -22,6 +22,8 @@ var allNames = []string{
 	"selinux/context-mount",
 	"fsgroup/volume-mount-group",
 	"attach/publish-context",
+	"lifecycle/block",
+	"expansion/node",
 	"node/stage-idempotent",
 	"node/publish-idempotent",
 	"node/unpublish-removes-target",
@@ -116,7 +118,7 @@ func TestDerive(t *testing.T) {
 				s.RequiresRepublish = ptr(true)
 				s.SELinuxMount = ptr(true)
 			}),
-			wantRun: without(allNames, "tokens/secrets"),
+			wantRun: without(allNames, "tokens/secrets", "lifecycle/block", "expansion/node"),
 			wantSkip: map[string]string{
 				"tokens/secrets": "serviceAccountTokenInSecrets is not true: the kubelet puts the tokens in volume_context",
 			},

@@ -85,9 +85,15 @@ func (env *runEnv) prepareVolume(ctx context.Context) *Volume {
 	return env.createVolume(ctx)
 }
 
-// createVolume makes a 1Gi volume by CreateVolume, as the
+// createVolume makes a 1Gi filesystem volume by CreateVolume, as the
 // external-provisioner would for a claim.
 func (env *runEnv) createVolume(ctx context.Context) *Volume {
+	return env.createVolumeOf(ctx, false)
+}
+
+// createVolumeOf makes a 1Gi volume by CreateVolume, a block one for a
+// claim with volumeMode: Block.
+func (env *runEnv) createVolumeOf(ctx context.Context, block bool) *Volume {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	v := &Volume{Name: "csi-kubelet-sim-conformance-" + hex.EncodeToString(b), Created: true}
@@ -101,7 +107,7 @@ func (env *runEnv) createVolume(ctx context.Context) *Volume {
 	req := &csi.CreateVolumeRequest{
 		Name:               v.Name,
 		CapacityRange:      &csi.CapacityRange{RequiredBytes: size.Value()},
-		VolumeCapabilities: []*csi.VolumeCapability{env.controllerCapability(corev1.ReadWriteOnce)},
+		VolumeCapabilities: []*csi.VolumeCapability{env.controllerCapability(corev1.ReadWriteOnce, block)},
 	}
 	if c := env.cfg.Class; c != nil {
 		req.Parameters = maps.Clone(c.Parameters)
@@ -174,9 +180,9 @@ func (env *runEnv) deleteVolume(ctx context.Context, v *Volume) error {
 }
 
 // controllerCapability is the VolumeCapability the external-provisioner
-// and external-attacher send for a filesystem PV with one access mode,
-// using the controller's SINGLE_NODE_MULTI_WRITER mapping.
-func (env *runEnv) controllerCapability(mode corev1.PersistentVolumeAccessMode) *csi.VolumeCapability {
+// and external-attacher send for a PV with one access mode, using the
+// controller's SINGLE_NODE_MULTI_WRITER mapping: Block{} for a block PV.
+func (env *runEnv) controllerCapability(mode corev1.PersistentVolumeAccessMode, block bool) *csi.VolumeCapability {
 	snmw := env.info.HasController(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER)
 	m := csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 	switch {
@@ -185,12 +191,13 @@ func (env *runEnv) controllerCapability(mode corev1.PersistentVolumeAccessMode) 
 	case mode == corev1.ReadWriteOncePod && snmw:
 		m = csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
 	}
+	access := &csi.VolumeCapability_AccessMode{Mode: m}
+	if block {
+		return &csi.VolumeCapability{AccessMode: access, AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}}
+	}
 	mount := &csi.VolumeCapability_MountVolume{}
 	if c := env.cfg.Class; c != nil {
 		mount.FsType, mount.MountFlags = c.FsType, slices.Clone(c.MountOptions)
 	}
-	return &csi.VolumeCapability{
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: m},
-		AccessType: &csi.VolumeCapability_Mount{Mount: mount},
-	}
+	return &csi.VolumeCapability{AccessMode: access, AccessType: &csi.VolumeCapability_Mount{Mount: mount}}
 }

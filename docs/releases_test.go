@@ -10,7 +10,7 @@ import (
 )
 
 // The documents name the releases the simulator reproduces as node does
-// (node.Releases, from node/releases.txt): adding a release (README, "Adding a release")
+// (node.Releases, from node/releases.txt): adding a release (CONTRIBUTING.md, "Adding a release")
 // fails here until the range, and the gate table's columns, name it.
 func TestReleasesDocumented(t *testing.T) {
 	rangeText := "1.30 to " + node.Releases()[len(node.Releases())-1].String()

@@ -13,7 +13,7 @@ import (
 // ServiceAccount is in it, which the API server's admission requires) with and
 // without --apiserver, alternately, against one reference driver. It
 // reports the wall time of each, their ratio, and the control plane's
-// start-up as the run announces it (the README's figures; aim: under 3 s).
+// start-up as the run announces it (docs/apiserver.md's figures; aim: under 3 s).
 // Run it with -benchtime=3x: each --apiserver run starts kube-apiserver
 // and etcd.
 func BenchmarkRunAPIServer(b *testing.B) {

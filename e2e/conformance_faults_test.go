@@ -23,8 +23,9 @@ func TestConformanceFaults(t *testing.T) {
 	// Scenarios skipped against the reference driver with refCSIDriver on
 	// any host, and why: tokens go to volume_context
 	// (serviceAccountTokenInSecrets unset, docs/kubelet.md §4.4); no
-	// VOLUME_MOUNT_GROUP (7); attachRequired false (10).
-	baseSkip := []string{"tokens/secrets", "fsgroup/volume-mount-group", "attach/publish-context"}
+	// VOLUME_MOUNT_GROUP (7); attachRequired false (10); block not
+	// declared (18); no node EXPAND_VOLUME (15.1).
+	baseSkip := []string{"tokens/secrets", "fsgroup/volume-mount-group", "attach/publish-context", "lifecycle/block", "expansion/node"}
 	// Scenarios that mount something (every one but these).
 	mountless := []string{"registration/node-info", "timing/half-timeout"}
 	var mounting []string

@@ -30,6 +30,8 @@ var conformanceScenarios = []string{
 	"selinux/context-mount",
 	"fsgroup/volume-mount-group",
 	"attach/publish-context",
+	"lifecycle/block",
+	"expansion/node",
 	"node/stage-idempotent",
 	"node/publish-idempotent",
 	"node/unpublish-removes-target",
@@ -250,7 +252,9 @@ func TestConformanceRefDriver(t *testing.T) {
 				var args []string
 				// Skipped, and why: the reference driver has no
 				// VOLUME_MOUNT_GROUP and no PUBLISH_UNPUBLISH_VOLUME.
-				wantSkip := []string{"fsgroup/volume-mount-group", "attach/publish-context"}
+				// No definition declares block (docs/kubelet.md §18), no node
+				// EXPAND_VOLUME (§15.1).
+				wantSkip := []string{"fsgroup/volume-mount-group", "attach/publish-context", "lifecycle/block", "expansion/node"}
 				if withObject {
 					args = append(args, "-f", writeFile(t, work, "csidriver.yaml", refCSIDriver))
 					// Tokens go to volume_context (serviceAccountTokenInSecrets unset).
@@ -372,7 +376,9 @@ func TestConformanceMockDriver(t *testing.T) {
 		// the file written into the target survives), answers every repeat
 		// with OK, checks every required field, removes the target on
 		// unpublish, and its topology is a valid label.
-		wantSkip := []string{"tokens/volume-context"} // tokens go to secrets
+		// Tokens go to secrets; no definition declares block; the mock has
+		// no node EXPAND_VOLUME.
+		wantSkip := []string{"tokens/volume-context", "lifecycle/block", "expansion/node"}
 		if hostSELinux() {
 			wantFail["selinux/context-mount"] = []string{"is not a mount point, so the option was not applied"}
 		} else {

@@ -14,7 +14,7 @@ import (
 // A driver that echoes the secrets it got in disguise, or puts one in its
 // vendor_version or node_id (the reference driver's faults echo-encoded
 // and leak): no output format prints a secret in any of its forms
-// (README, "Safe on a real node": what is scrubbed); --show-secrets does.
+// (docs/safety.md: what is scrubbed); --show-secrets does.
 
 // disguiseSecrets are the secrets sample's values (fixtures/samples/secrets).
 var disguiseSecrets = []string{"s3cr3t-stage", "publish-secret"}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Output a driver controls is data (README, "Safe on a real node"): what a
+// Output a driver controls is data (docs/safety.md): what a
 // driver says reaches the terminal, the CI log and JUnit with its control
 // characters escaped, and with every secret and token the simulator handed
 // it redacted, even when the driver echoes its request in an error.

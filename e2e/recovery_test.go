@@ -157,7 +157,7 @@ func TestSecondSignal(t *testing.T) {
 				}
 				fltWaitLog(t, drv.Log, "call 1 of NodeUnpublishVolume hangs for", 15*time.Second, sim.exited)
 				// A signal within a second of the first is a copy of it
-				// (README, "Signals"): the user's second comes later.
+				// (docs/safety.md, "Signals"): the user's second comes later.
 				time.Sleep(time.Until(first.Add(1200 * time.Millisecond)))
 				// Still in the teardown: the first signal does not end it.
 				time.Sleep(200 * time.Millisecond)

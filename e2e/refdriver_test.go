@@ -284,7 +284,7 @@ func treeOf(t *testing.T, dir string) []string {
 }
 
 // TestExistingRootDirKept: an existing --root-dir is kept, with everything
-// that was in it (README, "Safe on a real node": only what the run created is
+// that was in it (docs/safety.md: only what the run created is
 // removed), including pod directories of other pods; and the trace does not
 // claim to remove what it leaves.
 func TestExistingRootDirKept(t *testing.T) {
@@ -323,7 +323,7 @@ func TestExistingRootDirKept(t *testing.T) {
 }
 
 // TestRootDirParentsRemoved: a --root-dir whose parents do not exist either:
-// the run creates them, so it removes them (README, "Safe on a real node": every directory
+// the run creates them, so it removes them (docs/safety.md: every directory
 // the simulator creates is journaled the moment it is made).
 func TestRootDirParentsRemoved(t *testing.T) {
 	work := workDir(t)

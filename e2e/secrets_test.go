@@ -9,7 +9,7 @@ import (
 // TestSecretsNeverPrinted: the values of the secrets sample's Secrets
 // (fixtures/samples/secrets/secrets.yaml: password "s3cr3t-stage", token
 // "publish-secret", base64 cHVibGlzaC1zZWNyZXQ=) appear nowhere in the
-// output unless --show-secrets (README: redacted unless --show-secrets).
+// output unless --show-secrets (docs/output.md: redacted unless --show-secrets).
 func TestSecretsNeverPrinted(t *testing.T) {
 	work := workDir(t)
 	drv := startRefDriver(t, work)

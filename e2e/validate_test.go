@@ -448,7 +448,7 @@ func TestValidateDriverNames(t *testing.T) {
 
 // TestValidateBadInput: manifests that cannot be read are findings like
 // the others (the pre-flight shows every problem at once): an error at the
-// file, document and line, exit 2, and one line on stderr (README Inputs:
+// file, document and line, exit 2, and one line on stderr (docs/calls.md, Inputs:
 // unknown fields are errors named by their path, file and document).
 func TestValidateBadInput(t *testing.T) {
 	cases := []struct {

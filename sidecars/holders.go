@@ -13,16 +13,28 @@ import (
 	"time"
 )
 
-// DefaultHoldersDir is the machine-wide register of the volumes runs
-// provisioned: one directory per volume, one entry file per live run that
-// uses it, each flock'ed by its run for as long as the run lives.
+// DefaultHoldersDir is the register of the volumes runs provisioned: one
+// directory per volume, one entry file per live run that uses it, each
+// flock'ed by its run for as long as the run lives. Root's is machine-wide
+// (/run/csi-kubelet-sim/volumes); a user's is their own, under
+// $XDG_RUNTIME_DIR or else the temp dir, since /run is root's: runs of
+// one user against one driver still see each other.
 //
 // Two runs of the same manifests on two root dirs against one driver ask
 // CreateVolume for the same name (the claims' UIDs are the input's), and
 // CSI makes the driver answer both with one volume: the first run to end
 // must not delete what the other still has mounted. Liveness is the flock
 // alone (a run killed -9 drops it with its descriptors), never a PID.
-const DefaultHoldersDir = "/run/csi-kubelet-sim/volumes"
+func DefaultHoldersDir() string {
+	uid := os.Geteuid()
+	if uid == 0 {
+		return "/run/csi-kubelet-sim/volumes"
+	}
+	if xdg := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(xdg) {
+		return filepath.Join(xdg, "csi-kubelet-sim", "volumes")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("csi-kubelet-sim-%d", uid), "volumes")
+}
 
 // holderSuffix ends the entry files.
 const holderSuffix = ".holder"
@@ -62,18 +74,38 @@ func socketKey(endpoint string) string {
 	return filepath.Clean(endpoint)
 }
 
-// plainDir makes dir (and its parents) 0700 and refuses it unless it is a
-// directory of its own (not a symlink).
+// plainDir makes dir (and its parents) 0700 and refuses it unless it and
+// its parent are directories of this user's that no one else may write
+// (not symlinks): in a shared temp dir another user could have made
+// either first, to see or steer what the register deletes.
 func plainDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	fi, err := os.Lstat(dir)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := ownDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownDir refuses d unless it is a directory (not a symlink) owned by this
+// user and not writable by group or others.
+func ownDir(d string) error {
+	fi, err := os.Lstat(d)
 	if err != nil {
 		return err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a plain directory", dir)
+		return fmt.Errorf("%s is not a plain directory", d)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d)", d, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s may be written by others (mode %v)", d, fi.Mode().Perm())
 	}
 	return nil
 }
@@ -227,7 +259,7 @@ func HeldElsewhere(base, driver, endpoint, name string) (other string, unlock fu
 		return "", func() {}, nil
 	}
 	if base == "" {
-		base = DefaultHoldersDir
+		base = DefaultHoldersDir()
 	}
 	return othersIn(volumeDir(base, driver, endpoint, name), "", func() {})
 }

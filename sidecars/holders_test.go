@@ -178,3 +178,61 @@ func TestVolumeDirSocketSpellings(t *testing.T) {
 		t.Error("another name or driver shares the directory")
 	}
 }
+
+// The register lives in a directory of this user's alone: in a shared temp
+// dir another user may have made it, or its parent, first.
+func TestHoldersDirRefusesOthers(t *testing.T) {
+	t.Run("group-writable parent", func(t *testing.T) {
+		parent := filepath.Join(t.TempDir(), "sim")
+		if err := os.Mkdir(parent, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(parent, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		_, err := holdVolume(filepath.Join(parent, "volumes"), "d", "/s.sock", "v", "/root")
+		if err == nil || !strings.Contains(err.Error(), "may be written by others") {
+			t.Fatalf("holdVolume in a world-writable parent: %v, want a refusal", err)
+		}
+	})
+	t.Run("symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Symlink(t.TempDir(), filepath.Join(dir, "volumes")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := holdVolume(filepath.Join(dir, "volumes"), "d", "/s.sock", "v", "/root")
+		if err == nil || !strings.Contains(err.Error(), "not a plain directory") {
+			t.Fatalf("holdVolume through a symlink: %v, want a refusal", err)
+		}
+	})
+	t.Run("another user's", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to make a directory of another user's")
+		}
+		dir := filepath.Join(t.TempDir(), "volumes")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		_, err := holdVolume(dir, "d", "/s.sock", "v", "/root")
+		if err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Fatalf("holdVolume in another user's dir: %v, want a refusal", err)
+		}
+	})
+}
+
+// Root's register is machine-wide; a user's is their own (/run is root's).
+func TestDefaultHoldersDir(t *testing.T) {
+	got := DefaultHoldersDir()
+	if os.Geteuid() == 0 {
+		if got != "/run/csi-kubelet-sim/volumes" {
+			t.Fatalf("root's register: %s", got)
+		}
+		return
+	}
+	if strings.HasPrefix(got, "/run/csi-kubelet-sim") {
+		t.Fatalf("a user's register in root's /run: %s", got)
+	}
+}

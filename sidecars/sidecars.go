@@ -131,7 +131,7 @@ func New(cfg Config) *Controllers {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.HoldersDir == "" {
-		cfg.HoldersDir = DefaultHoldersDir
+		cfg.HoldersDir = DefaultHoldersDir()
 	}
 	cfg.Conn = &csiclient.Recorder{Next: cfg.Conn, Trace: cfg.Trace}
 	return &Controllers{cfg: cfg, holds: map[string]*hold{}}

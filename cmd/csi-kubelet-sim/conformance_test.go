@@ -115,7 +115,7 @@ func TestConformanceRegistrationOnly(t *testing.T) {
 		"controller  no controller service",
 		"PASS  registration/node-info",
 		"PASS  timing/half-timeout",
-		"18 not selected by --focus/--skip",
+		"20 not selected by --focus/--skip",
 		"result      PASS",
 	} {
 		if !strings.Contains(stdout, want) {
@@ -175,7 +175,7 @@ func TestConformanceJSON(t *testing.T) {
 		t.Errorf("failure %v", f)
 	}
 	sum := objs[1]
-	if sum["failed"] != 1.0 || sum["result"] != "FAILED" || sum["csidriver"] != nil || sum["not_selected"] != 19.0 {
+	if sum["failed"] != 1.0 || sum["result"] != "FAILED" || sum["csidriver"] != nil || sum["not_selected"] != 21.0 {
 		t.Errorf("summary %v", sum)
 	}
 }

@@ -3,8 +3,8 @@
 // every run, and every release whose rules, version predicates, adapters,
 // module file or differential cases the change touches, read from `git
 // diff` against the previous landing commit. When it cannot tell, it picks
-// every release. The rules it applies are in rules.go; the README says what
-// runs when.
+// every release. The rules it applies are in rules.go; CONTRIBUTING.md says
+// what runs when.
 //
 //	kubediffreleases [-base REV] [-newest-first] RELEASE...   (e.g. v1.30.14 ... v1.37.2)
 //

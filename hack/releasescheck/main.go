@@ -213,5 +213,5 @@ func report(w io.Writer, file string, claimed []tag, served []string) {
 	for _, f := range fs {
 		fmt.Fprintf(w, "  %s\n    change: %s\n", f.what, f.change)
 	}
-	fmt.Fprintln(w, "Then: e2e/kubeletdiff/genmod.sh <tag> and `make kubeletdiff KUBE_VERSION=<tag>` (README, \"Adding a release\").")
+	fmt.Fprintln(w, "Then: e2e/kubeletdiff/genmod.sh <tag> and `make kubeletdiff KUBE_VERSION=<tag>` (CONTRIBUTING.md, \"Adding a release\").")
 }
