@@ -47,3 +47,30 @@ func grpcCode(err error) codes.Code {
 	}
 	return codes.Unknown
 }
+
+// attachHint: a persistent volume failed on a driver whose CSIDriver says
+// attachRequired: false although its controller offers
+// PUBLISH_UNPUBLISH_VOLUME. The kubelet then makes no VolumeAttachment,
+// ControllerPublishVolume is never called and the node calls get no
+// publish_context, where drivers that need it fail: the cause is the
+// CSIDriver. Said only when the run already saw the controller's
+// capabilities (the sidecars asked them): asking the driver now would be
+// a call no kubelet makes.
+func (ss *session) attachHint(out *node.Outcome) string {
+	if ss.opts.cluster == nil || !ss.tally.publishes() {
+		return ""
+	}
+	for _, r := range out.Results {
+		for _, v := range r.Volumes {
+			if v.Err == nil || v.Mode != storagev1.VolumeLifecyclePersistent {
+				continue
+			}
+			d, ok := ss.opts.cluster.CSIDriver(v.Driver)
+			if !ok || d.Spec.AttachRequired == nil || *d.Spec.AttachRequired {
+				continue
+			}
+			return fmt.Sprintf(" (CSIDriver %s: attachRequired is false but the driver's controller offers PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume is never called and NodeStageVolume/NodePublishVolume get no publish_context, docs/kubelet.md §10; set attachRequired: true)", d.Name)
+		}
+	}
+	return ""
+}

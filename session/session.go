@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
@@ -185,7 +186,7 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		if timedOut != "" {
 			msg += fmt.Sprintf(" (%s did not answer within --timeout %s)", timedOut, ss.opts.Timeout)
 		}
-		msg += notFoundHint(out)
+		msg += notFoundHint(out) + ss.attachHint(out)
 		if driverFailed {
 			return WithCode(ExitFailed, errors.New(msg+ss.cleanupHint(out)))
 		}
@@ -312,6 +313,9 @@ type tally struct {
 	failed     int
 	driverTime time.Duration
 	timedOut   string // the first call the operation's timeout cut off
+	// controllerPublishes: a ControllerGetCapabilities answer of the run
+	// (the sidecars asked it) had PUBLISH_UNPUBLISH_VOLUME.
+	controllerPublishes bool
 }
 
 func (t *tally) Call(c csiclient.Call) {
@@ -325,6 +329,21 @@ func (t *tally) Call(c csiclient.Call) {
 	if c.TimedOut && t.timedOut == "" {
 		t.timedOut = c.Method
 	}
+	if resp, ok := c.Response.(*csi.ControllerGetCapabilitiesResponse); ok {
+		for _, cp := range resp.GetCapabilities() {
+			if cp.GetRpc().GetType() == csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME {
+				t.controllerPublishes = true
+			}
+		}
+	}
+}
+
+// publishes says whether the run saw the driver's controller offer
+// PUBLISH_UNPUBLISH_VOLUME.
+func (t *tally) publishes() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.controllerPublishes
 }
 
 func (t *tally) Step(csiclient.Step) {}
