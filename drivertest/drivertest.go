@@ -123,22 +123,13 @@ func Conformance(t *testing.T, cfg Config) {
 // conformanceScenario runs one scenario as `conformance --focus` does.
 func conformanceScenario(t *testing.T, cfg Config, name string) {
 	t.Helper()
-	if cfg.Endpoint == "" {
-		t.Fatal(errNoEndpoint)
-	}
-	files, err := cfg.files(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := cfg.prepare(t)
 	o := session.NewConformanceOptions(cfg.Endpoint)
 	o.Filenames, o.TestDriver, o.NodeName = files, cfg.TestDriver, cfg.NodeName
 	o.RootDir = cfg.rootDir(t)
 	o.VolumeHandle, o.VolumeAttributes, o.ReadOnly = cfg.VolumeHandle, cfg.VolumeAttributes, cfg.ReadOnly
 	o.Focus = session.FocusOne(name)
-	setRelease(&o.ReleaseFlags, cfg)
-	if cfg.Timeout > 0 {
-		o.Timeout = cfg.Timeout
-	}
+	cfg.setCommon(&o.ReleaseFlags, &o.TimeoutFlag)
 	rep, err := session.Conformance(t.Context(), o)
 	if rep == nil {
 		t.Fatalf("conformance (exit %d): %v", session.ExitCode(err), err)
@@ -173,12 +164,29 @@ func conformanceScenario(t *testing.T, cfg Config, name string) {
 	}
 }
 
-// setRelease sets the kubelet release flags a config names.
-func setRelease(f *session.ReleaseFlags, cfg Config) {
-	if cfg.KubeletVersion != "" {
-		f.KubeletVersion = cfg.KubeletVersion
+// prepare checks the config and returns its manifests' files (its
+// objects written into a temp dir of t's).
+func (c Config) prepare(t *testing.T) []string {
+	t.Helper()
+	if c.Endpoint == "" {
+		t.Fatal(errNoEndpoint)
 	}
-	f.FeatureGates = cfg.FeatureGates
+	files, err := c.files(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// setCommon sets the release and timeout flags the config names.
+func (c Config) setCommon(r *session.ReleaseFlags, to *session.TimeoutFlag) {
+	if c.KubeletVersion != "" {
+		r.KubeletVersion = c.KubeletVersion
+	}
+	r.FeatureGates = c.FeatureGates
+	if c.Timeout > 0 {
+		to.Timeout = c.Timeout
+	}
 }
 
 // Result is what a run of pods did.
@@ -224,19 +232,10 @@ func RunPodExpectingError(t *testing.T, cfg Config) *Result {
 
 func runPod(t *testing.T, cfg Config) *Result {
 	t.Helper()
-	if cfg.Endpoint == "" {
-		t.Fatal(errNoEndpoint)
-	}
-	files, err := cfg.files(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := cfg.prepare(t)
 	o := session.NewRunOptions(cfg.Endpoint)
 	o.Filenames, o.NodeName, o.RootDir, o.VolumeHandle = files, cfg.NodeName, cfg.rootDir(t), cfg.VolumeHandle
-	setRelease(&o.ReleaseFlags, cfg)
-	if cfg.Timeout > 0 {
-		o.Timeout = cfg.Timeout
-	}
+	cfg.setCommon(&o.ReleaseFlags, &o.TimeoutFlag)
 	rr, err := session.RunPod(t.Context(), o)
 	if rr == nil {
 		t.Fatalf("run (exit %d): %v", session.ExitCode(err), err)
