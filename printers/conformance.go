@@ -16,7 +16,9 @@ import (
 // per scenario for people, or a JSON object per scenario. It is the
 // command's session.ConformanceObserver.
 type Conformance struct {
+	notices
 	out     io.Writer
+	raw     io.Writer // out before the header wraps it in the redactor's writer
 	json    bool
 	verbose int
 	red     csiclient.Redactor
@@ -27,8 +29,30 @@ type Conformance struct {
 // NewConformance prints to out (once the run's header gives the secrets
 // to keep out: text through the redactor's writer, JSON lines through its
 // JSONLine, so that what quotes the driver is scrubbed and escaped).
-func NewConformance(out io.Writer, json bool, verbose int) *Conformance {
-	return &Conformance{out: out, json: json, verbose: verbose}
+// Its notices go to errOut.
+func NewConformance(out, errOut io.Writer, json bool, verbose int) *Conformance {
+	return &Conformance{notices: notices{errOut: errOut}, out: out, raw: out, json: json, verbose: verbose}
+}
+
+// Announce is a line on the run's API server (--apiserver), after the
+// header: on stdout, or stderr with -o json.
+func (p *Conformance) Announce(msg string) {
+	w := p.raw
+	if p.json {
+		w = p.errOut
+	}
+	fmt.Fprintln(w, msg)
+}
+
+// LiveTrace is -v's trace of each scenario as it runs (text only), with
+// the run's secrets kept out.
+func (p *Conformance) LiveTrace() func(scenario string) csiclient.Sink {
+	if p.verbose == 0 || p.json {
+		return nil
+	}
+	return func(string) csiclient.Sink {
+		return csiclient.NewTextPrinter(p.raw, p.red, p.verbose > 1, false)
+	}
 }
 
 func (p *Conformance) object(v map[string]any) {

@@ -77,7 +77,7 @@ func apiserverError(err error) error {
 // input through it, reads the objects back into the cluster the kubelet
 // reads (server-set UIDs and defaults), registers the Node and writes the
 // driver's kubeconfig. On error nothing of it is left.
-func (o *ApiserverOptions) start(ctx context.Context, co *CommonOptions, ep csiclient.Endpoint, s Streams) (err error) {
+func (o *ApiserverOptions) start(ctx context.Context, co *CommonOptions, ep csiclient.Endpoint) (err error) {
 	if co.key == nil {
 		// The API server and the simulator's own issuer sign with one key.
 		if co.key, err = tokens.GenerateKey("rsa"); err != nil {
@@ -124,7 +124,7 @@ func (o *ApiserverOptions) start(ctx context.Context, co *CommonOptions, ep csic
 		return apiserverError(err)
 	}
 	if ep.Check() != nil {
-		fmt.Fprintf(s.Err, "csi-kubelet-sim: the API server is at %s; waiting up to %s for the driver's socket %s: start the driver with KUBECONFIG=%s\n", o.cp.URL, o.DriverWait, ep, o.identity.Kubeconfig)
+		co.tell().WaitingForDriver(DriverWait{APIServer: o.cp.URL, Wait: o.DriverWait, Endpoint: ep, Kubeconfig: o.identity.Kubeconfig})
 	}
 	return o.waitDriver(ctx, ep)
 }

@@ -47,10 +47,10 @@ func (co *CleanupOptions) Run(ctx context.Context) error {
 	o, s, ep := &co.CommonOptions, co.Streams, co.endpoint
 	var err error
 	if _, err := os.Lstat(o.RootDir); os.IsNotExist(err) {
-		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: %s does not exist: nothing to do\n", o.RootDir)
+		o.observer().NothingToDo(NothingToDo{RootDir: o.RootDir, Missing: true})
 		return nil
 	}
-	if o.RootDir, err = resolveRootDir(o.RootDir, s.Err); err != nil {
+	if o.RootDir, err = resolveRootDir(o.RootDir, o.tell().Note); err != nil {
 		return err
 	}
 	if o.NodeName == "" {
@@ -61,13 +61,13 @@ func (co *CleanupOptions) Run(ctx context.Context) error {
 	// A missing driver socket is no reason to refuse at once: what needs
 	// no driver (a control plane's dir, the directories of a run killed
 	// before it mounted anything) is finished without one (cleanupRoot).
-	locks, roots, err := lockCleanupRoots(o.RootDir, s)
+	locks, roots, err := lockCleanupRoots(o.RootDir, o.tell().Note)
 	if err != nil {
 		return err
 	}
 	if len(roots) == 0 {
 		locks[o.RootDir].Release()
-		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: nothing of the simulator's in %s (no journal): nothing to do\n", o.RootDir)
+		o.observer().NothingToDo(NothingToDo{RootDir: o.RootDir})
 		return nil
 	}
 	var firstErr error
@@ -95,7 +95,7 @@ func (co *CleanupOptions) Run(ctx context.Context) error {
 // root dir under it that holds a journal, before any is touched. A
 // journal whose writer still runs without a lock (an older release) is
 // refused too.
-func lockCleanupRoots(dir string, s Streams) (map[string]*node.RootLock, []string, error) {
+func lockCleanupRoots(dir string, note func(string)) (map[string]*node.RootLock, []string, error) {
 	if err := heldRootsErr(dir); err != nil {
 		return nil, nil, err
 	}
@@ -121,7 +121,7 @@ func lockCleanupRoots(dir string, s Streams) (map[string]*node.RootLock, []strin
 		}
 		locks[root] = l
 		if l.Stale != nil {
-			fmt.Fprintf(s.Err, "note: %s was locked by %s, which is gone (killed or crashed): lock taken over\n", root, *l.Stale)
+			note(staleLockNote(root, l.Stale.String()))
 		}
 		js, _ := node.Journals(root)
 		if owner, live := node.LiveJournalOwner(js); live {

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +90,7 @@ func (o *ConformanceOptions) startConformanceAPI(ctx context.Context, co *Common
 	}
 	co.NodeName, co.cluster = o.NodeName, o.cluster
 	o.Apiserver.leaveOut = map[string]bool{"Pod": true, "PersistentVolume": true, "PersistentVolumeClaim": true}
-	if err := o.Apiserver.start(ctx, co, o.endpoint, o.Streams); err != nil {
+	if err := o.Apiserver.start(ctx, co, o.endpoint); err != nil {
 		return nil, err
 	}
 	// The scenarios use the API server's CSIDriver (its defaults, its UID).
@@ -109,12 +108,9 @@ func (o *ConformanceOptions) stopConformanceAPI(root string) {
 	_ = os.Remove(filepath.Join(root, ".csi-kubelet-sim"))
 }
 
-// announce prints what the control plane is, as run's trace says it.
-func (a *conformanceAPI) announce(w io.Writer) {
-	for _, line := range a.o.announcements() {
-		fmt.Fprintln(w, line)
-	}
-	fmt.Fprintln(w, "API server: every scenario's pod, volume and claim are created through the API and deleted after it; the scenarios run one at a time")
+// announcements say what the control plane is, as run's trace says it.
+func (a *conformanceAPI) announcements() []string {
+	return append(a.o.announcements(), "API server: every scenario's pod, volume and claim are created through the API and deleted after it; the scenarios run one at a time")
 }
 
 func (a *conformanceAPI) Tokens() tokens.TokenGetter { return a.o.cp.KubeletTokens() }
@@ -262,14 +258,12 @@ func (a *conformanceAPI) end(note func(string, ...any)) {
 
 // hook adds to cfg the API server (announced after the header) or the
 // admission of the input's webhooks, and the live trace of -v.
-func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, api *conformanceAPI, red csiclient.Redactor, undo *undoStack) error {
+func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, api *conformanceAPI, p ConformanceObserver, undo *undoStack) error {
 	s := o.Streams
 	if api != nil {
-		w := s.Out
-		if o.Output == "json" {
-			w = s.Err
+		for _, line := range api.announcements() {
+			p.Announce(line)
 		}
-		api.announce(w)
 		// The API server runs the input's webhooks on the pods itself.
 		cfg.APIServer = api
 	} else {
@@ -279,11 +273,9 @@ func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, 
 		}
 		cfg.Admit = admit
 	}
-	if o.Verbose > 0 && o.Output != "json" {
-		cfg.Sink = func(string) csiclient.Sink {
-			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
-		}
-	}
+	// The live trace (-v) is the observer's; without one the scenarios
+	// may run side by side.
+	cfg.Sink = p.LiveTrace()
 	return nil
 }
 

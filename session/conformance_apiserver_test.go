@@ -66,7 +66,7 @@ func TestConformanceSkewReadsItsRelease(t *testing.T) {
 	if err := o.CompleteRelease(); err != nil {
 		t.Fatal(err)
 	}
-	co := o.commonOptions(Streams{})
+	co := o.commonOptions()
 	if co.Release.Minor != 30 {
 		t.Fatalf("the control plane's options carry kubelet 1.%d, want the run's 1.30", co.Release.Minor)
 	}

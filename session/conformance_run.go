@@ -109,6 +109,7 @@ func (o *ConformanceOptions) Validate() error {
 
 // load loads the CSIDriver objects and fills the defaults.
 func (o *ConformanceOptions) load(s Streams) error {
+	warn := o.observer().Warning
 	if o.NodeName == "" {
 		name, err := os.Hostname()
 		if err != nil {
@@ -116,7 +117,7 @@ func (o *ConformanceOptions) load(s Streams) error {
 		}
 		o.NodeName = name
 	}
-	if err := o.loadTestDriver(s); err != nil {
+	if err := o.loadTestDriver(warn); err != nil {
 		return err
 	}
 	if len(o.Filenames) == 0 {
@@ -125,7 +126,7 @@ func (o *ConformanceOptions) load(s Streams) error {
 	loader := &manifests.Loader{
 		Stdin:     s.In,
 		Defaults:  o.Release.APIServerDefaults(),
-		Warn:      WarnTo(s),
+		Warn:      warn,
 		Recursive: o.Recursive,
 	}
 	if o.Apiserver.Enabled {
@@ -141,7 +142,7 @@ func (o *ConformanceOptions) load(s Streams) error {
 		return WithCode(ExitUsage, fmt.Errorf("-f: no CSIDriver object in %s", strings.Join(o.Filenames, ", ")))
 	}
 	if n := len(c.PersistentVolumes()); n > 0 {
-		WarnTo(s)(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
+		warn(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
 	}
 	return nil
 }
@@ -173,7 +174,7 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 	if err := o.load(s); err != nil {
 		return err
 	}
-	co := o.commonOptions(s)
+	co := o.commonOptions()
 	var created []string
 	var undo undoStack
 	defer undo.Run()
@@ -233,20 +234,17 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 		Class:            o.class,
 	}
 	o.inlineFromTestDriver(&cfg)
-	o.fromPods(&cfg, info.Name, s)
+	p := o.observer()
+	o.fromPods(&cfg, info.Name, p.Warning)
 	if err := o.checkSelection(cfg, info); err != nil {
 		return err
-	}
-	p := o.Observer
-	if p == nil {
-		p = noConformanceObserver{}
 	}
 	p.Header(o.header(info, obj, root, len(created) > 0, host, red))
 	cfg.OnStart, cfg.OnResult = p.Start, p.Result
 	if o.OnResult != nil {
 		cfg.OnResult = func(r conformance.Result) { p.Result(r); o.OnResult(r) }
 	}
-	if err := o.hook(ctx, &cfg, api, red, &undo); err != nil {
+	if err := o.hook(ctx, &cfg, api, p, &undo); err != nil {
 		return err
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
@@ -359,13 +357,21 @@ func (o *ConformanceOptions) admitFunc(ctx context.Context, s Streams) (func(*co
 // commonOptions are what conformance shares with run for the root dir and
 // --apiserver: its root dir and its own release (--kubelet-version), which
 // the API server's version skew is judged against.
-func (o *ConformanceOptions) commonOptions(s Streams) *CommonOptions {
-	return &CommonOptions{RootDirFlag: o.RootDirFlag, ReleaseFlags: o.ReleaseFlags, lockAs: "conformance", warnOut: s.Err}
+func (o *ConformanceOptions) commonOptions() *CommonOptions {
+	return &CommonOptions{RootDirFlag: o.RootDirFlag, ReleaseFlags: o.ReleaseFlags, lockAs: "conformance", notices: o.observer()}
+}
+
+// observer is the run's observer: the command's printer, or none.
+func (o *ConformanceOptions) observer() ConformanceObserver {
+	if o.Observer == nil {
+		return noConformanceObserver{}
+	}
+	return o.Observer
 }
 
 // loadTestDriver reads --testdriver strictly; a bad file is bad input
 // (exit 2), named with its field.
-func (o *ConformanceOptions) loadTestDriver(s Streams) error {
+func (o *ConformanceOptions) loadTestDriver(warn func(string)) error {
 	if o.TestDriver == "" {
 		return nil
 	}
@@ -374,11 +380,11 @@ func (o *ConformanceOptions) loadTestDriver(s Streams) error {
 		return WithCode(ExitUsage, fmt.Errorf("--testdriver: %w", err))
 	}
 	o.testDriver = def
-	if o.class, err = volumeClass(o.TestDriver, def, o.Release.APIServerDefaults(), s); err != nil {
+	if o.class, err = volumeClass(o.TestDriver, def, o.Release.APIServerDefaults(), warn); err != nil {
 		return WithCode(ExitUsage, fmt.Errorf("--testdriver: %w", err))
 	}
 	if n := len(def.InlineVolumes); n > 1 {
-		WarnTo(s)(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
+		warn(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
 	}
 	return nil
 }
@@ -404,12 +410,12 @@ func (o *ConformanceOptions) inlineFromTestDriver(cfg *conformance.Config) {
 // SupportedFsType (when the class names none and the default "" is not
 // supported), SupportedMountOption and RequiredMountOption, and
 // SupportedSizeRange.Min as the size. Nil when it says nothing of them.
-func volumeClass(file string, def *testdriver.Definition, defaults manifests.Defaults, s Streams) (*conformance.VolumeClass, error) {
+func volumeClass(file string, def *testdriver.Definition, defaults manifests.Defaults, warn func(string)) (*conformance.VolumeClass, error) {
 	info := def.DriverInfo
 	c := &conformance.VolumeClass{}
 	if name := def.StorageClass.FromFile; name != "" {
 		path := testdriver.Path(file, name)
-		loader := &manifests.Loader{Defaults: defaults, Warn: WarnTo(s)}
+		loader := &manifests.Loader{Defaults: defaults, Warn: warn}
 		cl, err := loader.Load([]string{path})
 		if err != nil {
 			return nil, fmt.Errorf("%s: StorageClass.FromFile: %w", file, err)
@@ -464,7 +470,7 @@ func classOf(sc *storagev1.StorageClass) *conformance.VolumeClass {
 // source of the scenarios' volumes: its first inline volume's
 // volumeAttributes and readOnly, its first claim's StorageClass (see
 // classOf) and requested size. What it took is said on stderr.
-func (o *ConformanceOptions) fromPods(cfg *conformance.Config, driver string, s Streams) {
+func (o *ConformanceOptions) fromPods(cfg *conformance.Config, driver string, warn func(string)) {
 	if o.cluster == nil {
 		return
 	}
@@ -489,12 +495,12 @@ func (o *ConformanceOptions) fromPods(cfg *conformance.Config, driver string, s 
 			}
 		}
 		if len(took) > 0 {
-			WarnTo(s)(fmt.Sprintf("the scenarios' volumes follow pod %s/%s: %s", pod.Namespace, pod.Name, strings.Join(took, ", ")))
+			warn(fmt.Sprintf("the scenarios' volumes follow pod %s/%s: %s", pod.Namespace, pod.Name, strings.Join(took, ", ")))
 			return
 		}
 	}
 	if n := len(o.cluster.Pods()); n > 0 {
-		WarnTo(s)(fmt.Sprintf("conformance builds its own pods: none of the %d Pod(s) given has a CSI volume of %s, so they are ignored", n, driver))
+		warn(fmt.Sprintf("conformance builds its own pods: none of the %d Pod(s) given has a CSI volume of %s, so they are ignored", n, driver))
 	}
 }
 

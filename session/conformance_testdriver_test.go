@@ -47,7 +47,7 @@ spec:
 	var errb bytes.Buffer
 	o = &ConformanceOptions{cluster: c, VolumeAttributes: map[string]string{"b": "flag"}}
 	cfg = conformance.Config{}
-	o.fromPods(&cfg, "d.csi", Streams{Err: &errb})
+	o.fromPods(&cfg, "d.csi", func(m string) { errb.WriteString(m + "\n") })
 	if want := map[string]string{"a": "pod", "b": "flag"}; !maps.Equal(cfg.InlineAttributes, want) || cfg.InlineReadOnly {
 		t.Errorf("from the pod: %v readOnly %v, want %v and false", cfg.InlineAttributes, cfg.InlineReadOnly, want)
 	}
@@ -56,7 +56,7 @@ spec:
 	}
 	errb.Reset()
 	cfg = conformance.Config{}
-	o.fromPods(&cfg, "third.csi", Streams{Err: &errb})
+	o.fromPods(&cfg, "third.csi", func(m string) { errb.WriteString(m + "\n") })
 	if cfg.InlineAttributes != nil || !strings.Contains(errb.String(), "none of the 1 Pod(s) given has a CSI volume of third.csi") {
 		t.Errorf("a pod without the driver's volumes: %v, stderr %q", cfg.InlineAttributes, errb.String())
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,7 +89,10 @@ func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []stri
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)
 	stats := page.stats
-	progress := loadreport.NewProgress(progressOut(s, o.Output), 0)
+	progress := ss.obs.LoadProgress()
+	if progress == nil {
+		progress = loadreport.NewProgress(nil, 0) // counts, draws nothing
+	}
 	ss.trace.AddSink(progress)
 	plan := ss.plan(ctx, o.Hold, node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod})
 	plan.Parallel = true
@@ -183,13 +185,4 @@ func (o *LoadOptions) replica(p *corev1.Pod, suffix string) (*corev1.Pod, error)
 	}
 	r.Spec.NodeName = p.Spec.NodeName
 	return r, nil
-}
-
-// progressOut is where the live progress line goes: stderr, so that
-// stdout stays the report; none for JSON.
-func progressOut(s Streams, output string) *os.File {
-	if f, ok := s.Err.(*os.File); ok && output != "json" {
-		return f
-	}
-	return nil
 }

@@ -5,7 +5,6 @@ package session
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,13 +18,13 @@ import (
 // mounts at real paths, so the "left behind" check sees what the driver
 // left), and a symlink swapped in on the way later is not followed. The
 // user is told when it differs from what was given.
-func resolveRootDir(dir string, warn io.Writer) (string, error) {
+func resolveRootDir(dir string, note func(string)) (string, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", WithCode(ExitEnvironment, fmt.Errorf("--root-dir %s: %w", dir, err))
 	}
 	if real != dir {
-		fmt.Fprintf(warn, "note: --root-dir %s is %s (through a symlink): the simulator works in %s, and the paths handed to the driver are there\n", dir, real, real)
+		note(fmt.Sprintf("--root-dir %s is %s (through a symlink): the simulator works in %s, and the paths handed to the driver are there", dir, real, real))
 	}
 	if err := checkRootDir(real); err != nil {
 		return "", err
@@ -37,7 +36,7 @@ func resolveRootDir(dir string, warn io.Writer) (string, error) {
 // the root dir itself is made there, and then refuses a root dir that holds
 // an earlier run's journal. The lock is held until the run leaves
 // nothing, or the process ends.
-func lockRootDir(root, command string, warn io.Writer) (*node.RootLock, error) {
+func lockRootDir(root, command string, note func(string)) (*node.RootLock, error) {
 	if held := node.HeldAbove(root); len(held) > 0 {
 		return nil, WithCode(ExitEnvironment, fmt.Errorf("--root-dir %s lies inside another root dir: %w", root, held[0]))
 	}
@@ -56,9 +55,15 @@ func lockRootDir(root, command string, warn io.Writer) (*node.RootLock, error) {
 		return nil, WithCode(ExitEnvironment, err)
 	}
 	if l.Stale != nil {
-		fmt.Fprintf(warn, "note: %s was locked by %s, which is gone (killed or crashed): lock taken over\n", root, *l.Stale)
+		note(staleLockNote(root, l.Stale.String()))
 	}
 	return l, nil
+}
+
+// staleLockNote tells that the lock of root was taken over from a process
+// that is gone.
+func staleLockNote(root, owner string) string {
+	return fmt.Sprintf("%s was locked by %s, which is gone (killed or crashed): lock taken over", root, owner)
 }
 
 // rootErr gives a root dir's refusal its exit code: a symlink or a mount
@@ -179,11 +184,8 @@ func (o *CommonOptions) insideHeldRoot() error {
 // command that makes things there, takes its lock; then refuses an earlier
 // run's journal.
 func (o *CommonOptions) holdRootDir() error {
-	warn := o.warnOut
-	if warn == nil {
-		warn = os.Stderr
-	}
-	real, err := resolveRootDir(o.RootDir, warn)
+	note := o.tell().Note
+	real, err := resolveRootDir(o.RootDir, note)
 	if err != nil {
 		return err
 	}
@@ -194,7 +196,7 @@ func (o *CommonOptions) holdRootDir() error {
 		}
 		return nil
 	}
-	o.rootLock, err = lockRootDir(o.RootDir, o.lockAs, warn)
+	o.rootLock, err = lockRootDir(o.RootDir, o.lockAs, note)
 	return err
 }
 

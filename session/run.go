@@ -87,7 +87,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			if exit == nil {
 				exit = WithCode(ExitEnvironment, fmt.Errorf("--junit: %w", err))
 			} else {
-				WarnTo(s)(fmt.Sprintf("--junit: %v", err))
+				o.tell().Warning(fmt.Sprintf("--junit: %v", err))
 			}
 		}
 	}
