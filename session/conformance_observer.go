@@ -53,7 +53,7 @@ type noConformanceObserver struct{ noNotices }
 
 func (noConformanceObserver) Announce(string)                        {}
 func (noConformanceObserver) LiveTrace() func(string) csiclient.Sink { return nil }
-func (noConformanceObserver) Header(ConformanceHeader)            {}
-func (noConformanceObserver) Start(conformance.Scenario)          {}
-func (noConformanceObserver) Result(conformance.Result)           {}
-func (noConformanceObserver) Summary(*conformance.Report, string) {}
+func (noConformanceObserver) Header(ConformanceHeader)               {}
+func (noConformanceObserver) Start(conformance.Scenario)             {}
+func (noConformanceObserver) Result(conformance.Result)              {}
+func (noConformanceObserver) Summary(*conformance.Report, string)    {}

@@ -132,7 +132,7 @@ func (noNotices) WaitingForDriver(DriverWait) {}
 // noObserver is the observer of a Go caller that gave none.
 type noObserver struct{ noNotices }
 
-func (noObserver) NothingToDo(NothingToDo)              {}
+func (noObserver) NothingToDo(NothingToDo)            {}
 func (noObserver) LoadProgress() *loadreport.Progress { return nil }
 
 func (noObserver) Begin(Begin) Printing                                                     { return Printing{} }
