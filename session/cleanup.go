@@ -11,6 +11,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
@@ -215,7 +216,7 @@ func journalRoots(dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(js) > 0 || sidecars.HasRecords(d) || hasControlPlane(d) {
+		if len(js) > 0 || sidecars.HasRecords(d) || controlplane.HasLeftover(d) {
 			roots = append(roots, d)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 )
 
 // conformanceOptions are the flags of `conformance`.
@@ -44,7 +45,7 @@ type ConformanceOptions struct {
 	List             bool
 	Report           string
 	Admission        AdmissionOptions
-	Apiserver        ApiserverOptions
+	Apiserver        controlplane.Options
 
 	focus, skip *regexp.Regexp
 	testDriver  *testdriver.Definition
@@ -130,7 +131,7 @@ func (o *ConformanceOptions) load(s Streams) error {
 		Recursive: o.Recursive,
 	}
 	if o.Apiserver.Enabled {
-		loader.Other = o.Apiserver.collect
+		loader.Other = o.Apiserver.Collect
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
@@ -178,7 +179,7 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 	var created []string
 	var undo undoStack
 	defer undo.Run()
-	var api *conformanceAPI
+	var api *controlplane.Scenarios
 	if o.Apiserver.Enabled {
 		var err error
 		if api, err = o.startWithAPIServer(ctx, co, &created, &undo); err != nil {
@@ -213,7 +214,7 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 
 	host := conformance.Host{SELinux: hostHasSELinux()}
 	cfg := conformance.Config{
-		Conn:             o.Apiserver.conn(dialer),
+		Conn:             o.Apiserver.Conn(dialer),
 		CSIDriver:        obj,
 		VolumeHandle:     o.VolumeHandle,
 		VolumeAttributes: o.VolumeAttributes,

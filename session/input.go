@@ -60,7 +60,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 		Recursive: o.Recursive,
 	}
 	if o.Apiserver.Enabled {
-		loader.Other = o.Apiserver.collect
+		loader.Other = o.Apiserver.Collect
 	}
 	c, err := o.loadInput(ctx, loader, warn)
 	if err != nil {

@@ -50,7 +50,7 @@ func (o *LoadOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer o.Apiserver.stop()
+	defer o.Apiserver.Stop()
 	return o.runPods(ctx, o.Streams, createdDirs)
 }
 
@@ -85,7 +85,7 @@ func (o *LoadOptions) Validate() error {
 
 // runPods runs the pods once the root dir is made.
 func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []string) error {
-	ss := newQuietSession("load", &o.CommonOptions, s, o.Apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), createdDirs, o.Verbose > 0)
+	ss := newQuietSession("load", &o.CommonOptions, s, o.Apiserver.Conn(&csiclient.Dialer{Endpoint: o.endpoint}), createdDirs, o.Verbose > 0)
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)
 	stats := page.stats
@@ -113,20 +113,20 @@ func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []stri
 			progress.PodMounted()
 		}
 	}
-	o.Apiserver.attach(ctx, ss, &plan)
+	ss.attachAPIServer(ctx, &plan)
 	ss.header()
 	out := ss.kubelet.Run(ctx, plan)
 	progress.Stop()
-	o.Apiserver.finish(ss, out)
+	ss.finishAPIServer(out)
 	if out.Leftovers.NothingOnDisk() {
 		removeDirs(ss.rootDirs)
 	}
 	exit := ss.exitErr(out)
 	sum := stats.Summary()
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.ReportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = WithCode(ExitEnvironment, err)
 	}
-	o.Apiserver.summary(ss)
+	ss.apiServerSummary()
 	summary := ss.summaryOf(out, exit)
 	summary.Load = &sum
 	ss.obs.Summary(summary)

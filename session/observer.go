@@ -5,10 +5,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
@@ -48,12 +48,7 @@ type Notices interface {
 
 // DriverWait: the run's API server is up and the driver's socket is not
 // there yet; the driver starts once its kubeconfig exists.
-type DriverWait struct {
-	APIServer  string // its URL
-	Wait       time.Duration
-	Endpoint   csiclient.Endpoint
-	Kubeconfig string // the driver's
-}
+type DriverWait = controlplane.DriverWait
 
 // NothingToDo is a `cleanup` that found nothing to finish.
 type NothingToDo struct {
@@ -92,11 +87,7 @@ type Header struct {
 }
 
 // APIServerRequests are the driver's requests to the run's API server.
-type APIServerRequests struct {
-	DriverUser, DriverIdentity string
-	Requests                   []cluster.Request
-	Changed                    []string // "verb object" of those that wrote
-}
+type APIServerRequests = controlplane.DriverRequests
 
 // Summary is what a session did.
 type Summary struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 )
 
 // commonOptions are the flags `run` and `plan` share.
@@ -33,7 +34,7 @@ type CommonOptions struct {
 	ServiceAccountOptions
 	Admission AdmissionOptions
 	Live      LiveOptions
-	Apiserver ApiserverOptions // flags registered by run and load
+	Apiserver controlplane.Options // flags registered by run and load
 	// Observers see every call and step as it happens (a Go caller's
 	// progress; the command prints through its own).
 	Observers []csiclient.Sink
@@ -68,7 +69,7 @@ func (o *CommonOptions) prepare(ctx context.Context, s Streams, ep csiclient.End
 	if err != nil || !o.Apiserver.Enabled {
 		return created, err
 	}
-	if err := o.Apiserver.start(ctx, o, ep); err != nil {
+	if err := o.startAPIServer(ctx, ep); err != nil {
 		o.rootLock.Release()
 		removeDirs(created)
 		return nil, err

@@ -44,8 +44,8 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer o.Apiserver.stop()
-	ss := newSession("run", &o.CommonOptions, s, o.Apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
+	defer o.Apiserver.Stop()
+	ss := newSession("run", &o.CommonOptions, s, o.Apiserver.Conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
 	if o.ServeOIDC != "" {
 		octx, stop := context.WithCancel(ctx)
 		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
@@ -71,15 +71,15 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.Sidecars.controller
 	plan.ProvisionDefault = ss.provisionDefault(o.Sidecars.KeepVolumes)
-	o.Apiserver.attach(ctx, ss, &plan)
+	ss.attachAPIServer(ctx, &plan)
 	out := ss.lifecycle(ctx, plan)
 	o.outcome = out
 	// Ctrl-C is how --hold forever ends; SIGTERM, SIGHUP and SIGQUIT stop
 	// the run from outside (a timeout, a closed terminal): interrupts.
 	out.HoldEnded = out.HoldEnded && endedByCtrlC(ctx)
-	o.Apiserver.finish(ss, out)
+	ss.finishAPIServer(out)
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.ReportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = WithCode(ExitEnvironment, err)
 	}
 	if o.JUnit != "" {
@@ -91,7 +91,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	o.Apiserver.summary(ss)
+	ss.apiServerSummary()
 	ss.summary(out, exit)
 	return exit
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
@@ -50,7 +51,7 @@ func addAdmissionFlags(o *session.AdmissionOptions, fs *pflag.FlagSet) {
 	fs.BoolVar(&o.WebhookDryRun, "webhook-dry-run", false, "send the AdmissionReviews with dryRun: true, as kubectl --dry-run=server")
 }
 
-func addApiserverFlags(o *session.ApiserverOptions, fs *pflag.FlagSet) {
+func addApiserverFlags(o *controlplane.Options, fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "apiserver", false, "run a real kube-apiserver (with etcd) on loopback for the run: the input is created through its API, tokens come from its TokenRequest API, the driver gets a kubeconfig, and its API requests are traced (needs the helper "+cluster.HelperName+" and etcd)")
 	fs.StringVar(&o.DriverKubeconfig, "driver-kubeconfig", "", "with --apiserver, write the driver's kubeconfig here (default: in the run's control plane dir; the path is printed); start the driver with KUBECONFIG set to it")
 	fs.StringVar(&o.DriverServiceAccount, "driver-service-account", "", "with --apiserver, the driver's ServiceAccount (NAMESPACE/NAME; default: the one the input's RBAC binds, else cluster-admin)")
