@@ -8,6 +8,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/junit"
 )
 
 type RunOptions struct {
@@ -60,9 +61,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	o.syncFrequency = o.SyncFrequency
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)
-	junit := NewJUnitSink()
+	junitSink := junit.NewSink()
 	if o.JUnit != "" {
-		ss.trace.AddSink(junit)
+		ss.trace.AddSink(junitSink)
 	}
 	if err := o.Sidecars.attach(ss, o.endpoint); err != nil {
 		removeDirs(createdDirs)
@@ -83,7 +84,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		exit = WithCode(ExitEnvironment, err)
 	}
 	if o.JUnit != "" {
-		if err := writeRunJUnit(o.JUnit, junit, ss, out, exit); err != nil {
+		if err := ss.writeJUnit(o.JUnit, junitSink, out, exit); err != nil {
 			if exit == nil {
 				exit = WithCode(ExitEnvironment, fmt.Errorf("--junit: %w", err))
 			} else {
@@ -111,6 +112,13 @@ func (o *RunOptions) Validate() error {
 		o.hold = d
 	}
 	return nil
+}
+
+// writeJUnit writes the run's JUnit file (--junit), scrubbed of the run's
+// secrets.
+func (ss *session) writeJUnit(path string, sink *junit.Sink, out *node.Outcome, exit error) error {
+	doc := junit.Suites(sink.Operations(), ss.opts.Release, out, LeftoverText(out.Leftovers), exit, time.Since(ss.started))
+	return junit.Write(path, doc.Cleaned(ss.red.TextLines))
 }
 
 func (o *RunOptions) runningSchedule() node.RunningSchedule {
