@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,6 +19,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 )
 
@@ -44,7 +44,7 @@ type ConformanceOptions struct {
 	Parallel         int
 	List             bool
 	Report           string
-	Admission        AdmissionOptions
+	Admission        admission.Options
 	Apiserver        controlplane.Options
 
 	focus, skip *regexp.Regexp
@@ -325,34 +325,6 @@ func (o *ConformanceOptions) checkSelection(cfg conformance.Config, info *confor
 		names = append(names, sc.Name)
 	}
 	return WithCode(ExitUsage, fmt.Errorf("--focus %q --skip %q select none of the %d scenarios for this driver: %s", o.Focus, o.Skip, len(names), strings.Join(names, " ")))
-}
-
-// admitFunc is the admission of the scenarios' pods by the input's
-// MutatingWebhookConfigurations, as the API server would run it on each
-// pod conformance creates; nil when there are none.
-func (o *ConformanceOptions) admitFunc(ctx context.Context, s Streams) (func(*corev1.Pod) (*corev1.Pod, error), func(), error) {
-	if o.cluster == nil || len(o.cluster.MutatingWebhookConfigurations()) == 0 {
-		return nil, func() {}, o.Admission.check()
-	}
-	if err := o.Admission.check(); err != nil {
-		return nil, nil, err
-	}
-	a, err := o.Admission.start(ctx, o.cluster, o.cluster.MutatingWebhookConfigurations(), o.Release.APIServerDefaults(), 0, s,
-		func(*admissionregistrationv1.MutatingWebhookConfiguration) string { return "" })
-	if err != nil {
-		return nil, nil, err
-	}
-	return func(pod *corev1.Pod) (*corev1.Pod, error) {
-		out, _, err := a.AdmitCreate(ctx, pod)
-		if err != nil {
-			return nil, err
-		}
-		admitted, ok := out.(*corev1.Pod)
-		if !ok {
-			return nil, fmt.Errorf("admission returned a %T for a pod", out)
-		}
-		return admitted, nil
-	}, a.Close, nil
 }
 
 // commonOptions are what conformance shares with run for the root dir and

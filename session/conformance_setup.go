@@ -97,7 +97,7 @@ func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, 
 
 // startAdmission starts admitFunc's admission; undo closes it.
 func (o *ConformanceOptions) startAdmission(ctx context.Context, s Streams, undo *undoStack) (func(*corev1.Pod) (*corev1.Pod, error), error) {
-	admit, closeAdmit, err := o.admitFunc(ctx, s)
+	admit, closeAdmit, err := o.Admission.Pods(ctx, o.cluster, o.Release.APIServerDefaults(), s.Err)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 	if o.Apiserver.Enabled {
 		return nil // the API server runs the input's webhooks itself
 	}
-	return o.Admission.Run(ctx, c, o.Release.APIServerDefaults(), o.Verbose, s)
+	return o.Admission.Run(ctx, c, o.Release.APIServerDefaults(), o.Verbose, s.Err)
 }
 
 // loadInput reads the manifests, or with --pod the pod from its cluster.

@@ -8,6 +8,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 )
 
@@ -32,7 +33,7 @@ type CommonOptions struct {
 	RetryFor     time.Duration
 	VolumeHandle string
 	ServiceAccountOptions
-	Admission AdmissionOptions
+	Admission admission.Options
 	Live      LiveOptions
 	Apiserver controlplane.Options // flags registered by run and load
 	// Observers see every call and step as it happens (a Go caller's

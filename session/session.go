@@ -121,7 +121,7 @@ func (ss *session) plan(ctx context.Context, hold time.Duration, running node.Ru
 		Running:    running,
 		Teardown:   teardownContext(ctx),
 		AdmitDefaultPod: func(pod *corev1.Pod) error {
-			return ss.opts.Admission.admit(ctx, ss.opts.cluster, []any{pod}, ss.opts.Release.APIServerDefaults(), ss.opts.Verbose, ss.s)
+			return ss.opts.Admission.Admit(ctx, ss.opts.cluster, []any{pod}, ss.opts.Release.APIServerDefaults(), ss.opts.Verbose, ss.s.Err)
 		},
 	}
 }

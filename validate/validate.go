@@ -17,6 +17,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
 )
 
 // finding is one result of validate.
@@ -322,14 +323,14 @@ func webhookFindings(ctx context.Context, c *manifests.Cluster, s session.Stream
 	if len(configs) == 0 {
 		return nil, nil
 	}
-	a, err := session.OpenHelper(s, 0)
+	a, err := admission.OpenHelper(s.Err, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
 	invalid, err := a.Validate(ctx, configs)
 	if err != nil {
-		return nil, session.AdmissionError(err)
+		return nil, admission.Error(err)
 	}
 	var out []finding
 	for i, cfg := range configs {

@@ -14,6 +14,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
@@ -44,7 +45,7 @@ func addReleaseFlags(f *session.ReleaseFlags, fs *pflag.FlagSet, versionUsage, g
 	}
 }
 
-func addAdmissionFlags(o *session.AdmissionOptions, fs *pflag.FlagSet) {
+func addAdmissionFlags(o *admission.Options, fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.WebhookServices, "webhook-service", nil, "where a webhook's clientConfig.service listens: namespace/name[:port]=host:port (repeatable)")
 	fs.StringVar(&o.As, "as", "", "the user in the webhooks' AdmissionReview (default "+remote.DefaultUser.Name+", kubeadm's admin)")
 	fs.StringArrayVar(&o.AsGroups, "as-group", nil, "a group of that user (repeatable; default with --as: system:authenticated)")
