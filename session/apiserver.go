@@ -42,12 +42,13 @@ func (o *CommonOptions) startAPIServer(ctx context.Context, ep csiclient.Endpoin
 	if err := o.Apiserver.Start(ctx, cfg); err != nil {
 		return err
 	}
-	o.api = &KubeletTokenRequests{Api: o.Apiserver.KubeletTokens()}
+	o.api = o.Apiserver.KubeletTokens()
 	return nil
 }
 
-// attachAPIServer tells what the control plane is, puts the kubelet's
-// TokenRequests in the trace and hooks the control plane into the plan.
+// attachAPIServer tells what the control plane is and hooks it into the
+// plan (the kubelet's TokenRequests and the driver's API requests into
+// the trace, the API writes into the plan).
 func (ss *session) attachAPIServer(ctx context.Context, plan *node.Plan) {
 	a := &ss.opts.Apiserver
 	if !a.Started() {
@@ -55,9 +56,6 @@ func (ss *session) attachAPIServer(ctx context.Context, plan *node.Plan) {
 	}
 	for _, line := range a.Announcements() {
 		ss.announce(line)
-	}
-	if k, ok := ss.opts.api.(*KubeletTokenRequests); ok {
-		k.TraceTo(ss.trace)
 	}
 	a.Attach(ctx, controlplane.Run{Trace: ss.trace, Sidecars: ss.sidecars}, plan)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/exitcode"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // Options are the flags of the API server mode: a real kube-apiserver on
@@ -39,6 +40,7 @@ type Options struct {
 	tail     *cluster.AuditTail
 	stopTail context.CancelFunc
 	node     *cluster.NodeSide
+	tokens   *kubeletTokenRequests
 	// skew says how the API server's release differs from the simulated
 	// kubelet's ("" when they are the same minor release).
 	skew string
@@ -149,6 +151,8 @@ func (o *Options) Start(ctx context.Context, cfg Config) (err error) {
 	if err := o.writeKubeconfig(ctx, docs); err != nil {
 		return apiserverError(err)
 	}
+	// The kubelet's TokenRequests are lines of the trace (Attach).
+	o.tokens = &kubeletTokenRequests{api: o.cp.KubeletTokens()}
 	ep := cfg.Endpoint
 	if ep.Check() != nil && cfg.Waiting != nil {
 		cfg.Waiting(DriverWait{APIServer: o.cp.URL, Wait: o.DriverWait, Endpoint: ep, Kubeconfig: o.identity.Kubeconfig})
@@ -159,9 +163,10 @@ func (o *Options) Start(ctx context.Context, cfg Config) (err error) {
 // Started tells whether the control plane was started.
 func (o *Options) Started() bool { return o.cp != nil }
 
-// KubeletTokens is the API server's TokenRequest API, as the kubelet
-// calls it.
-func (o *Options) KubeletTokens() cluster.TokenAPI { return o.cp.KubeletTokens() }
+// KubeletTokens is the API server's TokenRequest API as the kubelet's
+// token manager calls it; once attached to a run, each request and answer
+// is a line of its trace.
+func (o *Options) KubeletTokens() tokens.TokenGetter { return o.tokens }
 
 // documents are every input object in the API's terms.
 func (o *Options) documents(c *manifests.Cluster) ([]cluster.Document, error) {

@@ -33,6 +33,7 @@ func (o *Options) Attach(ctx context.Context, run Run, plan *node.Plan) {
 	if o.cp == nil {
 		return
 	}
+	o.tokens.traceTo(run.Trace)
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.stopTail = cancel
 	driverCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "driver", Operation: "API request"})
