@@ -10,6 +10,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/replay"
 )
 
 // commonOptions are the flags `run` and `plan` share.
@@ -34,7 +35,7 @@ type CommonOptions struct {
 	VolumeHandle string
 	ServiceAccountOptions
 	Admission admission.Options
-	Live      LiveOptions
+	Live      replay.Options
 	Apiserver controlplane.Options // flags registered by run and load
 	// Observers see every call and step as it happens (a Go caller's
 	// progress; the command prints through its own).

@@ -18,6 +18,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/replay"
 )
 
 // finding is one result of validate.
@@ -37,7 +38,7 @@ type ValidateOptions struct {
 	session.TimeoutFlag
 	session.Streams
 	APIServer bool
-	Live      session.LiveOptions
+	Live      replay.Options
 
 	// Printer takes the findings, once all are in: the command's printer;
 	// nil: they are only judged (the exit code).

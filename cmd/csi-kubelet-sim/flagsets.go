@@ -16,6 +16,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/replay"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
@@ -26,7 +27,7 @@ import (
 
 // addProvisionFlag is --provision-unbound, for the commands that run the
 // sidecars (run, load, plan).
-func addProvisionFlag(l *session.LiveOptions, fs *pflag.FlagSet) {
+func addProvisionFlag(l *replay.Options, fs *pflag.FlagSet) {
 	fs.BoolVar(&l.ProvisionUnbound, "provision-unbound", false, "with --pod: provision a claim the cluster has not bound yet, as a volume of the replay's own (named csi-kubelet-sim-<run id>-<claim uid>, never the cluster provisioner's pvc-<uid>), deleted at the end; without it such a claim is refused")
 }
 
@@ -122,7 +123,7 @@ func addEndpointFlag(f *session.EndpointFlag, fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), usage)
 }
 
-func addLiveFlags(l *session.LiveOptions, fs *pflag.FlagSet) {
+func addLiveFlags(l *replay.Options, fs *pflag.FlagSet) {
 	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "with --pod: the kubeconfig of the cluster to read the pod from (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&l.Pod, "pod", "", "replay this pod of a running cluster, NAMESPACE/NAME (NAME: the kubeconfig context's namespace): it and what its volumes reference are read, read-only, instead of -f")
 }
