@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
@@ -109,7 +110,7 @@ func listOrNone(s []string) string {
 // Start announces a scenario (-v).
 func (p *Conformance) Start(sc conformance.Scenario) {
 	if !p.json && p.verbose > 0 {
-		fmt.Fprintf(p.out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, session.DocsRef()))
+		fmt.Fprintf(p.out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, buildinfo.DocsRef()))
 	}
 }
 
@@ -138,12 +139,12 @@ func (p *Conformance) Result(r conformance.Result) {
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
 	line := fmt.Sprintf("%s  %-44s %9.1fms", PaletteFor(w).Outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
-		line += "  " + docs.WithLinks(p.red.Text(r.Message), session.DocsRef())
+		line += "  " + docs.WithLinks(p.red.Text(r.Message), buildinfo.DocsRef())
 	}
 	fmt.Fprintln(w, line)
 	if r.Status == conformance.Fail {
 		for _, f := range r.Failures {
-			fmt.Fprintf(w, "      %s\n", docs.WithLinks(p.red.Text(f.String()), session.DocsRef()))
+			fmt.Fprintf(w, "      %s\n", docs.WithLinks(p.red.Text(f.String()), buildinfo.DocsRef()))
 		}
 		if p.rerun != nil {
 			fmt.Fprintf(w, "      rerun just this one: %s\n", p.rerun(r.Name))

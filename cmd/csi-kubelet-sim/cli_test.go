@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
@@ -145,7 +146,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	var v session.VersionInfo
+	var v buildinfo.VersionInfo
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}
@@ -402,9 +403,9 @@ func TestVerboseEverywhere(t *testing.T) {
 // prints none (every run of every other command) does not pay for it.
 func TestBuildInfoReadOnlyForVersion(t *testing.T) {
 	reads := 0
-	orig := session.ReadBuildInfo
-	session.ReadBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
-	t.Cleanup(func() { session.ReadBuildInfo = orig })
+	orig := buildinfo.ReadBuildInfo
+	buildinfo.ReadBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
+	t.Cleanup(func() { buildinfo.ReadBuildInfo = orig })
 	in := writeTestFile(t, t.TempDir(), "in.yaml", csiDriverYAML+"---\n"+inlinePodYAML)
 	for _, args := range [][]string{
 		{"plan", in, "--driver-name", testDriver},
