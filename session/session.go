@@ -18,6 +18,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // session is the printing side of one simulated kubelet's life: it builds
@@ -386,5 +387,5 @@ func (ss *session) tokenIssuer() node.TokenIssuer {
 	if ss.tokenRecords == nil {
 		return ss.tokens
 	}
-	return TokenRecorder{Next: ss.tokens, Out: ss.tokenRecords}
+	return tokens.Recorder{Next: ss.tokens, Out: ss.tokenRecords}
 }

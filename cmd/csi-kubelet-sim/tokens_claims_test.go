@@ -14,6 +14,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // fakeJWT is a token of the API server's shape; its signature is made up
@@ -56,7 +57,7 @@ func vaultRequest() *authenticationv1.TokenRequest {
 func TestTokenRecordsAndClaims(t *testing.T) {
 	tok := fakeJWT("vault", 1767362645)
 	var out bytes.Buffer
-	rec := session.TokenRecorder{Next: &fakeIssuer{token: tok}, Out: csiclient.NewJSONPrinter(&out, csiclient.Redactor{})}
+	rec := tokens.Recorder{Next: &fakeIssuer{token: tok}, Out: csiclient.NewJSONPrinter(&out, csiclient.Redactor{})}
 	ctx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "SetUp", Volume: "data", Pod: "team/app"})
 	if _, err := rec.Token(ctx, "team", "reader", vaultRequest()); err != nil {
 		t.Fatal(err)

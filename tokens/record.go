@@ -1,4 +1,4 @@
-package session
+package tokens
 
 import (
 	"context"
@@ -9,21 +9,19 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
-// tokenKind is the kind of -o json's record of a token the kubelet put in
+// RecordKind is the kind of -o json's record of a token the kubelet put in
 // a NodePublishVolume (volume_context or secrets,
 // csi.storage.k8s.io/serviceAccount.tokens). The call's record shows the
 // token as its fingerprint; this record carries what the token says, its
 // decoded header and claims, and never the token or its signature: the
 // claims are what a driver checks (audience, expiry, the bound pod), and
 // without the signature they cannot be replayed. `tokens claims` reads it.
-const TokenKind = "token"
+const RecordKind = "token"
 
-// tokenHandedOut is that record.
-type TokenHandedOut struct {
+// HandedOut is that record.
+type HandedOut struct {
 	SchemaVersion  int             `json:"schemaVersion"`
 	Kind           string          `json:"kind"`
 	Time           time.Time       `json:"time"`
@@ -42,15 +40,15 @@ type TokenHandedOut struct {
 	Error string `json:"error,omitempty"`
 }
 
-// tokenRecorder is the kubelet's token source as -o json sees it: every
-// token the kubelet asks for a volume (from its cache or fresh) is
-// written as a tokenHandedOut record before the call that carries it.
-type TokenRecorder struct {
-	Next node.TokenIssuer
+// Recorder is the kubelet's token source as -o json sees it: every token
+// the kubelet asks for a volume (from its cache or fresh) is written as a
+// HandedOut record before the call that carries it.
+type Recorder struct {
+	Next TokenGetter
 	Out  interface{ Object(any) }
 }
 
-func (r TokenRecorder) Token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+func (r Recorder) Token(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	resp, err := r.Next.Token(ctx, namespace, sa, req)
 	if err == nil && resp != nil {
 		r.Out.Object(handedOut(ctx, namespace, sa, req, resp))
@@ -59,13 +57,13 @@ func (r TokenRecorder) Token(ctx context.Context, namespace, sa string, req *aut
 }
 
 // handedOut is the record of one token.
-func handedOut(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest, resp *authenticationv1.TokenRequest) TokenHandedOut {
+func handedOut(ctx context.Context, namespace, sa string, req *authenticationv1.TokenRequest, resp *authenticationv1.TokenRequest) HandedOut {
 	l := csiclient.LabelsFrom(ctx)
-	rec := TokenHandedOut{SchemaVersion: csiclient.SchemaVersion, Kind: TokenKind, Time: time.Now().UTC(),
+	rec := HandedOut{SchemaVersion: csiclient.SchemaVersion, Kind: RecordKind, Time: time.Now().UTC(),
 		Component: l.Component, Operation: l.Operation, Volume: l.Volume, Pod: l.Pod,
 		ServiceAccount: namespace + "/" + sa, Audience: strings.Join(req.Spec.Audiences, ","),
 		Fingerprint: csiclient.TokenFingerprint(resp.Status.Token), Expiration: resp.Status.ExpirationTimestamp.UTC()}
-	d, err := tokens.Decode(resp.Status.Token)
+	d, err := Decode(resp.Status.Token)
 	if err != nil {
 		rec.Error = err.Error()
 		return rec
