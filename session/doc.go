@@ -13,7 +13,8 @@
 // notes, the summary) goes to the observer as data. A Go program calls
 // RunPod or Conformance, which return what happened as data.
 //
-// Below it, imported only from here (and the command): session/exitcode
-// (the exit codes), session/junit (run --junit's document),
-// session/scenarioinput (what conformance's volumes follow in the input).
+// Below it, besides those: session/exitcode (the exit codes),
+// session/junit (run --junit's document), session/scenarioinput (what
+// conformance's volumes follow in the input). None of them imports
+// session.
 package session
