@@ -9,6 +9,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
@@ -64,7 +65,7 @@ func (ss *session) attachAPIServer(ctx context.Context, plan *node.Plan) {
 // removes the root dir the run made.
 func (ss *session) finishAPIServer(out *node.Outcome) {
 	if ss.opts.Apiserver.Finish(out) {
-		removeDirs(ss.rootDirs)
+		rootdirs.Remove(ss.rootDirs)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 )
 
 // undoStack is what a command undoes at its end, last first.
@@ -32,7 +33,7 @@ func takeRootDir(co *CommonOptions, created *[]string, undo *undoStack) error {
 	*created = c
 	undo.push(func() {
 		co.rootLock.Release()
-		removeDirs(c)
+		rootdirs.Remove(c)
 	})
 	return nil
 }

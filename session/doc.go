@@ -14,7 +14,8 @@
 // RunPod or Conformance, which return what happened as data.
 //
 // Below it, besides those: session/exitcode (the exit codes),
-// session/junit (run --junit's document), session/scenarioinput (what
+// session/junit (run --junit's document), session/rootdirs (which root
+// dir a session may use, and its lock), session/scenarioinput (what
 // conformance's volumes follow in the input). None of them imports
 // session.
 package session

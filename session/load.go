@@ -13,6 +13,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 )
 
 // maxLoadPods bounds the pods of one load run (copies and churn), so that
@@ -97,7 +98,7 @@ func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []stri
 	plan := ss.plan(ctx, o.Hold, node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod})
 	plan.Parallel = true
 	if err := o.Sidecars.attach(ss, o.endpoint); err != nil {
-		removeDirs(ss.rootDirs)
+		rootdirs.Remove(ss.rootDirs)
 		return err
 	}
 	plan.Controller = o.Sidecars.controller
@@ -119,7 +120,7 @@ func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []stri
 	progress.Stop()
 	ss.finishAPIServer(out)
 	if out.Leftovers.NothingOnDisk() {
-		removeDirs(ss.rootDirs)
+		rootdirs.Remove(ss.rootDirs)
 	}
 	exit := ss.exitErr(out)
 	sum := stats.Summary()

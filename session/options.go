@@ -11,6 +11,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/replay"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 )
 
 // commonOptions are the flags `run` and `plan` share.
@@ -73,7 +74,7 @@ func (o *CommonOptions) prepare(ctx context.Context, s Streams, ep csiclient.End
 	}
 	if err := o.startAPIServer(ctx, ep); err != nil {
 		o.rootLock.Release()
-		removeDirs(created)
+		rootdirs.Remove(created)
 		return nil, err
 	}
 	return created, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/junit"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 )
 
 type RunOptions struct {
@@ -52,7 +53,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
 		if err != nil {
 			stop()
-			removeDirs(createdDirs)
+			rootdirs.Remove(createdDirs)
 			return err
 		}
 		defer func() { stop(); _ = wait() }()
@@ -66,7 +67,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		ss.trace.AddSink(junitSink)
 	}
 	if err := o.Sidecars.attach(ss, o.endpoint); err != nil {
-		removeDirs(createdDirs)
+		rootdirs.Remove(createdDirs)
 		return err
 	}
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())

@@ -17,6 +17,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
@@ -135,7 +136,7 @@ func (ss *session) lifecycle(ctx context.Context, plan node.Plan) *node.Outcome 
 	ss.header()
 	out := ss.kubelet.Run(ctx, plan)
 	if out.Leftovers.NothingOnDisk() {
-		removeDirs(ss.rootDirs)
+		rootdirs.Remove(ss.rootDirs)
 	}
 	return out
 }
