@@ -82,7 +82,7 @@ func (a *Scenarios) driverRequest(r cluster.Request) {
 // Plan creates the plan's pods and their volumes and claims through the
 // API (after removing what an earlier scenario may have left under the
 // same names), takes the server's versions, and hooks the kubelet's and
-// the controllers' API writes into the plan, as run's attach does.
+// the controllers' API writes into the plan, as Attach does for a run.
 func (a *Scenarios) Plan(ctx context.Context, c *manifests.Cluster, plan *node.Plan, trace *csiclient.Trace, note func(string, ...any)) error {
 	docs, volumes, err := scenarioDocuments(c, plan.Pods)
 	if err != nil {

@@ -97,8 +97,8 @@ func heldErr(dir string) error {
 	return exitcode.With(exitcode.Environment, fmt.Errorf("cleanup --root-dir %s: %s", dir, msg))
 }
 
-// Remove removes directories made by prepareRootDir, deepest first;
-// only empty ones go.
+// Remove removes the directories a session made for its root dir,
+// deepest first; only empty ones go.
 func Remove(dirs []string) {
 	for i := len(dirs) - 1; i >= 0; i-- {
 		_ = os.Remove(dirs[i])
