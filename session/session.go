@@ -17,6 +17,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/exitcode"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
@@ -167,13 +168,13 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		return WithCode(ExitUsage, err)
 	}
 	if out.MountErr != nil {
-		if node.IsInTheWay(out.MountErr) || IsEnvironmentErr(out.MountErr) {
+		if node.IsInTheWay(out.MountErr) || exitcode.IsEnvironment(out.MountErr) {
 			return WithCode(ExitEnvironment, out.MountErr)
 		}
 		return WithCode(ExitUsage, out.MountErr)
 	}
 	volErr := out.FirstVolumeError()
-	if volErr != nil && (node.IsInTheWay(volErr) || IsEnvironmentErr(volErr)) {
+	if volErr != nil && (node.IsInTheWay(volErr) || exitcode.IsEnvironment(volErr)) {
 		return WithCode(ExitEnvironment, volErr)
 	}
 	// A call that failed but whose operation later succeeded on a retry

@@ -1,6 +1,7 @@
 // Package exitcode answers which exit code a command's error carries (the
 // README's "Exit codes"): 0 ok, 1 the driver failed a call or a check, 2
-// bad usage or input, 3 the environment, 130 interrupted. The engine and
+// bad usage or input, 3 the environment, 130 interrupted; and which of
+// the host's errors are the environment's (IsEnvironment). The engine and
 // the packages under it (session/controlplane) give their errors a code
 // here; session re-exports them for the commands.
 package exitcode
