@@ -14,7 +14,7 @@ import (
 
 // Admission prints the admission of each object of the input: the
 // webhooks called and what they changed (text), or one JSON object each.
-// It is the command's session.AdmissionObserver.
+// It is the command's admission.Observer (session/admission).
 type Admission struct {
 	w       io.Writer
 	json    bool

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
@@ -16,7 +17,9 @@ import (
 // per scenario for people, or a JSON object per scenario. It is the
 // command's session.ConformanceObserver.
 type Conformance struct {
+	notices
 	out     io.Writer
+	raw     io.Writer // out before the header wraps it in the redactor's writer
 	json    bool
 	verbose int
 	red     csiclient.Redactor
@@ -27,8 +30,30 @@ type Conformance struct {
 // NewConformance prints to out (once the run's header gives the secrets
 // to keep out: text through the redactor's writer, JSON lines through its
 // JSONLine, so that what quotes the driver is scrubbed and escaped).
-func NewConformance(out io.Writer, json bool, verbose int) *Conformance {
-	return &Conformance{out: out, json: json, verbose: verbose}
+// Its notices go to errOut.
+func NewConformance(out, errOut io.Writer, json bool, verbose int) *Conformance {
+	return &Conformance{notices: notices{errOut: errOut}, out: out, raw: out, json: json, verbose: verbose}
+}
+
+// Announce is a line on the run's API server (--apiserver), after the
+// header: on stdout, or stderr with -o json.
+func (p *Conformance) Announce(msg string) {
+	w := p.raw
+	if p.json {
+		w = p.errOut
+	}
+	fmt.Fprintln(w, msg)
+}
+
+// LiveTrace is -v's trace of each scenario as it runs (text only), with
+// the run's secrets kept out.
+func (p *Conformance) LiveTrace() func(scenario string) csiclient.Sink {
+	if p.verbose == 0 || p.json {
+		return nil
+	}
+	return func(string) csiclient.Sink {
+		return csiclient.NewTextPrinter(p.raw, p.red, p.verbose > 1, false)
+	}
 }
 
 func (p *Conformance) object(v map[string]any) {
@@ -85,7 +110,7 @@ func listOrNone(s []string) string {
 // Start announces a scenario (-v).
 func (p *Conformance) Start(sc conformance.Scenario) {
 	if !p.json && p.verbose > 0 {
-		fmt.Fprintf(p.out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, session.DocsRef()))
+		fmt.Fprintf(p.out, "=== %s: %s (%s)\n", sc.Name, sc.Checks, docs.WithLinks("docs/kubelet.md §"+sc.Section, buildinfo.DocsRef()))
 	}
 }
 
@@ -114,12 +139,12 @@ func (p *Conformance) Result(r conformance.Result) {
 	status := map[conformance.Status]string{conformance.Pass: "PASS", conformance.Fail: "FAIL", conformance.Skip: "SKIP"}[r.Status]
 	line := fmt.Sprintf("%s  %-44s %9.1fms", PaletteFor(w).Outcome(status), r.Name, ms(r.Duration))
 	if r.Status == conformance.Skip {
-		line += "  " + docs.WithLinks(p.red.Text(r.Message), session.DocsRef())
+		line += "  " + docs.WithLinks(p.red.Text(r.Message), buildinfo.DocsRef())
 	}
 	fmt.Fprintln(w, line)
 	if r.Status == conformance.Fail {
 		for _, f := range r.Failures {
-			fmt.Fprintf(w, "      %s\n", docs.WithLinks(p.red.Text(f.String()), session.DocsRef()))
+			fmt.Fprintf(w, "      %s\n", docs.WithLinks(p.red.Text(f.String()), buildinfo.DocsRef()))
 		}
 		if p.rerun != nil {
 			fmt.Fprintf(w, "      rerun just this one: %s\n", p.rerun(r.Name))

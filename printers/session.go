@@ -12,6 +12,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
@@ -20,6 +21,7 @@ import (
 // live trace of its calls, its opening and its summary, as text or as one
 // JSON object per line. It is the command's session.Observer.
 type Session struct {
+	notices
 	out     io.Writer
 	json    bool
 	verbose int
@@ -28,10 +30,23 @@ type Session struct {
 	jsonp   *csiclient.JSONPrinter
 }
 
-// NewSession prints to out, -o json when json, with -v's verbosity.
-func NewSession(out io.Writer, json bool, verbose int) *Session {
-	return &Session{out: out, json: json, verbose: verbose}
+// NewSession prints to out, and its notices to errOut, -o json when json,
+// with -v's verbosity.
+func NewSession(out, errOut io.Writer, json bool, verbose int) *Session {
+	return &Session{notices: notices{errOut: errOut}, out: out, json: json, verbose: verbose}
 }
+
+// NothingToDo: `cleanup` found nothing of the simulator's to finish.
+func (p *Session) NothingToDo(n session.NothingToDo) {
+	if n.Missing {
+		fmt.Fprintf(p.out, "csi-kubelet-sim cleanup: %s does not exist: nothing to do\n", n.RootDir)
+		return
+	}
+	fmt.Fprintf(p.out, "csi-kubelet-sim cleanup: nothing of the simulator's in %s (no journal): nothing to do\n", n.RootDir)
+}
+
+// LoadProgress is `load`'s live line of counts.
+func (p *Session) LoadProgress() *loadreport.Progress { return p.loadProgress(p.json) }
 
 // Begin makes the printers of the calls, with the run's secrets to keep
 // out of them.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestSessionSummaryText(t *testing.T) {
 		{true, []string{"  calls       9 to the driver, 1 failed", "  result      FAILED (exit 1: the error is on stderr)\n"}},
 	} {
 		var out bytes.Buffer
-		p := NewSession(&out, false, 0)
+		p := NewSession(&out, io.Discard, false, 0)
 		p.Begin(session.Begin{Redactor: csiclient.Redactor{}, PrintCalls: true})
 		p.Summary(summaryOf(t, tc.failed))
 		for _, w := range tc.want {
@@ -66,7 +67,7 @@ func TestSessionSummaryText(t *testing.T) {
 // -o json: one summary object with the exit code and the volumes.
 func TestSessionSummaryJSON(t *testing.T) {
 	var out bytes.Buffer
-	p := NewSession(&out, true, 0)
+	p := NewSession(&out, io.Discard, true, 0)
 	p.Begin(session.Begin{Redactor: csiclient.Redactor{}, PrintCalls: true})
 	p.Summary(summaryOf(t, true))
 	var m map[string]any
@@ -86,7 +87,7 @@ func TestSessionSummaryJSON(t *testing.T) {
 // sink for the calls.
 func TestSessionQuiet(t *testing.T) {
 	var out bytes.Buffer
-	p := NewSession(&out, false, 0)
+	p := NewSession(&out, io.Discard, false, 0)
 	if pr := p.Begin(session.Begin{Redactor: csiclient.Redactor{}}); pr.Calls != nil || pr.Tokens != nil {
 		t.Errorf("quiet session printing %+v", pr)
 	}

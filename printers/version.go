@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
@@ -12,12 +13,12 @@ import (
 // ShortVersion is --version: one line, as cobra's version flag
 // printed it.
 func ShortVersion(out io.Writer) error {
-	_, err := fmt.Fprintf(out, "csi-kubelet-sim %s\n", session.ReadVersionInfo().Version)
+	_, err := fmt.Fprintf(out, "csi-kubelet-sim %s\n", buildinfo.ReadVersionInfo().Version)
 	return err
 }
 
 // Version is `version`: the build, as text or one JSON object.
-func Version(out io.Writer, output string, v session.VersionInfo) error {
+func Version(out io.Writer, output string, v buildinfo.VersionInfo) error {
 	switch output {
 	case "json":
 		b, err := json.Marshal(v)

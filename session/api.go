@@ -14,9 +14,10 @@ import (
 
 // The Go entry points of the engine: what `run` and `conformance` do,
 // callable from a Go program (a driver's `go test`) without the command
-// line. The options start from the commands' flag defaults; the output,
-// which the command prints, goes to Streams (io.Discard unless set), and
-// what happened comes back as data.
+// line. The options start from the commands' flag defaults; with no
+// printer (Printer, Observer) nothing is printed: what happened comes back
+// as data. Streams.In is what a manifest "-" reads; Streams.Err takes the
+// admission helper's own stderr.
 
 // NewRunOptions are `run`'s options with its flags' defaults, against the
 // driver's socket endpoint, printing nothing.

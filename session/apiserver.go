@@ -1,277 +1,91 @@
 package session
 
+// The session's side of --apiserver (session/controlplane): the control
+// plane's view of the session, and its place in the run.
+
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
-// apiserverOptions are the flags of the API server mode: a real
-// kube-apiserver on etcd (the helper csi-kubelet-sim-apiserver) around
-// the simulated node, the input created through its API.
-type ApiserverOptions struct {
-	Enabled          bool
-	DriverKubeconfig string
-	DriverWait       time.Duration
-	// DriverServiceAccount (NAMESPACE/NAME) is the driver's identity when
-	// the input's RBAC binds several.
-	DriverServiceAccount string
-
-	extras   []cluster.Document // the input's kinds the kubelet does not read
-	cp       *cluster.ControlPlane
-	applied  *cluster.Applied
-	identity cluster.DriverIdentity
-	madeKC   bool // the driver's kubeconfig is ours to remove
-	tail     *cluster.AuditTail
-	stopTail context.CancelFunc
-	node     *cluster.NodeSide
-	// skew says how the API server's release differs from the simulated
-	// kubelet's ("" when they are the same minor release).
-	skew string
-	// leaveOut are kinds of the input not created (conformance builds
-	// its own pods and volumes).
-	leaveOut map[string]bool
-}
-
-// collect is the loader's hook for the kinds the kubelet does not read.
-func (o *ApiserverOptions) collect(src manifests.Source, kind string, data []byte) {
-	obj, err := cluster.ObjectFromJSON(data)
-	if err != nil {
-		return // the loader read its kind from it: not reached
-	}
-	o.extras = append(o.extras, cluster.Document{Source: src.String(), Obj: obj})
-}
-
-// apiserverError maps the mode's errors to exit codes: the input's
-// objects refused are bad input, a missing or failing control plane is
-// the environment.
-func apiserverError(err error) error {
-	var refused *cluster.RefusedError
-	var notEst *cluster.NotEstablishedError
-	var coded *ExitError
-	switch {
-	case errors.As(err, &coded):
-		return err // its code is said already
-	case errors.Is(err, context.Canceled):
-		return WithCode(ExitInterrupted, fmt.Errorf("interrupted while the API server started or took the input; it was stopped and removed"))
-	case errors.As(err, &refused) && refused.ServerFailed():
-		return WithCode(ExitEnvironment, fmt.Errorf("--apiserver: the control plane failed while it took the input: %w", err))
-	case errors.As(err, &refused), errors.As(err, &notEst):
-		return WithCode(ExitUsage, err)
-	}
-	return WithCode(ExitEnvironment, fmt.Errorf("--apiserver: %w", err))
-}
-
-// start brings the control plane up under the locked root dir, creates the
-// input through it, reads the objects back into the cluster the kubelet
-// reads (server-set UIDs and defaults), registers the Node and writes the
-// driver's kubeconfig. On error nothing of it is left.
-func (o *ApiserverOptions) start(ctx context.Context, co *CommonOptions, ep csiclient.Endpoint, s Streams) (err error) {
-	if co.key == nil {
-		// The API server and the simulator's own issuer sign with one key.
-		if co.key, err = tokens.GenerateKey("rsa"); err != nil {
-			return WithCode(ExitEnvironment, err)
-		}
-	}
-	o.cp, err = cluster.Start(ctx, cluster.Config{Root: co.RootDir, NodeName: co.NodeName, Issuer: co.Issuer, APIAudiences: co.APIAudiences, SigningKey: co.key})
-	if err != nil {
-		return apiserverError(err)
-	}
-	defer func() {
+// controlPlaneConfig is the control plane's view of the session. The
+// service account key is generated when none was given: the API server
+// and the simulator's own issuer sign with one key.
+func (o *CommonOptions) controlPlaneConfig(ep csiclient.Endpoint) (controlplane.Config, error) {
+	if o.key == nil {
+		key, err := tokens.GenerateKey("rsa")
 		if err != nil {
-			o.stop()
+			return controlplane.Config{}, WithCode(ExitEnvironment, err)
 		}
-	}()
-	o.skew = cluster.SkewNote(o.cp.Version, co.Release.Minor)
-	docs, err := o.documents(co.cluster)
-	if err != nil {
-		return WithCode(ExitUsage, err)
+		o.key = key
 	}
-	if o.applied, err = o.cp.Apply(ctx, docs, cluster.ApplyOptions{NodeName: co.NodeName}); err != nil {
-		var refused *cluster.RefusedError
-		if ctx.Err() == nil && errors.As(err, &refused) && refused.ServerError() && o.cp.ExitedWithin(time.Second) {
-			return WithCode(ExitEnvironment, fmt.Errorf("--apiserver: the control plane exited while it took the input (log: %s): %w", o.cp.Log, err))
-		}
-		return apiserverError(err)
-	}
-	if err := readBack(co.cluster, o.applied.Objects); err != nil {
-		return WithCode(ExitEnvironment, err)
-	}
-	n, err := o.cp.RegisterNode(ctx, co.NodeName)
-	if err != nil {
-		return apiserverError(err)
-	}
-	// The Node's UID is the API server's now: pod-bound tokens carry it.
-	if err := co.cluster.Replace(n); err != nil {
-		if err := co.cluster.Add(n, manifests.Source{File: "the API server"}); err != nil {
-			return WithCode(ExitEnvironment, err)
-		}
-	}
-	// The kubelet's TokenRequests are lines of the trace (attach).
-	co.api = &KubeletTokenRequests{Api: o.cp.KubeletTokens()}
-	if err := o.writeKubeconfig(ctx, docs); err != nil {
-		return apiserverError(err)
-	}
-	if ep.Check() != nil {
-		fmt.Fprintf(s.Err, "csi-kubelet-sim: the API server is at %s; waiting up to %s for the driver's socket %s: start the driver with KUBECONFIG=%s\n", o.cp.URL, o.DriverWait, ep, o.identity.Kubeconfig)
-	}
-	return o.waitDriver(ctx, ep)
+	return controlplane.Config{
+		RootDir: o.RootDir, NodeName: o.NodeName, Release: o.Release,
+		Issuer: o.Issuer, APIAudiences: o.APIAudiences, Key: o.key,
+		Cluster: o.cluster, Endpoint: ep,
+		Waiting:  o.tell().WaitingForDriver,
+		Teardown: teardownContext,
+	}, nil
 }
 
-// documents are every input object in the API's terms.
-func (o *ApiserverOptions) documents(c *manifests.Cluster) ([]cluster.Document, error) {
-	objs := c.Objects()
-	for _, sc := range c.StorageClasses() {
-		objs = append(objs, sc)
-	}
-	for _, w := range c.MutatingWebhookConfigurations() {
-		objs = append(objs, w)
-	}
-	var docs []cluster.Document
-	for _, obj := range objs {
-		if _, kind := manifests.TypeOf(obj); o.leaveOut[kind] {
-			continue
-		}
-		d, err := document(c, obj)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d)
-	}
-	return append(docs, o.extras...), nil
-}
-
-// document makes a Document of a typed object of the input.
-func document(c *manifests.Cluster, obj any) (cluster.Document, error) {
-	apiVersion, kind := manifests.TypeOf(obj)
-	if kind == "" {
-		return cluster.Document{}, fmt.Errorf("--apiserver: no API kind for %T", obj)
-	}
-	o, err := cluster.ObjectFrom(obj, apiVersion, kind)
-	if err != nil {
-		return cluster.Document{}, err
-	}
-	src := c.SourceOf(kind, o.Namespace(), o.Name()).String()
-	if src == "" {
-		src = "the input"
-	}
-	return cluster.Document{Source: src, Obj: o}, nil
-}
-
-// readBack puts the API server's version of each object the kubelet reads
-// in place of the input's.
-func readBack(c *manifests.Cluster, objs []cluster.Object) error {
-	for _, o := range objs {
-		typed := newTyped(o.APIVersion(), o.Kind())
-		if typed == nil {
-			continue
-		}
-		if err := o.Into(typed); err != nil {
-			return fmt.Errorf("%s from the API server: %w", o, err)
-		}
-		if err := c.Replace(typed); err != nil {
-			return fmt.Errorf("%s from the API server: %w", o, err)
-		}
-	}
-	return nil
-}
-
-// newTyped is an empty object of a kind the kubelet reads; nil for the
-// others (and for the webhook configurations, which only the API server
-// uses now).
-func newTyped(apiVersion, kind string) any {
-	if kind == "MutatingWebhookConfiguration" {
-		return nil
-	}
-	return manifests.NewOf(apiVersion, kind)
-}
-
-func (o *ApiserverOptions) writeKubeconfig(ctx context.Context, docs []cluster.Document) error {
-	path := o.DriverKubeconfig
-	if path == "" {
-		path = filepath.Join(o.cp.Dir, "driver.kubeconfig")
-	} else if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		o.madeKC = true
-	}
-	sa, why, err := o.driverServiceAccount(docs)
+// startAPIServer starts the control plane around the session and waits
+// for the driver; the kubelet's TokenRequests then go to the API server.
+func (o *CommonOptions) startAPIServer(ctx context.Context, ep csiclient.Endpoint) error {
+	cfg, err := o.controlPlaneConfig(ep)
 	if err != nil {
 		return err
 	}
-	id, err := o.cp.WriteDriverKubeconfig(ctx, path, sa, why)
-	if err != nil && o.DriverServiceAccount != "" {
-		return WithCode(ExitUsage, fmt.Errorf("--driver-service-account: %w", err))
-	}
-	if err != nil {
+	if err := o.Apiserver.Start(ctx, cfg); err != nil {
 		return err
 	}
-	o.identity = id
+	o.api = o.Apiserver.KubeletTokens()
 	return nil
 }
 
-// driverServiceAccount is the driver's identity: --driver-service-account,
-// else the one ServiceAccount the input's RBAC binds, else cluster-admin
-// (nil), with why.
-func (o *ApiserverOptions) driverServiceAccount(docs []cluster.Document) (*types.NamespacedName, string, error) {
-	if o.DriverServiceAccount != "" {
-		ns, name, ok := strings.Cut(o.DriverServiceAccount, "/")
-		if !ok || ns == "" || name == "" {
-			return nil, "", WithCode(ExitUsage, fmt.Errorf("--driver-service-account %q: want NAMESPACE/NAME", o.DriverServiceAccount))
-		}
-		return &types.NamespacedName{Namespace: ns, Name: name}, "--driver-service-account", nil
+// attachAPIServer tells what the control plane is and hooks it into the
+// plan (the kubelet's TokenRequests and the driver's API requests into
+// the trace, the API writes into the plan).
+func (ss *session) attachAPIServer(ctx context.Context, plan *node.Plan) {
+	a := &ss.opts.Apiserver
+	if !a.Started() {
+		return
 	}
-	sa, bound := cluster.DriverServiceAccount(docs)
-	switch {
-	case sa != nil:
-		return sa, "the ServiceAccount the input's RBAC binds", nil
-	case len(bound) > 1:
-		return nil, fmt.Sprintf("cluster-admin (group system:masters): the input's RBAC binds several ServiceAccounts (%s); --driver-service-account NAMESPACE/NAME picks one", strings.Join(bound, ", ")), nil
+	for _, line := range a.Announcements() {
+		ss.announce(line)
 	}
-	return nil, "cluster-admin (group system:masters): the input binds no ServiceAccount with RBAC", nil
+	a.Attach(ctx, controlplane.Run{Trace: ss.trace, Sidecars: ss.sidecars}, plan)
 }
 
-// waitDriver waits for the driver's socket: with --apiserver the driver
-// can start only once its kubeconfig exists.
-func (o *ApiserverOptions) waitDriver(ctx context.Context, ep csiclient.Endpoint) error {
-	deadline := time.Now().Add(o.DriverWait)
-	for {
-		err := ep.Check()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return WithCode(ExitEnvironment, fmt.Errorf("%w (waited %s after writing the driver's kubeconfig %s)", err, o.DriverWait, o.identity.Kubeconfig))
-		}
-		select {
-		case <-ctx.Done():
-			return apiserverError(ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+// finishAPIServer stops the control plane and, when the run left nothing,
+// removes the root dir the run made.
+func (ss *session) finishAPIServer(out *node.Outcome) {
+	if ss.opts.Apiserver.Finish(out) {
+		rootdirs.Remove(ss.rootDirs)
 	}
 }
 
-// stop ends the control plane and removes it (and the kubeconfig the run
-// wrote where the user asked). Safe to call more than once.
-func (o *ApiserverOptions) stop() {
-	if o.stopTail != nil {
-		o.stopTail()
+// apiServerSummary hands the observer what the driver asked the API
+// server.
+func (ss *session) apiServerSummary() {
+	if r, ok := ss.opts.Apiserver.DriverRequests(); ok {
+		ss.obs.APIServer(r)
 	}
-	if o.tail != nil {
-		o.tail.Poll()
+}
+
+// cleanupControlPlane removes what an interrupted --apiserver run left
+// under root, and tells what it did.
+func cleanupControlPlane(ss *session, root string) error {
+	done, err := controlplane.RemoveLeftover(root)
+	if err != nil {
+		return err
 	}
-	o.cp.Stop()
-	if o.madeKC {
-		_ = os.Remove(o.DriverKubeconfig)
-		o.madeKC = false
+	if done != "" {
+		ss.announce(done)
 	}
+	return nil
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
@@ -47,10 +47,10 @@ func (co *CleanupOptions) Run(ctx context.Context) error {
 	o, s, ep := &co.CommonOptions, co.Streams, co.endpoint
 	var err error
 	if _, err := os.Lstat(o.RootDir); os.IsNotExist(err) {
-		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: %s does not exist: nothing to do\n", o.RootDir)
+		o.observer().NothingToDo(NothingToDo{RootDir: o.RootDir, Missing: true})
 		return nil
 	}
-	if o.RootDir, err = resolveRootDir(o.RootDir, s.Err); err != nil {
+	if o.RootDir, err = rootdirs.Resolve(o.RootDir, o.tell().Note); err != nil {
 		return err
 	}
 	if o.NodeName == "" {
@@ -61,13 +61,13 @@ func (co *CleanupOptions) Run(ctx context.Context) error {
 	// A missing driver socket is no reason to refuse at once: what needs
 	// no driver (a control plane's dir, the directories of a run killed
 	// before it mounted anything) is finished without one (cleanupRoot).
-	locks, roots, err := lockCleanupRoots(o.RootDir, s)
+	locks, roots, err := rootdirs.LockForCleanup(o.RootDir, o.tell().Note)
 	if err != nil {
 		return err
 	}
 	if len(roots) == 0 {
 		locks[o.RootDir].Release()
-		fmt.Fprintf(s.Out, "csi-kubelet-sim cleanup: nothing of the simulator's in %s (no journal): nothing to do\n", o.RootDir)
+		o.observer().NothingToDo(NothingToDo{RootDir: o.RootDir})
 		return nil
 	}
 	var firstErr error
@@ -87,49 +87,6 @@ func (co *CleanupOptions) Run(ctx context.Context) error {
 		locks[o.RootDir].Release()
 	}
 	return firstErr
-}
-
-// lockCleanupRoots refuses a root dir a live process holds (the root dir,
-// one above it, or one under it: a `conformance` run's scenarios, another
-// run's root inside it), then takes the lock of the root dir and of every
-// root dir under it that holds a journal, before any is touched. A
-// journal whose writer still runs without a lock (an older release) is
-// refused too.
-func lockCleanupRoots(dir string, s Streams) (map[string]*node.RootLock, []string, error) {
-	if err := heldRootsErr(dir); err != nil {
-		return nil, nil, err
-	}
-	roots, err := journalRoots(dir)
-	if err != nil {
-		return nil, nil, rootErr(fmt.Errorf("--root-dir: %w", err))
-	}
-	slices.Sort(roots)
-	locks := map[string]*node.RootLock{}
-	release := func() {
-		for _, l := range locks {
-			l.Restore()
-		}
-	}
-	for _, root := range append([]string{dir}, roots...) {
-		if locks[root] != nil {
-			continue
-		}
-		l, err := node.LockRoot(root, "cleanup")
-		if err != nil {
-			release()
-			return nil, nil, rootErr(fmt.Errorf("cleanup --root-dir %s: %w", dir, err))
-		}
-		locks[root] = l
-		if l.Stale != nil {
-			fmt.Fprintf(s.Err, "note: %s was locked by %s, which is gone (killed or crashed): lock taken over\n", root, *l.Stale)
-		}
-		js, _ := node.Journals(root)
-		if owner, live := node.LiveJournalOwner(js); live {
-			release()
-			return nil, nil, WithCode(ExitEnvironment, fmt.Errorf("cleanup --root-dir %s: %w", dir, &node.RootHeldError{Root: root, Owner: owner}))
-		}
-	}
-	return locks, roots, nil
 }
 
 // cleanupRoot recovers one kubelet root dir, holding its lock.
@@ -189,7 +146,7 @@ func cleanupWithoutDriver(ctx context.Context, ss *session, root string, lock *n
 	work, err := node.DriverWork(root)
 	if err != nil {
 		lock.Release()
-		return rootErr(fmt.Errorf("cleanup --root-dir %s: %w", root, err))
+		return rootdirs.Err(fmt.Errorf("cleanup --root-dir %s: %w", root, err))
 	}
 	if sidecars.HasRecords(root) {
 		work = append(work, "the volumes and attachments the run's provisioner and attacher recorded (ControllerUnpublishVolume, DeleteVolume)")
@@ -204,31 +161,4 @@ func cleanupWithoutDriver(ctx context.Context, ss *session, root string, lock *n
 	exit := ss.exitErr(out)
 	ss.summary(out, exit)
 	return exit
-}
-
-// journalRoots are the root dirs under dir that hold a journal: dir
-// itself, and the per-scenario roots of an interrupted `conformance`.
-func journalRoots(dir string) ([]string, error) {
-	var roots []string
-	for _, d := range append([]string{dir}, subdirs(dir)...) {
-		js, err := node.Journals(d)
-		if err != nil {
-			return nil, err
-		}
-		if len(js) > 0 || sidecars.HasRecords(d) || hasControlPlane(d) {
-			roots = append(roots, d)
-		}
-	}
-	return roots, nil
-}
-
-func subdirs(dir string) []string {
-	entries, _ := os.ReadDir(dir)
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, filepath.Join(dir, e.Name()))
-		}
-	}
-	return out
 }

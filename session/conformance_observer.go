@@ -13,7 +13,14 @@ import (
 // The command's printer is one (printers.Conformance); a Go caller may
 // leave it nil.
 type ConformanceObserver interface {
+	Notices
 	Header(ConformanceHeader)
+	// Announce is a line on the run's API server (--apiserver), after the
+	// header.
+	Announce(msg string)
+	// LiveTrace gives each scenario's trace a sink as it runs (-v); nil:
+	// none (the scenarios may then run side by side).
+	LiveTrace() func(scenario string) csiclient.Sink
 	Start(conformance.Scenario)
 	Result(conformance.Result)
 	Summary(rep *conformance.Report, junit string)
@@ -42,9 +49,11 @@ type ConformanceHeader struct {
 }
 
 // noConformanceObserver is the observer of a Go caller that gave none.
-type noConformanceObserver struct{}
+type noConformanceObserver struct{ noNotices }
 
-func (noConformanceObserver) Header(ConformanceHeader)            {}
-func (noConformanceObserver) Start(conformance.Scenario)          {}
-func (noConformanceObserver) Result(conformance.Result)           {}
-func (noConformanceObserver) Summary(*conformance.Report, string) {}
+func (noConformanceObserver) Announce(string)                        {}
+func (noConformanceObserver) LiveTrace() func(string) csiclient.Sink { return nil }
+func (noConformanceObserver) Header(ConformanceHeader)               {}
+func (noConformanceObserver) Start(conformance.Scenario)             {}
+func (noConformanceObserver) Result(conformance.Result)              {}
+func (noConformanceObserver) Summary(*conformance.Report, string)    {}

@@ -4,22 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance/testdriver"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/scenarioinput"
 )
 
 // conformanceOptions are the flags of `conformance`.
@@ -43,8 +41,8 @@ type ConformanceOptions struct {
 	Parallel         int
 	List             bool
 	Report           string
-	Admission        AdmissionOptions
-	Apiserver        ApiserverOptions
+	Admission        admission.Options
+	Apiserver        controlplane.Options
 
 	focus, skip *regexp.Regexp
 	testDriver  *testdriver.Definition
@@ -109,6 +107,7 @@ func (o *ConformanceOptions) Validate() error {
 
 // load loads the CSIDriver objects and fills the defaults.
 func (o *ConformanceOptions) load(s Streams) error {
+	warn := o.observer().Warning
 	if o.NodeName == "" {
 		name, err := os.Hostname()
 		if err != nil {
@@ -116,7 +115,7 @@ func (o *ConformanceOptions) load(s Streams) error {
 		}
 		o.NodeName = name
 	}
-	if err := o.loadTestDriver(s); err != nil {
+	if err := o.loadTestDriver(warn); err != nil {
 		return err
 	}
 	if len(o.Filenames) == 0 {
@@ -125,11 +124,11 @@ func (o *ConformanceOptions) load(s Streams) error {
 	loader := &manifests.Loader{
 		Stdin:     s.In,
 		Defaults:  o.Release.APIServerDefaults(),
-		Warn:      WarnTo(s),
+		Warn:      warn,
 		Recursive: o.Recursive,
 	}
 	if o.Apiserver.Enabled {
-		loader.Other = o.Apiserver.collect
+		loader.Other = o.Apiserver.Collect
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {
@@ -141,7 +140,7 @@ func (o *ConformanceOptions) load(s Streams) error {
 		return WithCode(ExitUsage, fmt.Errorf("-f: no CSIDriver object in %s", strings.Join(o.Filenames, ", ")))
 	}
 	if n := len(c.PersistentVolumes()); n > 0 {
-		WarnTo(s)(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
+		warn(fmt.Sprintf("conformance builds its own volumes: the %d PersistentVolume object(s) given are ignored", n))
 	}
 	return nil
 }
@@ -173,11 +172,11 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 	if err := o.load(s); err != nil {
 		return err
 	}
-	co := o.commonOptions(s)
+	co := o.commonOptions()
 	var created []string
 	var undo undoStack
 	defer undo.Run()
-	var api *conformanceAPI
+	var api *controlplane.Scenarios
 	if o.Apiserver.Enabled {
 		var err error
 		if api, err = o.startWithAPIServer(ctx, co, &created, &undo); err != nil {
@@ -212,7 +211,7 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 
 	host := conformance.Host{SELinux: hostHasSELinux()}
 	cfg := conformance.Config{
-		Conn:             o.Apiserver.conn(dialer),
+		Conn:             o.Apiserver.Conn(dialer),
 		CSIDriver:        obj,
 		VolumeHandle:     o.VolumeHandle,
 		VolumeAttributes: o.VolumeAttributes,
@@ -232,21 +231,18 @@ func (o *ConformanceOptions) Run(ctx context.Context) error {
 		Input:            o.cluster,
 		Class:            o.class,
 	}
-	o.inlineFromTestDriver(&cfg)
-	o.fromPods(&cfg, info.Name, s)
+	scenarioinput.InlineFromTestDriver(o.testDriver, o.VolumeAttributes, &cfg)
+	p := o.observer()
+	scenarioinput.FromPods(o.cluster, info.Name, o.VolumeAttributes, &cfg, p.Warning)
 	if err := o.checkSelection(cfg, info); err != nil {
 		return err
-	}
-	p := o.Observer
-	if p == nil {
-		p = noConformanceObserver{}
 	}
 	p.Header(o.header(info, obj, root, len(created) > 0, host, red))
 	cfg.OnStart, cfg.OnResult = p.Start, p.Result
 	if o.OnResult != nil {
 		cfg.OnResult = func(r conformance.Result) { p.Result(r); o.OnResult(r) }
 	}
-	if err := o.hook(ctx, &cfg, api, red, &undo); err != nil {
+	if err := o.hook(ctx, &cfg, api, p, &undo); err != nil {
 		return err
 	}
 	rep := conformance.Run(ctx, cfg, info, probeTrace)
@@ -328,192 +324,30 @@ func (o *ConformanceOptions) checkSelection(cfg conformance.Config, info *confor
 	return WithCode(ExitUsage, fmt.Errorf("--focus %q --skip %q select none of the %d scenarios for this driver: %s", o.Focus, o.Skip, len(names), strings.Join(names, " ")))
 }
 
-// admitFunc is the admission of the scenarios' pods by the input's
-// MutatingWebhookConfigurations, as the API server would run it on each
-// pod conformance creates; nil when there are none.
-func (o *ConformanceOptions) admitFunc(ctx context.Context, s Streams) (func(*corev1.Pod) (*corev1.Pod, error), func(), error) {
-	if o.cluster == nil || len(o.cluster.MutatingWebhookConfigurations()) == 0 {
-		return nil, func() {}, o.Admission.check()
-	}
-	if err := o.Admission.check(); err != nil {
-		return nil, nil, err
-	}
-	a, err := o.Admission.start(ctx, o.cluster, o.cluster.MutatingWebhookConfigurations(), o.Release.APIServerDefaults(), 0, s,
-		func(*admissionregistrationv1.MutatingWebhookConfiguration) string { return "" })
-	if err != nil {
-		return nil, nil, err
-	}
-	return func(pod *corev1.Pod) (*corev1.Pod, error) {
-		out, _, err := a.AdmitCreate(ctx, pod)
-		if err != nil {
-			return nil, err
-		}
-		admitted, ok := out.(*corev1.Pod)
-		if !ok {
-			return nil, fmt.Errorf("admission returned a %T for a pod", out)
-		}
-		return admitted, nil
-	}, a.Close, nil
-}
-
 // commonOptions are what conformance shares with run for the root dir and
 // --apiserver: its root dir and its own release (--kubelet-version), which
 // the API server's version skew is judged against.
-func (o *ConformanceOptions) commonOptions(s Streams) *CommonOptions {
-	return &CommonOptions{RootDirFlag: o.RootDirFlag, ReleaseFlags: o.ReleaseFlags, lockAs: "conformance", warnOut: s.Err}
+func (o *ConformanceOptions) commonOptions() *CommonOptions {
+	return &CommonOptions{RootDirFlag: o.RootDirFlag, ReleaseFlags: o.ReleaseFlags, lockAs: "conformance", notices: o.observer()}
+}
+
+// observer is the run's observer: the command's printer, or none.
+func (o *ConformanceOptions) observer() ConformanceObserver {
+	if o.Observer == nil {
+		return noConformanceObserver{}
+	}
+	return o.Observer
 }
 
 // loadTestDriver reads --testdriver strictly; a bad file is bad input
 // (exit 2), named with its field.
-func (o *ConformanceOptions) loadTestDriver(s Streams) error {
+func (o *ConformanceOptions) loadTestDriver(warn func(string)) error {
 	if o.TestDriver == "" {
 		return nil
 	}
-	def, err := testdriver.Load(o.TestDriver)
-	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("--testdriver: %w", err))
-	}
-	o.testDriver = def
-	if o.class, err = volumeClass(o.TestDriver, def, o.Release.APIServerDefaults(), s); err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("--testdriver: %w", err))
-	}
-	if n := len(def.InlineVolumes); n > 1 {
-		WarnTo(s)(fmt.Sprintf("%s: InlineVolumes: the first of the %d drives the inline volumes", o.TestDriver, n))
-	}
-	return nil
-}
-
-// inlineFromTestDriver gives the inline volumes the definition's first
-// InlineVolumes entry: its attributes (--volume-attributes on top) and its
-// readOnly (or --read-only's).
-func (o *ConformanceOptions) inlineFromTestDriver(cfg *conformance.Config) {
-	if o.testDriver == nil || len(o.testDriver.InlineVolumes) == 0 {
-		return
-	}
-	v := o.testDriver.InlineVolumes[0]
-	// What the command line says wins over the file.
-	cfg.InlineAttributes = map[string]string{}
-	maps.Copy(cfg.InlineAttributes, v.Attributes)
-	maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
-	cfg.InlineReadOnly = cfg.InlineReadOnly || v.ReadOnly
-}
-
-// volumeClass is what the definition says of the provisioned volumes:
-// StorageClass.FromFile's parameters (without the external-provisioner's
-// own csi.storage.k8s.io/ keys), fsType and mountOptions, then
-// SupportedFsType (when the class names none and the default "" is not
-// supported), SupportedMountOption and RequiredMountOption, and
-// SupportedSizeRange.Min as the size. Nil when it says nothing of them.
-func volumeClass(file string, def *testdriver.Definition, defaults manifests.Defaults, s Streams) (*conformance.VolumeClass, error) {
-	info := def.DriverInfo
-	c := &conformance.VolumeClass{}
-	if name := def.StorageClass.FromFile; name != "" {
-		path := testdriver.Path(file, name)
-		loader := &manifests.Loader{Defaults: defaults, Warn: WarnTo(s)}
-		cl, err := loader.Load([]string{path})
-		if err != nil {
-			return nil, fmt.Errorf("%s: StorageClass.FromFile: %w", file, err)
-		}
-		classes := cl.StorageClasses()
-		if len(classes) != 1 {
-			return nil, fmt.Errorf("%s: StorageClass.FromFile: %s has %d StorageClass objects, want one", file, path, len(classes))
-		}
-		c = classOf(classes[0])
-	}
-	if _, dflt := info.SupportedFsType[""]; c.FsType == "" && !dflt && len(info.SupportedFsType) > 0 {
-		c.FsType = slices.Sorted(maps.Keys(info.SupportedFsType))[0]
-	}
-	for _, set := range []map[string]struct{}{info.SupportedMountOption, info.RequiredMountOption} {
-		for _, opt := range slices.Sorted(maps.Keys(set)) {
-			if !slices.Contains(c.MountOptions, opt) {
-				c.MountOptions = append(c.MountOptions, opt)
-			}
-		}
-	}
-	if min := info.SupportedSizeRange.Min; min != "" {
-		q, err := resource.ParseQuantity(min)
-		if err != nil {
-			return nil, fmt.Errorf("%s: DriverInfo.SupportedSizeRange.Min: %q: %w", file, min, err)
-		}
-		c.Size = q
-	}
-	if c.Parameters == nil && c.FsType == "" && len(c.MountOptions) == 0 && c.Size.IsZero() {
-		return nil, nil
-	}
-	return c, nil
-}
-
-// classOf is what a StorageClass says of its volumes: its parameters
-// without the external-provisioner's own csi.storage.k8s.io/ keys, its
-// fsType (csi.storage.k8s.io/fstype, or fstype), its mountOptions.
-func classOf(sc *storagev1.StorageClass) *conformance.VolumeClass {
-	c := &conformance.VolumeClass{Parameters: map[string]string{}}
-	for k, v := range sc.Parameters {
-		switch {
-		case k == "csi.storage.k8s.io/fstype" || strings.EqualFold(k, "fstype"):
-			c.FsType = v
-		case !strings.HasPrefix(k, "csi.storage.k8s.io/"):
-			c.Parameters[k] = v
-		}
-	}
-	c.MountOptions = slices.Clone(sc.MountOptions)
-	return c
-}
-
-// fromPods makes the first given Pod with a CSI volume of the driver the
-// source of the scenarios' volumes: its first inline volume's
-// volumeAttributes and readOnly, its first claim's StorageClass (see
-// classOf) and requested size. What it took is said on stderr.
-func (o *ConformanceOptions) fromPods(cfg *conformance.Config, driver string, s Streams) {
-	if o.cluster == nil {
-		return
-	}
-	for _, pod := range o.cluster.Pods() {
-		var took []string
-		inline, claim := false, false
-		for _, v := range pod.Spec.Volumes {
-			switch {
-			case v.CSI != nil && v.CSI.Driver == driver && !inline:
-				inline = true
-				cfg.InlineAttributes = map[string]string{}
-				maps.Copy(cfg.InlineAttributes, v.CSI.VolumeAttributes)
-				maps.Copy(cfg.InlineAttributes, o.VolumeAttributes)
-				cfg.InlineReadOnly = cfg.InlineReadOnly || (v.CSI.ReadOnly != nil && *v.CSI.ReadOnly)
-				took = append(took, fmt.Sprintf("the inline volume %q (volumeAttributes, readOnly %v)", v.Name, cfg.InlineReadOnly))
-			case v.PersistentVolumeClaim != nil && !claim:
-				if c := o.claimClass(pod.Namespace, v.PersistentVolumeClaim.ClaimName, driver); c != nil {
-					claim = true
-					cfg.Class = c
-					took = append(took, fmt.Sprintf("the claim %q's StorageClass and size", v.PersistentVolumeClaim.ClaimName))
-				}
-			}
-		}
-		if len(took) > 0 {
-			WarnTo(s)(fmt.Sprintf("the scenarios' volumes follow pod %s/%s: %s", pod.Namespace, pod.Name, strings.Join(took, ", ")))
-			return
-		}
-	}
-	if n := len(o.cluster.Pods()); n > 0 {
-		WarnTo(s)(fmt.Sprintf("conformance builds its own pods: none of the %d Pod(s) given has a CSI volume of %s, so they are ignored", n, driver))
-	}
-}
-
-// claimClass is the VolumeClass of a given claim whose StorageClass
-// provisions with the driver; nil otherwise.
-func (o *ConformanceOptions) claimClass(namespace, name, driver string) *conformance.VolumeClass {
-	pvc, ok := o.cluster.PersistentVolumeClaim(namespace, name)
-	if !ok || pvc.Spec.StorageClassName == nil {
-		return nil
-	}
-	sc, ok := o.cluster.StorageClass(*pvc.Spec.StorageClassName)
-	if !ok || sc.Provisioner != driver {
-		return nil
-	}
-	c := classOf(sc)
-	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-		c.Size = q
-	}
-	return c
+	var err error
+	o.testDriver, o.class, err = scenarioinput.TestDriver(o.TestDriver, o.Release.APIServerDefaults(), warn)
+	return err
 }
 
 // header is what the run knows before its first scenario.

@@ -1,48 +1,36 @@
 package session
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/exitcode"
 )
 
-// Exit codes (README, "Exit codes").
+// Exit codes (README, "Exit codes"; package exitcode).
 const (
-	ExitOK          = 0
-	ExitFailed      = 1 // the driver failed a call or a check
-	ExitUsage       = 2 // bad usage or bad input
-	ExitEnvironment = 3 // socket missing or unreachable, root dir unusable, driver timeout
-	ExitInterrupted = 130
+	ExitOK          = exitcode.OK
+	ExitFailed      = exitcode.Failed      // the driver failed a call or a check
+	ExitUsage       = exitcode.Usage       // bad usage or bad input
+	ExitEnvironment = exitcode.Environment // socket missing or unreachable, root dir unusable, driver timeout
+	ExitInterrupted = exitcode.Interrupted
 )
 
+// Streams are a command's standard input, output and error.
 type Streams struct {
 	In       io.Reader
 	Out, Err io.Writer
 }
 
-// exitError carries the exit code of a failed command.
-type ExitError struct {
-	Code int
-	err  error
-}
+// ExitError carries the exit code of a failed command.
+type ExitError = exitcode.Error
 
-func (e *ExitError) Error() string { return e.err.Error() }
-func (e *ExitError) Unwrap() error { return e.err }
+// WithCode gives err the exit code code.
+func WithCode(code int, err error) error { return exitcode.With(code, err) }
 
-func WithCode(code int, err error) error { return &ExitError{Code: code, err: err} }
-
-// exitCode is the exit code of a command's error.
-func ExitCode(err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return ee.Code
-	}
-	return ExitFailed
-}
+// ExitCode is the exit code of a command's error.
+func ExitCode(err error) int { return exitcode.Of(err) }
 
 // noArgsError refuses arguments to a command that reads no files.
 func NoArgsError(cmd string, args []string) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 )
 
 // The flag groups the commands share, as kubectl keeps its genericclioptions:
@@ -76,7 +77,7 @@ func (f *RootDirFlag) completeRootDir() error {
 	if f.RootDir == "" {
 		return nil
 	}
-	if err := checkRootDir(f.RootDir); err != nil {
+	if err := rootdirs.Check(f.RootDir); err != nil {
 		return err
 	}
 	abs, err := filepath.Abs(f.RootDir)

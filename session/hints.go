@@ -3,7 +3,6 @@ package session
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -14,16 +13,6 @@ import (
 
 // Messages that say what to do next where a newcomer would otherwise be
 // stuck: the error as the kubelet words it, then the way out.
-
-// docsRef is the version of the documents a message links to: the
-// release the binary was built from, or main for a build without a tag.
-func DocsRef() string {
-	v := buildVersion()
-	if strings.HasPrefix(v, "v") && strings.Count(v, ".") == 2 && !strings.Contains(v, "-") {
-		return v
-	}
-	return "main"
-}
 
 // notFoundHint: a driver that answers NotFound for a PersistentVolume's
 // handle does not know the volume; the handle must name one it has.

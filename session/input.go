@@ -39,7 +39,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 	if o.Live.Pod != "" && o.Apiserver.Enabled {
 		return WithCode(ExitUsage, errors.New("--pod reads a live cluster, --apiserver makes one: not both"))
 	}
-	o.Live.nodeGiven = o.NodeName != ""
+	o.Live.NodeGiven(o.NodeName != "")
 	var err error
 	if o.NodeName == "" {
 		if o.NodeName, err = os.Hostname(); err != nil {
@@ -60,7 +60,7 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 		Recursive: o.Recursive,
 	}
 	if o.Apiserver.Enabled {
-		loader.Other = o.Apiserver.collect
+		loader.Other = o.Apiserver.Collect
 	}
 	c, err := o.loadInput(ctx, loader, warn)
 	if err != nil {
@@ -78,13 +78,18 @@ func (o *CommonOptions) completeInput(ctx context.Context, s Streams, warn func(
 	if o.Apiserver.Enabled {
 		return nil // the API server runs the input's webhooks itself
 	}
-	return o.Admission.Run(ctx, c, o.Release.APIServerDefaults(), o.Verbose, s)
+	return o.Admission.Run(ctx, c, o.Release.APIServerDefaults(), o.Verbose, s.Err)
 }
 
 // loadInput reads the manifests, or with --pod the pod from its cluster.
 func (o *CommonOptions) loadInput(ctx context.Context, loader *manifests.Loader, warn func(string)) (*manifests.Cluster, error) {
 	if o.Live.Pod != "" {
-		return o.loadLive(ctx, warn)
+		c, nodeName, err := o.Live.Load(ctx, o.Release.APIServerDefaults(), o.NodeName, warn)
+		if err != nil {
+			return nil, err
+		}
+		o.NodeName = nodeName
+		return c, nil
 	}
 	c, err := loader.Load(o.Filenames)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 )
 
 // maxLoadPods bounds the pods of one load run (copies and churn), so that
@@ -51,7 +51,7 @@ func (o *LoadOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer o.Apiserver.stop()
+	defer o.Apiserver.Stop()
 	return o.runPods(ctx, o.Streams, createdDirs)
 }
 
@@ -86,16 +86,19 @@ func (o *LoadOptions) Validate() error {
 
 // runPods runs the pods once the root dir is made.
 func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []string) error {
-	ss := newQuietSession("load", &o.CommonOptions, s, o.Apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), createdDirs, o.Verbose > 0)
+	ss := newQuietSession("load", &o.CommonOptions, s, o.Apiserver.Conn(&csiclient.Dialer{Endpoint: o.endpoint}), createdDirs, o.Verbose > 0)
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)
 	stats := page.stats
-	progress := loadreport.NewProgress(progressOut(s, o.Output), 0)
+	progress := ss.obs.LoadProgress()
+	if progress == nil {
+		progress = loadreport.NewProgress(nil, 0) // counts, draws nothing
+	}
 	ss.trace.AddSink(progress)
 	plan := ss.plan(ctx, o.Hold, node.RunningSchedule{SyncFrequency: o.SyncFrequency, RepublishPeriod: o.RepublishPeriod, StatsPeriod: o.StatsPeriod})
 	plan.Parallel = true
 	if err := o.Sidecars.attach(ss, o.endpoint); err != nil {
-		removeDirs(ss.rootDirs)
+		rootdirs.Remove(ss.rootDirs)
 		return err
 	}
 	plan.Controller = o.Sidecars.controller
@@ -111,20 +114,20 @@ func (o *LoadOptions) runPods(ctx context.Context, s Streams, createdDirs []stri
 			progress.PodMounted()
 		}
 	}
-	o.Apiserver.attach(ctx, ss, &plan)
+	ss.attachAPIServer(ctx, &plan)
 	ss.header()
 	out := ss.kubelet.Run(ctx, plan)
 	progress.Stop()
-	o.Apiserver.finish(ss, out)
+	ss.finishAPIServer(out)
 	if out.Leftovers.NothingOnDisk() {
-		removeDirs(ss.rootDirs)
+		rootdirs.Remove(ss.rootDirs)
 	}
 	exit := ss.exitErr(out)
 	sum := stats.Summary()
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim load: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.ReportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = WithCode(ExitEnvironment, err)
 	}
-	o.Apiserver.summary(ss)
+	ss.apiServerSummary()
 	summary := ss.summaryOf(out, exit)
 	summary.Load = &sum
 	ss.obs.Summary(summary)
@@ -183,13 +186,4 @@ func (o *LoadOptions) replica(p *corev1.Pod, suffix string) (*corev1.Pod, error)
 	}
 	r.Spec.NodeName = p.Spec.NodeName
 	return r, nil
-}
-
-// progressOut is where the live progress line goes: stderr, so that
-// stdout stays the report; none for JSON.
-func progressOut(s Streams, output string) *os.File {
-	if f, ok := s.Err.(*os.File); ok && output != "json" {
-		return f
-	}
-	return nil
 }

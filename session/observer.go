@@ -5,10 +5,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
@@ -17,6 +17,7 @@ import (
 // it what happened as data and writes nothing of the user's itself. Nil
 // in CommonOptions.Printer: nothing is printed.
 type Observer interface {
+	Notices
 	// Begin comes once the run's secrets are known, before any call.
 	Begin(Begin) Printing
 	// Announce is a note before the kubelet starts (the default pod, the
@@ -30,6 +31,29 @@ type Observer interface {
 	APIServer(APIServerRequests)
 	// Summary is what the session did, once it is over.
 	Summary(*Summary)
+	// NothingToDo: `cleanup` found nothing of the simulator's to finish.
+	NothingToDo(NothingToDo)
+	// LoadProgress is `load`'s live line of counts; nil: none.
+	LoadProgress() *loadreport.Progress
+}
+
+// Notices are what the engine tells the user beside a command's output
+// (the command prints them on stderr): warnings on the input, notes on
+// the root dir, --apiserver's wait for the driver.
+type Notices interface {
+	Warning(msg string)
+	Note(msg string)
+	WaitingForDriver(DriverWait)
+}
+
+// DriverWait: the run's API server is up and the driver's socket is not
+// there yet; the driver starts once its kubeconfig exists.
+type DriverWait = controlplane.DriverWait
+
+// NothingToDo is a `cleanup` that found nothing to finish.
+type NothingToDo struct {
+	RootDir string
+	Missing bool // the root dir does not exist; else it holds no journal
 }
 
 // Begin is what an observer needs to know before the first call.
@@ -63,11 +87,7 @@ type Header struct {
 }
 
 // APIServerRequests are the driver's requests to the run's API server.
-type APIServerRequests struct {
-	DriverUser, DriverIdentity string
-	Requests                   []cluster.Request
-	Changed                    []string // "verb object" of those that wrote
-}
+type APIServerRequests = controlplane.DriverRequests
 
 // Summary is what a session did.
 type Summary struct {
@@ -93,8 +113,18 @@ type Summary struct {
 	Exit error
 }
 
+// noNotices drops the notices of a Go caller that gave no observer.
+type noNotices struct{}
+
+func (noNotices) Warning(string)              {}
+func (noNotices) Note(string)                 {}
+func (noNotices) WaitingForDriver(DriverWait) {}
+
 // noObserver is the observer of a Go caller that gave none.
-type noObserver struct{}
+type noObserver struct{ noNotices }
+
+func (noObserver) NothingToDo(NothingToDo)            {}
+func (noObserver) LoadProgress() *loadreport.Progress { return nil }
 
 func (noObserver) Begin(Begin) Printing                                                     { return Printing{} }
 func (noObserver) Announce(string)                                                          {}

@@ -34,7 +34,7 @@ type PlanOptions struct {
 // driver from the flags. It runs the same kubelet code as `run`.
 func (o *PlanOptions) Run(ctx context.Context) error {
 	s := o.Streams
-	if err := o.completeInput(ctx, s, WarnTo(s)); err != nil {
+	if err := o.completeInput(ctx, s, o.tell().Warning); err != nil {
 		return err
 	}
 	if o.DriverName == "" {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/junit"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 )
 
 type RunOptions struct {
@@ -44,14 +46,14 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer o.Apiserver.stop()
-	ss := newSession("run", &o.CommonOptions, s, o.Apiserver.conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
+	defer o.Apiserver.Stop()
+	ss := newSession("run", &o.CommonOptions, s, o.Apiserver.Conn(&csiclient.Dialer{Endpoint: o.endpoint}), false, createdDirs)
 	if o.ServeOIDC != "" {
 		octx, stop := context.WithCancel(ctx)
 		base, wait, err := serveOIDC(octx, o.ServeOIDC, ss.tokens)
 		if err != nil {
 			stop()
-			removeDirs(createdDirs)
+			rootdirs.Remove(createdDirs)
 			return err
 		}
 		defer func() { stop(); _ = wait() }()
@@ -60,38 +62,38 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	o.syncFrequency = o.SyncFrequency
 	ss.endpoint = o.Endpoint
 	page := newReportPage(ss, o.Report)
-	junit := NewJUnitSink()
+	junitSink := junit.NewSink()
 	if o.JUnit != "" {
-		ss.trace.AddSink(junit)
+		ss.trace.AddSink(junitSink)
 	}
 	if err := o.Sidecars.attach(ss, o.endpoint); err != nil {
-		removeDirs(createdDirs)
+		rootdirs.Remove(createdDirs)
 		return err
 	}
 	plan := ss.plan(ctx, o.hold, o.runningSchedule())
 	plan.Controller = o.Sidecars.controller
 	plan.ProvisionDefault = ss.provisionDefault(o.Sidecars.KeepVolumes)
-	o.Apiserver.attach(ctx, ss, &plan)
+	ss.attachAPIServer(ctx, &plan)
 	out := ss.lifecycle(ctx, plan)
 	o.outcome = out
 	// Ctrl-C is how --hold forever ends; SIGTERM, SIGHUP and SIGQUIT stop
 	// the run from outside (a timeout, a closed terminal): interrupts.
 	out.HoldEnded = out.HoldEnded && endedByCtrlC(ctx)
-	o.Apiserver.finish(ss, out)
+	ss.finishAPIServer(out)
 	exit := ss.exitErr(out)
-	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.reportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
+	if err := page.write(fmt.Sprintf("csi-kubelet-sim run: %s, %s", plural(out.Pods, "pod"), o.Release.Describe()), o.Apiserver.ReportHeader(ss.reportHeader(out, exit))); err != nil && exit == nil {
 		exit = WithCode(ExitEnvironment, err)
 	}
 	if o.JUnit != "" {
-		if err := writeRunJUnit(o.JUnit, junit, ss, out, exit); err != nil {
+		if err := ss.writeJUnit(o.JUnit, junitSink, out, exit); err != nil {
 			if exit == nil {
 				exit = WithCode(ExitEnvironment, fmt.Errorf("--junit: %w", err))
 			} else {
-				WarnTo(s)(fmt.Sprintf("--junit: %v", err))
+				o.tell().Warning(fmt.Sprintf("--junit: %v", err))
 			}
 		}
 	}
-	o.Apiserver.summary(ss)
+	ss.apiServerSummary()
 	ss.summary(out, exit)
 	return exit
 }
@@ -111,6 +113,13 @@ func (o *RunOptions) Validate() error {
 		o.hold = d
 	}
 	return nil
+}
+
+// writeJUnit writes the run's JUnit file (--junit), scrubbed of the run's
+// secrets.
+func (ss *session) writeJUnit(path string, sink *junit.Sink, out *node.Outcome, exit error) error {
+	doc := junit.Suites(sink.Operations(), ss.opts.Release, out, LeftoverText(out.Leftovers), exit, time.Since(ss.started))
+	return junit.Write(path, doc.Cleaned(ss.red.TextLines))
 }
 
 func (o *RunOptions) runningSchedule() node.RunningSchedule {

@@ -17,7 +17,10 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/exitcode"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/rootdirs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // session is the printing side of one simulated kubelet's life: it builds
@@ -121,7 +124,7 @@ func (ss *session) plan(ctx context.Context, hold time.Duration, running node.Ru
 		Running:    running,
 		Teardown:   teardownContext(ctx),
 		AdmitDefaultPod: func(pod *corev1.Pod) error {
-			return ss.opts.Admission.admit(ctx, ss.opts.cluster, []any{pod}, ss.opts.Release.APIServerDefaults(), ss.opts.Verbose, ss.s)
+			return ss.opts.Admission.Admit(ctx, ss.opts.cluster, []any{pod}, ss.opts.Release.APIServerDefaults(), ss.opts.Verbose, ss.s.Err)
 		},
 	}
 }
@@ -134,7 +137,7 @@ func (ss *session) lifecycle(ctx context.Context, plan node.Plan) *node.Outcome 
 	ss.header()
 	out := ss.kubelet.Run(ctx, plan)
 	if out.Leftovers.NothingOnDisk() {
-		removeDirs(ss.rootDirs)
+		rootdirs.Remove(ss.rootDirs)
 	}
 	return out
 }
@@ -165,13 +168,13 @@ func (ss *session) exitErr(out *node.Outcome) (err error) {
 		return WithCode(ExitUsage, err)
 	}
 	if out.MountErr != nil {
-		if node.IsInTheWay(out.MountErr) || IsEnvironmentErr(out.MountErr) {
+		if node.IsInTheWay(out.MountErr) || exitcode.IsEnvironment(out.MountErr) {
 			return WithCode(ExitEnvironment, out.MountErr)
 		}
 		return WithCode(ExitUsage, out.MountErr)
 	}
 	volErr := out.FirstVolumeError()
-	if volErr != nil && (node.IsInTheWay(volErr) || IsEnvironmentErr(volErr)) {
+	if volErr != nil && (node.IsInTheWay(volErr) || exitcode.IsEnvironment(volErr)) {
 		return WithCode(ExitEnvironment, volErr)
 	}
 	// A call that failed but whose operation later succeeded on a retry
@@ -386,5 +389,5 @@ func (ss *session) tokenIssuer() node.TokenIssuer {
 	if ss.tokenRecords == nil {
 		return ss.tokens
 	}
-	return TokenRecorder{Next: ss.tokens, Out: ss.tokenRecords}
+	return tokens.Recorder{Next: ss.tokens, Out: ss.tokenRecords}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/replay"
 )
 
 // finding is one result of validate.
@@ -36,7 +38,7 @@ type ValidateOptions struct {
 	session.TimeoutFlag
 	session.Streams
 	APIServer bool
-	Live      session.LiveOptions
+	Live      replay.Options
 
 	// Printer takes the findings, once all are in: the command's printer;
 	// nil: they are only judged (the exit code).
@@ -322,14 +324,14 @@ func webhookFindings(ctx context.Context, c *manifests.Cluster, s session.Stream
 	if len(configs) == 0 {
 		return nil, nil
 	}
-	a, err := session.OpenHelper(s, 0)
+	a, err := admission.OpenHelper(s.Err, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
 	invalid, err := a.Validate(ctx, configs)
 	if err != nil {
-		return nil, session.AdmissionError(err)
+		return nil, admission.Error(err)
 	}
 	var out []finding
 	for i, cfg := range configs {

@@ -33,7 +33,7 @@ const cleanupExample = `  # after a run interrupted twice (its error names this 
 
 func newCleanupCommand(s session.Streams) *cobra.Command {
 	o := &session.CleanupOptions{Streams: s}
-	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addCleanupFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addCleanupFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s}, &cobra.Command{
 		Use:     "cleanup --root-dir DIR --endpoint unix:///PATH [flags]",
 		Short:   "Finish an interrupted run: its volumes reconstructed and torn down through the driver",
 		Long:    cleanupLong,

@@ -5,20 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient/csifake"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
@@ -148,7 +146,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	var v session.VersionInfo
+	var v buildinfo.VersionInfo
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}
@@ -359,50 +357,6 @@ func readJUnit(t *testing.T, path string) junitDoc {
 	return doc
 }
 
-// One test case per operation on a volume; a retry that succeeded is a
-// pass, an operation whose last call failed is a failure carrying it.
-func TestRunJUnitCases(t *testing.T) {
-	l := func(op, vol string) csiclient.Labels {
-		return csiclient.Labels{Component: "kubelet", Operation: op, Volume: vol, Pod: "default/web"}
-	}
-	failed := status.Error(codes.Internal, "disk on fire")
-	calls := []csiclient.Call{
-		{Seq: 1, Labels: csiclient.Labels{Component: "registrar", Operation: "GetDriverName"}, Method: "GetPluginInfo"},
-		{Seq: 2, Labels: l("MountDevice", "pv-a"), Method: "NodeGetCapabilities"},
-		{Seq: 3, Labels: l("MountDevice", "pv-a"), Method: "NodeStageVolume", Err: failed, Code: codes.Internal},
-		{Seq: 4, Labels: l("MountDevice", "pv-a"), Method: "NodeStageVolume"},
-		{Seq: 5, Labels: l("SetUp", "pv-a"), Method: "NodePublishVolume", Err: failed, Code: codes.Internal},
-		{Seq: 6, Labels: l("TearDown", "pv-a"), Method: "NodeUnpublishVolume"},
-	}
-	exit := session.WithCode(session.ExitFailed, errors.New("SetUp failed"))
-	sink := session.NewJUnitSink()
-	for _, c := range calls {
-		sink.Call(c)
-	}
-	doc := session.RunJUnit(sink.Operations(), node.DefaultRelease(), &node.Outcome{}, exit, time.Second)
-	var got []string
-	for _, tc := range doc.Suites[0].TestCases {
-		s := tc.Name
-		if tc.Failure != nil {
-			s += " FAIL " + tc.Failure.Message
-		}
-		got = append(got, s)
-	}
-	want := []string{
-		"GetDriverName",
-		"MountDevice pv-a (default/web)",
-		"SetUp pv-a (default/web) FAIL NodePublishVolume: rpc error: code = Internal desc = disk on fire",
-		"TearDown pv-a (default/web)",
-		"result FAIL SetUp failed",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("cases:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if doc.Tests != 5 || doc.Failures != 2 {
-		t.Errorf("tests %d failures %d", doc.Tests, doc.Failures)
-	}
-}
-
 // -v is verbose at every place of the command line, klog's --v=N too;
 // the version is printed only by `version` and --version (issue 17): a CI
 // step `csi-kubelet-sim -v plan pod.yaml` must plan, not print a version
@@ -449,9 +403,9 @@ func TestVerboseEverywhere(t *testing.T) {
 // prints none (every run of every other command) does not pay for it.
 func TestBuildInfoReadOnlyForVersion(t *testing.T) {
 	reads := 0
-	orig := session.ReadBuildInfo
-	session.ReadBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
-	t.Cleanup(func() { session.ReadBuildInfo = orig })
+	orig := buildinfo.ReadBuildInfo
+	buildinfo.ReadBuildInfo = func() (*debug.BuildInfo, bool) { reads++; return orig() }
+	t.Cleanup(func() { buildinfo.ReadBuildInfo = orig })
 	in := writeTestFile(t, t.TempDir(), "in.yaml", csiDriverYAML+"---\n"+inlinePodYAML)
 	for _, args := range [][]string{
 		{"plan", in, "--driver-name", testDriver},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -47,11 +46,11 @@ func newCommandFor[T command](addFlags func(T, *pflag.FlagSet), o T, c *cobra.Co
 type sessionCommand struct {
 	command
 	common *session.CommonOptions
-	out    io.Writer
+	s      session.Streams
 }
 
 func (c sessionCommand) Run(ctx context.Context) error {
-	c.common.Printer = printers.NewSession(c.out, c.common.Output == "json", c.common.Verbose)
-	c.common.Admission.Printer = printers.NewAdmission(c.out, c.common.Output == "json", c.common.Verbose)
+	c.common.Printer = printers.NewSession(c.s.Out, c.s.Err, c.common.Output == "json", c.common.Verbose)
+	c.common.Admission.Printer = printers.NewAdmission(c.s.Out, c.common.Output == "json", c.common.Verbose)
 	return c.command.Run(ctx)
 }

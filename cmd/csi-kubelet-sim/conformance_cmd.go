@@ -67,6 +67,6 @@ func (c conformanceCommand) Run(ctx context.Context) error {
 	if c.List {
 		return printers.ScenarioList(c.Out, c.Output)
 	}
-	c.Observer = printers.NewConformance(c.Out, c.Output == "json", c.Verbose)
+	c.Observer = printers.NewConformance(c.Out, c.Err, c.Output == "json", c.Verbose)
 	return c.ConformanceOptions.Run(ctx)
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/admission"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/controlplane"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/replay"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens/tokencmd"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/validate"
@@ -24,7 +27,7 @@ import (
 
 // addProvisionFlag is --provision-unbound, for the commands that run the
 // sidecars (run, load, plan).
-func addProvisionFlag(l *session.LiveOptions, fs *pflag.FlagSet) {
+func addProvisionFlag(l *replay.Options, fs *pflag.FlagSet) {
 	fs.BoolVar(&l.ProvisionUnbound, "provision-unbound", false, "with --pod: provision a claim the cluster has not bound yet, as a volume of the replay's own (named csi-kubelet-sim-<run id>-<claim uid>, never the cluster provisioner's pvc-<uid>), deleted at the end; without it such a claim is refused")
 }
 
@@ -43,14 +46,14 @@ func addReleaseFlags(f *session.ReleaseFlags, fs *pflag.FlagSet, versionUsage, g
 	}
 }
 
-func addAdmissionFlags(o *session.AdmissionOptions, fs *pflag.FlagSet) {
+func addAdmissionFlags(o *admission.Options, fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.WebhookServices, "webhook-service", nil, "where a webhook's clientConfig.service listens: namespace/name[:port]=host:port (repeatable)")
 	fs.StringVar(&o.As, "as", "", "the user in the webhooks' AdmissionReview (default "+remote.DefaultUser.Name+", kubeadm's admin)")
 	fs.StringArrayVar(&o.AsGroups, "as-group", nil, "a group of that user (repeatable; default with --as: system:authenticated)")
 	fs.BoolVar(&o.WebhookDryRun, "webhook-dry-run", false, "send the AdmissionReviews with dryRun: true, as kubectl --dry-run=server")
 }
 
-func addApiserverFlags(o *session.ApiserverOptions, fs *pflag.FlagSet) {
+func addApiserverFlags(o *controlplane.Options, fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Enabled, "apiserver", false, "run a real kube-apiserver (with etcd) on loopback for the run: the input is created through its API, tokens come from its TokenRequest API, the driver gets a kubeconfig, and its API requests are traced (needs the helper "+cluster.HelperName+" and etcd)")
 	fs.StringVar(&o.DriverKubeconfig, "driver-kubeconfig", "", "with --apiserver, write the driver's kubeconfig here (default: in the run's control plane dir; the path is printed); start the driver with KUBECONFIG set to it")
 	fs.StringVar(&o.DriverServiceAccount, "driver-service-account", "", "with --apiserver, the driver's ServiceAccount (NAMESPACE/NAME; default: the one the input's RBAC binds, else cluster-admin)")
@@ -120,7 +123,7 @@ func addEndpointFlag(f *session.EndpointFlag, fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.Endpoint, "endpoint", os.Getenv("CSI_ENDPOINT"), usage)
 }
 
-func addLiveFlags(l *session.LiveOptions, fs *pflag.FlagSet) {
+func addLiveFlags(l *replay.Options, fs *pflag.FlagSet) {
 	fs.StringVar(&l.Kubeconfig, "kubeconfig", "", "with --pod: the kubeconfig of the cluster to read the pod from (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&l.Pod, "pod", "", "replay this pod of a running cluster, NAMESPACE/NAME (NAME: the kubeconfig context's namespace): it and what its volumes reference are read, read-only, instead of -f")
 }

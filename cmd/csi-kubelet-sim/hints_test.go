@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
@@ -25,10 +26,10 @@ func TestReportLinksDocs(t *testing.T) {
 }
 
 func TestDocsRef(t *testing.T) {
-	defer func(v string) { session.Version = v }(session.Version)
+	defer func(v string) { buildinfo.Version = v }(buildinfo.Version)
 	for v, want := range map[string]string{"v1.4.0": "v1.4.0", "v1.4.0-3-gabc": "main", "dev": "main"} {
-		session.Version = v
-		if got := session.DocsRef(); got != want {
+		buildinfo.Version = v
+		if got := buildinfo.DocsRef(); got != want {
 			t.Errorf("version %s: docs at %s, want %s", v, got, want)
 		}
 	}

@@ -26,7 +26,7 @@ const loadExample = `  # 110 pods at once on one node, with an HTML report
 
 func newLoadCommand(s session.Streams) *cobra.Command {
 	o := &session.LoadOptions{Streams: s}
-	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addLoadFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addLoadFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s}, &cobra.Command{
 		Use:     "load [-f FILE]... --endpoint unix:///PATH [--replicas N] [flags] [FILE...]",
 		Short:   "A node's worth of pods with the kubelet's concurrency; latency per CSI method",
 		Long:    loadLong,

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
 
@@ -20,7 +21,7 @@ import (
 var version = "dev"
 
 func main() {
-	session.Version = version
+	buildinfo.Version = version
 	session.OneShotGC() // gc.go: most commands exit before a collection would free anything
 	// A closed stdout (| head) must not kill the run before teardown: with
 	// SIGPIPE ignored, writes fail and the volumes are still unpublished.

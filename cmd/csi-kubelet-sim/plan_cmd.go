@@ -27,7 +27,7 @@ const planExample = `  # what a staging driver would get for these manifests
 
 func newPlanCommand(s session.Streams) *cobra.Command {
 	o := &session.PlanOptions{Streams: s}
-	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addPlanFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addPlanFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s}, &cobra.Command{
 		Use:     "plan [-f FILE]... [--node-capabilities CAP,...] [flags] [FILE...]",
 		Short:   "Print the requests a kubelet would send, with no driver needed",
 		Long:    planLong,

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/docs"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
@@ -89,7 +90,7 @@ func newRootCommand(s session.Streams) *cobra.Command {
 	)
 	root.InitDefaultCompletionCmd()
 	addVerbosityFlags(root)
-	completeFlagValues(root, session.KubeletReleases())
+	completeFlagValues(root, buildinfo.KubeletReleases())
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			completionUsage(c, s)
@@ -152,7 +153,7 @@ func report(err error, w io.Writer) int {
 	if errors.As(err, &problems) {
 		text = csiclient.PrintableLines(msg)
 	}
-	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(text, session.DocsRef()))
+	fmt.Fprintf(w, "csi-kubelet-sim: %s\n", docs.WithLinks(text, buildinfo.DocsRef()))
 	return code
 }
 

@@ -48,7 +48,7 @@ const runExample = `  # your pod and its driver's objects, against your driver
 
 func newRunCommand(s session.Streams) *cobra.Command {
 	o := &session.RunOptions{Streams: s}
-	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addRunFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s.Out}, &cobra.Command{
+	c := newCommandFor(func(_ sessionCommand, fs *pflag.FlagSet) { addRunFlags(o, fs) }, sessionCommand{o, &o.CommonOptions, s}, &cobra.Command{
 		Use:     "run [-f FILE]... --endpoint unix:///PATH [flags] [FILE...]",
 		Short:   "Run the kubelet's node lifecycle for the pods against a driver, and print every call",
 		Long:    runLong,

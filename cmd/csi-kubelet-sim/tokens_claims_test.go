@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
 // fakeJWT is a token of the API server's shape; its signature is made up
@@ -57,7 +57,7 @@ func vaultRequest() *authenticationv1.TokenRequest {
 func TestTokenRecordsAndClaims(t *testing.T) {
 	tok := fakeJWT("vault", 1767362645)
 	var out bytes.Buffer
-	rec := session.TokenRecorder{Next: &fakeIssuer{token: tok}, Out: csiclient.NewJSONPrinter(&out, csiclient.Redactor{})}
+	rec := tokens.Recorder{Next: &fakeIssuer{token: tok}, Out: csiclient.NewJSONPrinter(&out, csiclient.Redactor{})}
 	ctx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "SetUp", Volume: "data", Pod: "team/app"})
 	if _, err := rec.Token(ctx, "team", "reader", vaultRequest()); err != nil {
 		t.Fatal(err)
@@ -109,44 +109,5 @@ func TestTokensClaimsFromCalls(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], `"audience":"vault"`) || !strings.Contains(lines[0], `"exp":"2026-01-02T14:14:05Z"`) || strings.Contains(stdout, tok) {
 		t.Errorf("want the one real token, decoded, not itself:\n%s", stdout)
-	}
-}
-
-// The kubelet's TokenRequests to the API server, and its answers, are
-// lines of the trace once it is given.
-func TestKubeletTokenRequestsTraced(t *testing.T) {
-	tok := fakeJWT("vault", 1767362645)
-	var text bytes.Buffer
-	trace := csiclient.NewStreamingTrace(csiclient.NewTextPrinter(&text, csiclient.Redactor{}, false, false))
-	api := &fakeIssuer{token: tok}
-	k := &session.KubeletTokenRequests{Api: api}
-	if _, err := k.Token(context.Background(), "team", "reader", vaultRequest()); err != nil {
-		t.Fatal(err)
-	}
-	if text.Len() != 0 {
-		t.Errorf("printed before traceTo: %s", text.String())
-	}
-	k.TraceTo(trace)
-	if _, err := k.Token(context.Background(), "team", "reader", vaultRequest()); err != nil {
-		t.Fatal(err)
-	}
-	got := text.String()
-	for _, want := range []string{
-		"[kubelet TokenRequest] POST /api/v1/namespaces/team/serviceaccounts/reader/token: audiences [vault], expirationSeconds 600, bound to Pod team/app (uid 70c0e2e5-0000-4000-8000-00000000a001)\n",
-		"[kubelet TokenRequest] API server: 201 Created, expirationTimestamp 2026-01-02T14:14:05Z, token " + csiclient.TokenFingerprint(tok) + " (valid 10m0s), sub system:serviceaccount:team:reader, pod team/app, node n1 (uid a1b2c3d4-0000-4000-8000-000000000001)\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("trace lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, tok) {
-		t.Error("the token is in the trace")
-	}
-	api.err = errors.New("serviceaccounts \"reader\" is forbidden")
-	if _, err := k.Token(context.Background(), "team", "reader", vaultRequest()); err == nil {
-		t.Fatal("want the API's error")
-	}
-	if !strings.Contains(text.String(), "! [kubelet TokenRequest] API server: TokenRequest failed: serviceaccounts") {
-		t.Errorf("a refused TokenRequest is a warning:\n%s", text.String())
 	}
 }

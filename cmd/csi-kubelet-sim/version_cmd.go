@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/buildinfo"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/printers"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
 )
@@ -20,7 +21,7 @@ and the kubelet releases --kubelet-version accepts.`,
 		Example: versionExample,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return printers.Version(s.Out, output, session.ReadVersionInfo())
+			return printers.Version(s.Out, output, buildinfo.ReadVersionInfo())
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "text or json")

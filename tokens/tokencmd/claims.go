@@ -64,7 +64,7 @@ func (o *TokensClaimsOptions) Run(ctx context.Context) error {
 
 // handedOutToken is one token of the input, decoded.
 type handedOutToken struct {
-	rec session.TokenHandedOut
+	rec tokens.HandedOut
 	dec *tokens.Decoded // nil when rec.Error
 }
 
@@ -87,8 +87,8 @@ func readHandedOut(in io.Reader, name string) ([]handedOutToken, error) {
 			return nil, fmt.Errorf("%s line %d: not a JSON record (%v): read the output of run -o json", name, n, err)
 		}
 		switch head.Kind {
-		case session.TokenKind:
-			var rec session.TokenHandedOut
+		case tokens.RecordKind:
+			var rec tokens.HandedOut
 			if err := json.Unmarshal([]byte(line), &rec); err != nil {
 				return nil, fmt.Errorf("%s line %d: token record: %w", name, n, err)
 			}
@@ -107,7 +107,7 @@ func readHandedOut(in io.Reader, name string) ([]handedOutToken, error) {
 }
 
 // decodeRecord parses a record's claims as Decode would.
-func decodeRecord(rec session.TokenHandedOut) handedOutToken {
+func decodeRecord(rec tokens.HandedOut) handedOutToken {
 	if rec.Error != "" || len(rec.Claims) == 0 {
 		return handedOutToken{rec: rec}
 	}
@@ -153,7 +153,7 @@ func callTokens(line string) []handedOutToken {
 			if err != nil {
 				continue // redacted: a fingerprint, not a token
 			}
-			rec := session.TokenHandedOut{Kind: session.TokenKind, Time: c.Time, Component: c.Component, Operation: c.Operation, Volume: c.Volume, Pod: c.Pod,
+			rec := tokens.HandedOut{Kind: tokens.RecordKind, Time: c.Time, Component: c.Component, Operation: c.Operation, Volume: c.Volume, Pod: c.Pod,
 				Audience: aud, Fingerprint: csiclient.TokenFingerprint(st.Token), Expiration: st.Expiration, Header: d.Header, Claims: d.Claims}
 			out = append(out, handedOutToken{rec: rec, dec: d})
 		}

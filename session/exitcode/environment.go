@@ -1,4 +1,4 @@
-package session
+package exitcode
 
 import (
 	"errors"
@@ -13,9 +13,9 @@ var environmentErrnos = []syscall.Errno{
 	syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS,
 }
 
-// isEnvironmentErr tells whether err comes from the machine the run is on
+// IsEnvironment tells whether err comes from the machine the run is on
 // rather than from the input (2) or the driver (1).
-func IsEnvironmentErr(err error) bool {
+func IsEnvironment(err error) bool {
 	var errno syscall.Errno
 	if !errors.As(err, &errno) {
 		return false

@@ -1,15 +1,11 @@
-package session
+package controlplane
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/cluster"
@@ -20,12 +16,12 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/tokens"
 )
 
-// conformanceAPI is `conformance --apiserver`: the control plane of `run
+// Scenarios is `conformance --apiserver`: the control plane of `run
 // --apiserver`, started once for the whole run, around every scenario.
 // The scenarios run one at a time, so the driver's requests in the audit
 // log belong to the scenario running.
-type conformanceAPI struct {
-	o        *ApiserverOptions
+type Scenarios struct {
+	o        *Options
 	nodeName string
 	// nodeUID, liveNode: the CSINode's owner as the release names it
 	// (cluster.NodeSide).
@@ -37,91 +33,42 @@ type conformanceAPI struct {
 	reqs  []cluster.Request // the driver's requests during it
 }
 
-var _ conformance.APIServer = (*conformanceAPI)(nil)
+var _ conformance.APIServer = (*Scenarios)(nil)
 
-// undoStack is what a command undoes at its end, last first.
-type undoStack []func()
-
-func (u *undoStack) push(f func()) { *u = append(*u, f) }
-
-func (u *undoStack) Run() {
-	for i := len(*u) - 1; i >= 0; i-- {
-		(*u)[i]()
-	}
-	*u = nil
-}
-
-// takeRootDir takes (and locks) the root dir; undo releases it and removes
-// what it made.
-func takeRootDir(co *CommonOptions, created *[]string, undo *undoStack) error {
-	c, err := co.prepareRootDir()
-	if err != nil {
-		return err
-	}
-	*created = c
-	undo.push(func() {
-		co.rootLock.Release()
-		removeDirs(c)
-	})
-	return nil
-}
-
-// startWithAPIServer takes the root dir and starts the control plane in
-// it, both before the probe: the driver starts once its kubeconfig
-// exists. undo stops and removes the control plane, then the root dir.
-func (o *ConformanceOptions) startWithAPIServer(ctx context.Context, co *CommonOptions, created *[]string, undo *undoStack) (*conformanceAPI, error) {
-	if err := takeRootDir(co, created, undo); err != nil {
+// StartScenarios starts the control plane under the locked root dir with
+// the input (the CSIDriver and what else was given, but not its pods and
+// volumes: each scenario creates its own), writes the driver's kubeconfig
+// and waits for its socket: the driver starts once the kubeconfig exists.
+// Close stops it.
+func (o *Options) StartScenarios(ctx context.Context, cfg Config) (*Scenarios, error) {
+	o.leaveOut = map[string]bool{"Pod": true, "PersistentVolume": true, "PersistentVolumeClaim": true}
+	if err := o.Start(ctx, cfg); err != nil {
 		return nil, err
 	}
-	api, err := o.startConformanceAPI(ctx, co)
-	if err != nil {
-		return nil, err
-	}
-	undo.push(func() { o.stopConformanceAPI(co.RootDir) })
-	return api, nil
-}
-
-// startConformanceAPI starts the control plane under the locked root dir
-// with the input (the CSIDriver and what else was given, but not its pods
-// and volumes), writes the driver's kubeconfig and waits for its socket:
-// the driver starts once the kubeconfig exists.
-func (o *ConformanceOptions) startConformanceAPI(ctx context.Context, co *CommonOptions) (*conformanceAPI, error) {
-	if o.cluster == nil {
-		o.cluster = manifests.New()
-	}
-	co.NodeName, co.cluster = o.NodeName, o.cluster
-	o.Apiserver.leaveOut = map[string]bool{"Pod": true, "PersistentVolume": true, "PersistentVolumeClaim": true}
-	if err := o.Apiserver.start(ctx, co, o.endpoint, o.Streams); err != nil {
-		return nil, err
-	}
-	// The scenarios use the API server's CSIDriver (its defaults, its UID).
-	o.csiDrivers = o.cluster.CSIDrivers()
-	a := &conformanceAPI{o: &o.Apiserver, nodeName: o.NodeName, nodeUID: registeredNodeUID(o.cluster, o.NodeName), liveNode: o.Release.CSINodeOwnerFromLiveNode()}
+	a := &Scenarios{o: o, nodeName: cfg.NodeName, nodeUID: registeredNodeUID(cfg.Cluster, cfg.NodeName), liveNode: cfg.Release.CSINodeOwnerFromLiveNode()}
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	o.Apiserver.stopTail = cancel
-	o.Apiserver.tail = o.Apiserver.cp.TailAudit(tctx, o.Apiserver.identity.User, a.driverRequest)
+	o.stopTail = cancel
+	o.tail = o.cp.TailAudit(tctx, o.identity.User, a.driverRequest)
 	return a, nil
 }
 
-// stopConformanceAPI stops the control plane and removes it.
-func (o *ConformanceOptions) stopConformanceAPI(root string) {
-	o.Apiserver.stop()
-	_ = os.Remove(filepath.Join(root, ".csi-kubelet-sim"))
+// Close stops the control plane and removes it, and the simulator's dir
+// it lived in when nothing else is there.
+func (o *Options) Close() {
+	o.Stop()
+	o.removeDir()
 }
 
-// announce prints what the control plane is, as run's trace says it.
-func (a *conformanceAPI) announce(w io.Writer) {
-	for _, line := range a.o.announcements() {
-		fmt.Fprintln(w, line)
-	}
-	fmt.Fprintln(w, "API server: every scenario's pod, volume and claim are created through the API and deleted after it; the scenarios run one at a time")
+// Announcements say what the control plane is, as run's trace says it.
+func (a *Scenarios) Announcements() []string {
+	return append(a.o.Announcements(), "API server: every scenario's pod, volume and claim are created through the API and deleted after it; the scenarios run one at a time")
 }
 
-func (a *conformanceAPI) Tokens() tokens.TokenGetter { return a.o.cp.KubeletTokens() }
+func (a *Scenarios) Tokens() tokens.TokenGetter { return a.o.cp.KubeletTokens() }
 
 // driverRequest puts a request of the driver from the audit log in the
 // running scenario's trace.
-func (a *conformanceAPI) driverRequest(r cluster.Request) {
+func (a *Scenarios) driverRequest(r cluster.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.trace == nil {
@@ -135,8 +82,8 @@ func (a *conformanceAPI) driverRequest(r cluster.Request) {
 // Plan creates the plan's pods and their volumes and claims through the
 // API (after removing what an earlier scenario may have left under the
 // same names), takes the server's versions, and hooks the kubelet's and
-// the controllers' API writes into the plan, as run's attach does.
-func (a *conformanceAPI) Plan(ctx context.Context, c *manifests.Cluster, plan *node.Plan, trace *csiclient.Trace, note func(string, ...any)) error {
+// the controllers' API writes into the plan, as Attach does for a run.
+func (a *Scenarios) Plan(ctx context.Context, c *manifests.Cluster, plan *node.Plan, trace *csiclient.Trace, note func(string, ...any)) error {
 	docs, volumes, err := scenarioDocuments(c, plan.Pods)
 	if err != nil {
 		return err
@@ -179,7 +126,7 @@ func (a *conformanceAPI) Plan(ctx context.Context, c *manifests.Cluster, plan *n
 		Done:    func() { a.end(note) },
 	}
 	plan.Controller = ns
-	onMounted(ctx, plan, ns, trace)
+	a.o.onMounted(ctx, plan, ns, trace)
 	return nil
 }
 
@@ -231,7 +178,7 @@ func fresh(o cluster.Object) {
 }
 
 // begin makes the scenario's trace the one the driver's requests go to.
-func (a *conformanceAPI) begin(trace *csiclient.Trace) {
+func (a *Scenarios) begin(trace *csiclient.Trace) {
 	a.o.tail.Poll() // what came before belongs to no scenario
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -240,7 +187,7 @@ func (a *conformanceAPI) begin(trace *csiclient.Trace) {
 
 // end notes the driver's requests during the scenario (for the text
 // output with -v, JSON and JUnit), and what it created or changed.
-func (a *conformanceAPI) end(note func(string, ...any)) {
+func (a *Scenarios) end(note func(string, ...any)) {
 	a.o.tail.Poll()
 	a.mu.Lock()
 	reqs := a.reqs
@@ -258,41 +205,4 @@ func (a *conformanceAPI) end(note func(string, ...any)) {
 		summary += "; it created or changed: " + strings.Join(changed, ", ")
 	}
 	note("%s", summary)
-}
-
-// hook adds to cfg the API server (announced after the header) or the
-// admission of the input's webhooks, and the live trace of -v.
-func (o *ConformanceOptions) hook(ctx context.Context, cfg *conformance.Config, api *conformanceAPI, red csiclient.Redactor, undo *undoStack) error {
-	s := o.Streams
-	if api != nil {
-		w := s.Out
-		if o.Output == "json" {
-			w = s.Err
-		}
-		api.announce(w)
-		// The API server runs the input's webhooks on the pods itself.
-		cfg.APIServer = api
-	} else {
-		admit, err := o.startAdmission(ctx, s, undo)
-		if err != nil {
-			return err
-		}
-		cfg.Admit = admit
-	}
-	if o.Verbose > 0 && o.Output != "json" {
-		cfg.Sink = func(string) csiclient.Sink {
-			return csiclient.NewTextPrinter(s.Out, red, o.Verbose > 1, false)
-		}
-	}
-	return nil
-}
-
-// startAdmission starts admitFunc's admission; undo closes it.
-func (o *ConformanceOptions) startAdmission(ctx context.Context, s Streams, undo *undoStack) (func(*corev1.Pod) (*corev1.Pod, error), error) {
-	admit, closeAdmit, err := o.admitFunc(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	undo.push(closeAdmit)
-	return admit, nil
 }

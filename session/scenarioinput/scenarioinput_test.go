@@ -1,4 +1,4 @@
-package session
+package scenarioinput
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ func TestInlineVolumesPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &ConformanceOptions{testDriver: def, VolumeAttributes: map[string]string{"b": "flag"}}
+	flag := map[string]string{"b": "flag"}
 	var cfg conformance.Config
-	o.inlineFromTestDriver(&cfg)
+	InlineFromTestDriver(def, flag, &cfg)
 	if want := map[string]string{"a": "def", "b": "flag"}; !maps.Equal(cfg.InlineAttributes, want) || !cfg.InlineReadOnly {
 		t.Errorf("from the definition: %v readOnly %v, want %v and true", cfg.InlineAttributes, cfg.InlineReadOnly, want)
 	}
@@ -45,9 +45,8 @@ spec:
 		t.Fatal(err)
 	}
 	var errb bytes.Buffer
-	o = &ConformanceOptions{cluster: c, VolumeAttributes: map[string]string{"b": "flag"}}
 	cfg = conformance.Config{}
-	o.fromPods(&cfg, "d.csi", Streams{Err: &errb})
+	FromPods(c, "d.csi", flag, &cfg, func(m string) { errb.WriteString(m + "\n") })
 	if want := map[string]string{"a": "pod", "b": "flag"}; !maps.Equal(cfg.InlineAttributes, want) || cfg.InlineReadOnly {
 		t.Errorf("from the pod: %v readOnly %v, want %v and false", cfg.InlineAttributes, cfg.InlineReadOnly, want)
 	}
@@ -56,7 +55,7 @@ spec:
 	}
 	errb.Reset()
 	cfg = conformance.Config{}
-	o.fromPods(&cfg, "third.csi", Streams{Err: &errb})
+	FromPods(c, "third.csi", flag, &cfg, func(m string) { errb.WriteString(m + "\n") })
 	if cfg.InlineAttributes != nil || !strings.Contains(errb.String(), "none of the 1 Pod(s) given has a CSI volume of third.csi") {
 		t.Errorf("a pod without the driver's volumes: %v, stderr %q", cfg.InlineAttributes, errb.String())
 	}

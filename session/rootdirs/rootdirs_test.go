@@ -1,9 +1,11 @@
-package session
+package rootdirs
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/exitcode"
 )
 
 // System directories are refused as a root dir however they are spelled;
@@ -27,13 +29,13 @@ func TestCheckRootDir(t *testing.T) {
 		filepath.Join(tmp, "root"): false,
 	}
 	for dir, refused := range cases {
-		err := checkRootDir(dir)
+		err := Check(dir)
 		if (err != nil) != refused {
-			t.Errorf("checkRootDir(%q) = %v, want refused %v", dir, err, refused)
+			t.Errorf("Check(%q) = %v, want refused %v", dir, err, refused)
 			continue
 		}
-		if err != nil && ExitCode(err) != ExitUsage {
-			t.Errorf("checkRootDir(%q): exit %d, want %d", dir, ExitCode(err), ExitUsage)
+		if err != nil && exitcode.Of(err) != exitcode.Usage {
+			t.Errorf("Check(%q): exit %d, want %d", dir, exitcode.Of(err), exitcode.Usage)
 		}
 	}
 }

@@ -1,4 +1,7 @@
-package session
+// Package junit answers what `run --junit` writes: the run as a JUnit
+// document, a test case per kubelet operation on a volume (or
+// registration step) with its calls, and one for the run's result.
+package junit
 
 import (
 	"encoding/xml"
@@ -14,14 +17,15 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/exitcode"
 )
 
-// runSuiteName is the JUnit suite of `run --junit`.
-const runSuiteName = "csi-kubelet-sim run"
+// suiteName is the JUnit suite of `run --junit`.
+const suiteName = "csi-kubelet-sim run"
 
-// operationCase is one kubelet operation on one volume (or a registration
+// Operation is one kubelet operation on one volume (or a registration
 // step): the calls it made, in order.
-type operationCase struct {
+type Operation struct {
 	labels csiclient.Labels
 	calls  []junitCall
 }
@@ -36,47 +40,48 @@ type junitCall struct {
 	took   time.Duration
 }
 
-// junitSink groups the calls of a streaming trace by the operation they
+// Sink groups the calls of a streaming trace by the operation they
 // belong to (component, operation, volume, pod), in the order the
 // operations began, as they happen. Retries of an operation land in its
 // case.
-type junitSink struct {
+type Sink struct {
 	mu    sync.Mutex
-	ops   []*operationCase
-	index map[csiclient.Labels]*operationCase
+	ops   []*Operation
+	index map[csiclient.Labels]*Operation
 }
 
-func NewJUnitSink() *junitSink {
-	return &junitSink{index: map[csiclient.Labels]*operationCase{}}
+// NewSink is an empty Sink; add it to the run's trace.
+func NewSink() *Sink {
+	return &Sink{index: map[csiclient.Labels]*Operation{}}
 }
 
-func (j *junitSink) Call(c csiclient.Call) {
+func (j *Sink) Call(c csiclient.Call) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	key := c.Labels
 	key.Asking = ""
 	oc, ok := j.index[key]
 	if !ok {
-		oc = &operationCase{labels: key}
+		oc = &Operation{labels: key}
 		j.index[key] = oc
 		j.ops = append(j.ops, oc)
 	}
 	oc.calls = append(oc.calls, junitCall{seq: c.Seq, method: c.Method, err: c.Err, code: c.Code, took: c.Duration})
 }
 
-func (j *junitSink) Step(csiclient.Step) {}
+func (j *Sink) Step(csiclient.Step) {}
 
-// operations returns the operations so far.
-func (j *junitSink) Operations() []*operationCase {
+// Operations returns the operations so far.
+func (j *Sink) Operations() []*Operation {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return append([]*operationCase(nil), j.ops...)
+	return append([]*Operation(nil), j.ops...)
 }
 
 // testCase turns an operation into a JUnit test case: it failed when its
 // last call failed (an earlier failure that a retry overcame is not a
 // failure of the operation, as the kubelet got there).
-func (oc *operationCase) testCase() conformance.JUnitTestCase {
+func (oc *Operation) testCase() conformance.JUnitTestCase {
 	l := oc.labels
 	name := l.Operation
 	if name == "" {
@@ -111,11 +116,12 @@ func (oc *operationCase) testCase() conformance.JUnitTestCase {
 	return tc
 }
 
-// runJUnit is the JUnit document of a run: a test case per operation, and
-// one for the run's result (what is left behind, a failure with no call of
-// its own such as bad input, and the exit code).
-func RunJUnit(ops []*operationCase, release node.Release, out *node.Outcome, exit error, took time.Duration) conformance.JUnitTestSuites {
-	suite := conformance.JUnitTestSuite{Name: runSuiteName, Time: fmt.Sprintf("%.6f", took.Seconds())}
+// Suites is the JUnit document of a run: a test case per operation, and
+// one for the run's result (what is left behind, leftBehind as the
+// session says it; a failure with no call of its own such as bad input;
+// and the exit code).
+func Suites(ops []*Operation, release node.Release, out *node.Outcome, leftBehind string, exit error, took time.Duration) conformance.JUnitTestSuites {
+	suite := conformance.JUnitTestSuite{Name: suiteName, Time: fmt.Sprintf("%.6f", took.Seconds())}
 	suite.Properties = append(suite.Properties, conformance.JUnitProperty{Name: "kubelet", Value: release.Describe()})
 	if r := out.Registration; r != nil {
 		suite.Properties = append(suite.Properties,
@@ -126,9 +132,9 @@ func RunJUnit(ops []*operationCase, release node.Release, out *node.Outcome, exi
 		suite.TestCases = append(suite.TestCases, oc.testCase())
 	}
 	result := conformance.JUnitTestCase{Name: "result", ClassName: "csi-kubelet-sim.run", Time: suite.Time,
-		SystemOut: "left behind " + LeftoverText(out.Leftovers)}
+		SystemOut: "left behind " + leftBehind}
 	if exit != nil {
-		result.Failure = &conformance.JUnitFailure{Message: exit.Error(), Type: fmt.Sprintf("exit %d", ExitCode(exit)), Text: exit.Error()}
+		result.Failure = &conformance.JUnitFailure{Message: exit.Error(), Type: fmt.Sprintf("exit %d", exitcode.Of(exit)), Text: exit.Error()}
 	}
 	suite.TestCases = append(suite.TestCases, result)
 	for _, tc := range suite.TestCases {
@@ -137,24 +143,24 @@ func RunJUnit(ops []*operationCase, release node.Release, out *node.Outcome, exi
 			suite.Failures++
 		}
 	}
-	return conformance.JUnitTestSuites{Name: runSuiteName, Tests: suite.Tests, Failures: suite.Failures, Time: suite.Time,
+	return conformance.JUnitTestSuites{Name: suiteName, Tests: suite.Tests, Failures: suite.Failures, Time: suite.Time,
 		Suites: []conformance.JUnitTestSuite{suite}}
 }
 
-func writeRunJUnit(path string, sink *junitSink, ss *session, out *node.Outcome, exit error) error {
+// Write writes doc to the file path, replacing it.
+func Write(path string, doc conformance.JUnitTestSuites) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	doc := RunJUnit(sink.Operations(), ss.opts.Release, out, exit, time.Since(ss.started)).Cleaned(ss.red.TextLines)
-	if err := encodeJUnit(f, doc); err != nil {
+	if err := encode(f, doc); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
-func encodeJUnit(w io.Writer, doc conformance.JUnitTestSuites) error {
+func encode(w io.Writer, doc conformance.JUnitTestSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

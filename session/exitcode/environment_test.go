@@ -1,4 +1,4 @@
-package session
+package exitcode
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ func TestEnvironmentErr(t *testing.T) {
 		{errors.New("no space left on device"), false}, // words are not a cause
 		{fmt.Errorf("spec.volumes[0]: %w", errors.New("invalid")), false},
 	} {
-		if got := IsEnvironmentErr(tc.err); got != tc.want {
+		if got := IsEnvironment(tc.err); got != tc.want {
 			t.Errorf("isEnvironmentErr(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}

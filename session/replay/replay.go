@@ -1,4 +1,10 @@
-package session
+// Package replay answers `--kubeconfig FILE --pod NAMESPACE/NAME`: the
+// input read from a running cluster instead of files, the pod and what its
+// volumes make a kubelet read (livecluster.Read, gets only), replayed
+// against the local driver as if they had been the manifests (same
+// objects, UIDs kept). "Why did this pod's mount fail?" answered on a
+// laptop.
+package replay
 
 import (
 	"context"
@@ -10,16 +16,11 @@ import (
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/livecluster"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/session/exitcode"
 )
 
-// --kubeconfig FILE --pod NAMESPACE/NAME: the input is read from a running
-// cluster instead of files: the pod and what its volumes make a kubelet
-// read (livecluster.Read, gets only), replayed against the local driver
-// as if they had been the manifests (same objects, UIDs kept). "Why did
-// this pod's mount fail?" answered on a laptop.
-
-// liveOptions are the flags of a replay.
-type LiveOptions struct {
+// Options are the flags of a replay.
+type Options struct {
 	Kubeconfig string
 	Pod        string
 	// ProvisionUnbound: a claim the cluster has not bound yet is
@@ -32,23 +33,23 @@ type LiveOptions struct {
 	host      string // the cluster's API server, once read
 }
 
-// check refuses what cannot be combined.
-func (l *LiveOptions) Check(files []string) error {
+// Check refuses what cannot be combined.
+func (l *Options) Check(files []string) error {
 	switch {
 	case l.Pod == "" && l.Kubeconfig != "":
-		return WithCode(ExitUsage, errors.New("--kubeconfig needs --pod NAMESPACE/NAME"))
+		return exitcode.With(exitcode.Usage, errors.New("--kubeconfig needs --pod NAMESPACE/NAME"))
 	case l.Pod != "" && (strings.Count(l.Pod, "/") > 1 || strings.HasPrefix(l.Pod, "/") || strings.HasSuffix(l.Pod, "/")):
-		return WithCode(ExitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME (or NAME, in the kubeconfig context's namespace)", l.Pod))
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--pod %q: want NAMESPACE/NAME (or NAME, in the kubeconfig context's namespace)", l.Pod))
 	case l.Pod == "" && l.ProvisionUnbound:
-		return WithCode(ExitUsage, errors.New("--provision-unbound needs --pod NAMESPACE/NAME"))
+		return exitcode.With(exitcode.Usage, errors.New("--provision-unbound needs --pod NAMESPACE/NAME"))
 	case l.Pod != "" && len(files) > 0:
-		return WithCode(ExitUsage, fmt.Errorf("--pod reads the input from the cluster: drop -f and the file arguments (%s)", strings.Join(files, ", ")))
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--pod reads the input from the cluster: drop -f and the file arguments (%s)", strings.Join(files, ", ")))
 	}
 	return nil
 }
 
 // config loads the kubeconfig as kubectl does (livecluster.LoadKubeconfig).
-func (l *LiveOptions) config(ctx context.Context) (*livecluster.Config, error) {
+func (l *Options) config(ctx context.Context) (*livecluster.Config, error) {
 	path := l.Kubeconfig
 	if path == "" {
 		path = livecluster.DefaultKubeconfig()
@@ -56,33 +57,38 @@ func (l *LiveOptions) config(ctx context.Context) (*livecluster.Config, error) {
 	cfg, err := livecluster.LoadKubeconfig(ctx, path)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, WithCode(ExitInterrupted, errors.New("interrupted while reading the kubeconfig; nothing was run"))
+			return nil, exitcode.With(exitcode.Interrupted, errors.New("interrupted while reading the kubeconfig; nothing was run"))
 		}
-		return nil, WithCode(ExitUsage, fmt.Errorf("--kubeconfig: %w", err))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("--kubeconfig: %w", err))
 	}
 	return cfg, nil
 }
 
-// loadLive reads the pod and builds the cluster the run sees; the
-// simulated node is the pod's unless --node-name was given.
-func (o *CommonOptions) loadLive(ctx context.Context, warn func(string)) (*manifests.Cluster, error) {
-	nodeName := ""
-	if o.Live.nodeGiven {
-		nodeName = o.NodeName
+// NodeGiven records whether --node-name was given: else the simulated
+// node is the pod's.
+func (l *Options) NodeGiven(given bool) { l.nodeGiven = given }
+
+// Load reads the pod and builds the cluster the run sees, and the
+// simulated node's name: the pod's unless --node-name was given
+// (nodeName, else the default it returns).
+func (l *Options) Load(ctx context.Context, defaults manifests.Defaults, nodeName string, warn func(string)) (*manifests.Cluster, string, error) {
+	asked := ""
+	if l.nodeGiven {
+		asked = nodeName
 	}
-	c, pod, err := o.Live.Read(ctx, o.Release.APIServerDefaults(), nodeName, true, warn)
+	c, pod, err := l.Read(ctx, defaults, asked, true, warn)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if !o.Live.nodeGiven && pod.Spec.NodeName != "" {
-		o.NodeName = pod.Spec.NodeName
+	if !l.nodeGiven && pod.Spec.NodeName != "" {
+		nodeName = pod.Spec.NodeName
 	}
-	if !o.Live.ProvisionUnbound {
-		if err := refuseUnbound(c, pod, o.Live.host); err != nil {
-			return nil, err
+	if !l.ProvisionUnbound {
+		if err := refuseUnbound(c, pod, l.host); err != nil {
+			return nil, "", err
 		}
 	}
-	return c, nil
+	return c, nodeName, nil
 }
 
 // refuseUnbound refuses a pod with a claim the cluster has not bound and
@@ -101,17 +107,17 @@ func refuseUnbound(c *manifests.Cluster, pod *corev1.Pod, host string) error {
 		if phase == "" {
 			phase = corev1.ClaimPending
 		}
-		return WithCode(ExitUsage, fmt.Errorf("--pod: claim %s/%s is not bound in the cluster at %s (%s, StorageClass %s): a replay does not provision it under the cluster provisioner's name pvc-%s (that volume is the cluster's, and would be deleted at the end); wait until it is bound, or --provision-unbound provisions a volume of the replay's own, deleted at the end",
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--pod: claim %s/%s is not bound in the cluster at %s (%s, StorageClass %s): a replay does not provision it under the cluster provisioner's name pvc-%s (that volume is the cluster's, and would be deleted at the end); wait until it is bound, or --provision-unbound provisions a volume of the replay's own, deleted at the end",
 			claim.Namespace, claim.Name, host, phase, *claim.Spec.StorageClassName, claim.UID))
 	}
 	return nil
 }
 
-// read reads the pod and builds a cluster of what was read: each object
+// Read reads the pod and builds a cluster of what was read: each object
 // defaulted and, with check, judged as a manifest would be (validate
 // judges them itself); what is missing is warned about (the kubelet then
 // fails where a real one fails).
-func (l *LiveOptions) Read(ctx context.Context, defaults manifests.Defaults, nodeName string, check bool, warn func(string)) (*manifests.Cluster, *corev1.Pod, error) {
+func (l *Options) Read(ctx context.Context, defaults manifests.Defaults, nodeName string, check bool, warn func(string)) (*manifests.Cluster, *corev1.Pod, error) {
 	cfg, err := l.config(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -124,7 +130,7 @@ func (l *LiveOptions) Read(ctx context.Context, defaults manifests.Defaults, nod
 		}
 	}
 	if ns == "" || name == "" || strings.Contains(name, "/") {
-		return nil, nil, WithCode(ExitUsage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", l.Pod))
+		return nil, nil, exitcode.With(exitcode.Usage, fmt.Errorf("--pod %q: want NAMESPACE/NAME", l.Pod))
 	}
 	l.host = cfg.Host
 	got, err := livecluster.Read(ctx, cfg, ns, name, nodeName)
@@ -135,15 +141,15 @@ func (l *LiveOptions) Read(ctx context.Context, defaults manifests.Defaults, nod
 	for _, obj := range got.Objects {
 		src := manifests.Source{File: "cluster " + cfg.Host}
 		if err := defaults.Apply(obj); err != nil {
-			return nil, nil, WithCode(ExitUsage, fmt.Errorf("%s: %w", src, err))
+			return nil, nil, exitcode.With(exitcode.Usage, fmt.Errorf("%s: %w", src, err))
 		}
 		if check {
 			if err := manifests.Validate(obj, defaults); err != nil {
-				return nil, nil, WithCode(ExitUsage, fmt.Errorf("%s: %w", src, err))
+				return nil, nil, exitcode.With(exitcode.Usage, fmt.Errorf("%s: %w", src, err))
 			}
 		}
 		if err := c.Add(obj, src); err != nil {
-			return nil, nil, WithCode(ExitUsage, err)
+			return nil, nil, exitcode.With(exitcode.Usage, err)
 		}
 	}
 	for _, m := range got.Missing {
@@ -159,11 +165,11 @@ func liveError(ctx context.Context, err error) error {
 	var un *livecluster.UnreachableError
 	switch {
 	case ctx.Err() != nil:
-		return WithCode(ExitInterrupted, errors.New("interrupted while reading the pod from the cluster; nothing was run"))
+		return exitcode.With(exitcode.Interrupted, errors.New("interrupted while reading the pod from the cluster; nothing was run"))
 	case errors.As(err, &nr):
-		return WithCode(ExitUsage, fmt.Errorf("--pod: %w", err))
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--pod: %w", err))
 	case errors.As(err, &un):
-		return WithCode(ExitEnvironment, fmt.Errorf("--pod: %w", err))
+		return exitcode.With(exitcode.Environment, fmt.Errorf("--pod: %w", err))
 	}
-	return WithCode(ExitEnvironment, fmt.Errorf("--pod: %w", err))
+	return exitcode.With(exitcode.Environment, fmt.Errorf("--pod: %w", err))
 }

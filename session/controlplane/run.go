@@ -1,4 +1,4 @@
-package session
+package controlplane
 
 import (
 	"context"
@@ -15,40 +15,44 @@ import (
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/manifests"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	loadreport "github.com/csi-kubelet-sim/csi-kubelet-sim/report"
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/sidecars"
 )
 
-// attach tells what the control plane is, follows the driver's requests
-// in the audit log into the trace, and hooks the API writes of the kubelet
-// and the controllers into the plan.
-func (o *ApiserverOptions) attach(ctx context.Context, ss *session, plan *node.Plan) {
+// Run is the run of the kubelet the control plane is attached to.
+type Run struct {
+	Trace *csiclient.Trace
+	// Sidecars are the run's provisioner and attacher; nil: none.
+	Sidecars *sidecars.Controllers
+}
+
+// Attach follows the driver's requests in the audit log into the trace,
+// and hooks the API writes of the kubelet and the controllers into the
+// plan. The session tells what the control plane is first
+// (Announcements).
+func (o *Options) Attach(ctx context.Context, run Run, plan *node.Plan) {
 	if o.cp == nil {
 		return
 	}
-	for _, line := range o.announcements() {
-		ss.announce(line)
-	}
-	if k, ok := ss.opts.api.(*KubeletTokenRequests); ok {
-		k.TraceTo(ss.trace)
-	}
+	o.tokens.traceTo(run.Trace)
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o.stopTail = cancel
 	driverCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "driver", Operation: "API request"})
 	o.tail = o.cp.TailAudit(tctx, o.identity.User, func(r cluster.Request) {
-		ss.trace.Note(driverCtx, false, r.String()+" at "+r.Time.Format("15:04:05.000"))
+		run.Trace.Note(driverCtx, false, r.String()+" at "+r.Time.Format("15:04:05.000"))
 	})
 	apiCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "kubelet", Operation: "API server"})
-	o.node = &cluster.NodeSide{CP: o.cp, Inner: plan.Controller, NodeName: ss.opts.NodeName,
-		StartNodeUID: registeredNodeUID(ss.opts.cluster, ss.opts.NodeName), OwnerFromLiveNode: ss.opts.Release.CSINodeOwnerFromLiveNode(),
-		Note:    func(s string) { ss.trace.Note(apiCtx, false, s) },
+	o.node = &cluster.NodeSide{CP: o.cp, Inner: plan.Controller, NodeName: o.cfg.NodeName,
+		StartNodeUID: registeredNodeUID(o.cfg.Cluster, o.cfg.NodeName), OwnerFromLiveNode: o.cfg.Release.CSINodeOwnerFromLiveNode(),
+		Note:    func(s string) { run.Trace.Note(apiCtx, false, s) },
 		Created: func() []cluster.Request { o.tail.Poll(); return o.tail.Requests() },
-		Done:    o.stop,
+		Done:    o.Stop,
 	}
 	plan.Controller = o.node
-	if ss.sidecars != nil {
+	if run.Sidecars != nil {
 		// The provisioner's PV and the attacher's VolumeAttachment go to
 		// the API server too: a driver that reads them finds them.
 		ctlCtx := csiclient.WithLabels(context.Background(), csiclient.Labels{Component: "controllers", Operation: "API server"})
-		ss.sidecars.WriteTo(&cluster.ControllerWrites{CP: o.cp, Note: func(s string) { ss.trace.Note(ctlCtx, false, s) }})
+		run.Sidecars.WriteTo(&cluster.ControllerWrites{CP: o.cp, Note: func(s string) { run.Trace.Note(ctlCtx, false, s) }})
 	}
 	admit := plan.AdmitDefaultPod
 	plan.AdmitDefaultPod = func(pod *corev1.Pod) error {
@@ -57,7 +61,7 @@ func (o *ApiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 				return err
 			}
 		}
-		return o.createDefaultPod(ctx, ss, pod)
+		return o.createDefaultPod(ctx, pod)
 	}
 	if schedule := plan.Schedule; schedule != nil {
 		plan.Schedule = func(pods []*corev1.Pod) ([]node.PodPlan, error) {
@@ -65,15 +69,15 @@ func (o *ApiserverOptions) attach(ctx context.Context, ss *session, plan *node.P
 			if err != nil {
 				return plans, err
 			}
-			return plans, o.createScheduled(ctx, ss, plans)
+			return plans, o.createScheduled(ctx, plans)
 		}
 	}
-	onMounted(ctx, plan, o.node, ss.trace)
+	o.onMounted(ctx, plan, o.node, run.Trace)
 }
 
-// announcements say what the control plane is, what the input became
+// Announcements say what the control plane is, what the input became
 // and who the driver is.
-func (o *ApiserverOptions) announcements() []string {
+func (o *Options) Announcements() []string {
 	version := o.cp.Version
 	if version == "" {
 		version = "(release unknown)"
@@ -95,14 +99,14 @@ func (o *ApiserverOptions) announcements() []string {
 
 // onMounted writes each pod's status, as the kubelet does, once its
 // volumes are mounted.
-func onMounted(ctx context.Context, plan *node.Plan, ns *cluster.NodeSide, trace *csiclient.Trace) {
+func (o *Options) onMounted(ctx context.Context, plan *node.Plan, ns *cluster.NodeSide, trace *csiclient.Trace) {
 	onPod := plan.OnPod
 	plan.OnPod = func(e node.PodEvent) {
 		if onPod != nil {
 			onPod(e)
 		}
 		if e.Step == "mounted" {
-			if err := ns.PodRunning(teardownContext(ctx), e.Pod); err != nil {
+			if err := ns.PodRunning(o.cfg.Teardown(ctx), e.Pod); err != nil {
 				trace.Warn(context.Background(), fmt.Sprintf("API server: status of Pod %s/%s: %v", e.Pod.Namespace, e.Pod.Name, err))
 			}
 		}
@@ -111,24 +115,25 @@ func onMounted(ctx context.Context, plan *node.Plan, ns *cluster.NodeSide, trace
 
 // createDefaultPod creates the default pod (made by the kubelet side when
 // the input has none) through the API and takes the server's version.
-func (o *ApiserverOptions) createDefaultPod(ctx context.Context, ss *session, pod *corev1.Pod) error {
-	d, err := document(ss.opts.cluster, pod)
+func (o *Options) createDefaultPod(ctx context.Context, pod *corev1.Pod) error {
+	c := o.cfg.Cluster
+	d, err := document(c, pod)
 	if err != nil {
 		return err
 	}
 	d.Source = "the default pod"
-	docs, err := defaultPodClaims(ss.opts.cluster, pod)
+	docs, err := defaultPodClaims(c, pod)
 	if err != nil {
 		return err
 	}
-	applied, err := o.cp.Apply(ctx, append(docs, d), cluster.ApplyOptions{NodeName: ss.opts.NodeName})
+	applied, err := o.cp.Apply(ctx, append(docs, d), cluster.ApplyOptions{NodeName: o.cfg.NodeName})
 	if err != nil {
 		return apiserverError(err)
 	}
-	if err := readBack(ss.opts.cluster, applied.Objects); err != nil {
+	if err := readBack(c, applied.Objects); err != nil {
 		return err
 	}
-	if p, ok := ss.opts.cluster.Pod(pod.Namespace, pod.Name); ok {
+	if p, ok := c.Pod(pod.Namespace, pod.Name); ok {
 		*pod = *p
 	}
 	return nil
@@ -167,7 +172,7 @@ func defaultPodClaims(c *manifests.Cluster, pod *corev1.Pod) ([]cluster.Document
 // createScheduled creates the pods a schedule added (load's copies and
 // churned pods) through the API, as a controller would, and takes the
 // server's version of each.
-func (o *ApiserverOptions) createScheduled(ctx context.Context, ss *session, plans []node.PodPlan) error {
+func (o *Options) createScheduled(ctx context.Context, plans []node.PodPlan) error {
 	created := map[string]bool{}
 	for _, obj := range o.applied.Objects {
 		if obj.APIVersion() == "v1" && obj.Kind() == "Pod" {
@@ -178,12 +183,12 @@ func (o *ApiserverOptions) createScheduled(ctx context.Context, ss *session, pla
 		if created[pp.Pod.Namespace+"/"+pp.Pod.Name] {
 			continue
 		}
-		d, err := document(ss.opts.cluster, pp.Pod)
+		d, err := document(o.cfg.Cluster, pp.Pod)
 		if err != nil {
 			return err
 		}
 		d.Source = "a copy of an input pod"
-		applied, err := o.cp.Apply(ctx, []cluster.Document{d}, cluster.ApplyOptions{NodeName: ss.opts.NodeName})
+		applied, err := o.cp.Apply(ctx, []cluster.Document{d}, cluster.ApplyOptions{NodeName: o.cfg.NodeName})
 		if err != nil {
 			return apiserverError(err)
 		}
@@ -194,25 +199,41 @@ func (o *ApiserverOptions) createScheduled(ctx context.Context, ss *session, pla
 	return nil
 }
 
-// finish stops the control plane (if the teardown did not), removes the
-// simulator's dir it lived in when nothing else is there, and the root dir
-// when the run made it and left nothing.
-func (o *ApiserverOptions) finish(ss *session, out *node.Outcome) {
+// Finish stops the control plane (if the teardown did not) and, when the
+// run left nothing on disk, removes the simulator's dir it lived in if
+// nothing else is there: then the session removes the root dir it made
+// (true).
+func (o *Options) Finish(out *node.Outcome) (leftNothing bool) {
 	if o.cp == nil {
-		return
+		return false
 	}
-	o.stop()
+	o.Stop()
 	if out == nil || out.Leftovers.NothingOnDisk() {
-		_ = os.Remove(filepath.Join(ss.opts.RootDir, ".csi-kubelet-sim"))
-		removeDirs(ss.rootDirs)
+		o.removeDir()
+		return true
 	}
+	return false
 }
 
-// summary lists what the driver asked the API server, and what it
-// created or changed.
-func (o *ApiserverOptions) summary(ss *session) {
+// removeDir removes the simulator's dir under the root dir, where the
+// control plane lived, when nothing else is there.
+func (o *Options) removeDir() {
+	_ = os.Remove(filepath.Join(o.cfg.RootDir, ".csi-kubelet-sim"))
+}
+
+// DriverRequests are the driver's requests to the API server, and what
+// it created or changed.
+type DriverRequests struct {
+	DriverUser, DriverIdentity string
+	Requests                   []cluster.Request
+	Changed                    []string // "verb object" of those that wrote
+}
+
+// DriverRequests lists what the driver asked the API server; false when
+// the audit log was not followed.
+func (o *Options) DriverRequests() (DriverRequests, bool) {
 	if o.tail == nil {
-		return
+		return DriverRequests{}, false
 	}
 	reqs := o.tail.Requests()
 	var changed []string
@@ -221,7 +242,7 @@ func (o *ApiserverOptions) summary(ss *session) {
 			changed = append(changed, r.Verb+" "+r.Object())
 		}
 	}
-	ss.obs.APIServer(APIServerRequests{DriverUser: o.identity.User, DriverIdentity: o.identity.Why, Requests: reqs, Changed: changed})
+	return DriverRequests{DriverUser: o.identity.User, DriverIdentity: o.identity.Why, Requests: reqs, Changed: changed}, true
 }
 
 // driverConn is the driver's connection with the audit log read after
@@ -229,7 +250,7 @@ func (o *ApiserverOptions) summary(ss *session) {
 // made while it handled a call are printed before the call's line.
 type driverConn struct {
 	grpc.ClientConnInterface
-	o *ApiserverOptions
+	o *Options
 }
 
 func (c driverConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
@@ -240,17 +261,17 @@ func (c driverConn) Invoke(ctx context.Context, method string, args, reply any, 
 	return err
 }
 
-// conn wraps the driver's connection when the mode is on.
-func (o *ApiserverOptions) conn(c grpc.ClientConnInterface) grpc.ClientConnInterface {
+// Conn wraps the driver's connection when the mode is on.
+func (o *Options) Conn(c grpc.ClientConnInterface) grpc.ClientConnInterface {
 	if !o.Enabled {
 		return c
 	}
 	return driverConn{ClientConnInterface: c, o: o}
 }
 
-// reportHeader adds the driver's identity and API requests to the
+// ReportHeader adds the driver's identity and API requests to the
 // --report page's header.
-func (o *ApiserverOptions) reportHeader(h loadreport.Header) loadreport.Header {
+func (o *Options) ReportHeader(h loadreport.Header) loadreport.Header {
 	if o.tail == nil {
 		return h
 	}
@@ -262,7 +283,7 @@ func (o *ApiserverOptions) reportHeader(h loadreport.Header) loadreport.Header {
 }
 
 // registeredNodeUID is the UID of the Node the kubelet registered on
-// start (the API server's, put into the cluster by apiserverOptions.start).
+// start (the API server's, put into the cluster by Options.Start).
 func registeredNodeUID(c *manifests.Cluster, name string) types.UID {
 	if n, ok := c.Node(name); ok {
 		return n.UID

@@ -1,8 +1,13 @@
-package session
+// Package buildinfo answers which build a binary is: its version (set by
+// the command at start, from -ldflags), the module and VCS revision the Go
+// toolchain stamped, the kubelet releases it claims, and the version of
+// the documents its messages link.
+package buildinfo
 
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
@@ -96,4 +101,14 @@ func buildVersion() string {
 		return Version
 	}
 	return ReadVersionInfo().Version
+}
+
+// DocsRef is the version of the documents a message links to: the
+// release the binary was built from, or main for a build without a tag.
+func DocsRef() string {
+	v := buildVersion()
+	if strings.HasPrefix(v, "v") && strings.Count(v, ".") == 2 && !strings.Contains(v, "-") {
+		return v
+	}
+	return "main"
 }
