@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,5 +122,67 @@ func TestVolumePool(t *testing.T) {
 	_, _ = q.take(briefly(), create)
 	if v, err := q.take(briefly(), create); err == nil || created != 1 {
 		t.Errorf("without CreateVolume a second take got %v (%d created), want to wait for the one volume", v, created)
+	}
+}
+
+// logSink records the calls of a scenario's live trace into a shared log.
+type logSink struct {
+	add func(string)
+}
+
+func (s logSink) Call(c csiclient.Call) { s.add("call " + c.Method) }
+func (s logSink) Step(csiclient.Step)   {}
+
+// TestLiveTraceUnderItsScenario: with a live trace (-v) each scenario is
+// announced (OnStart) before its first call is traced and reported
+// (OnResult) before the next one starts, so that the trace prints its
+// calls under its name, not under the one before.
+func TestLiveTraceUnderItsScenario(t *testing.T) {
+	_, ep, root := startTestDriver(t, bugs{})
+	conn := &csiclient.Dialer{Endpoint: ep}
+	probe := csiclient.NewTrace()
+	info, err := Probe(context.Background(), &csiclient.Recorder{Next: conn, Trace: probe}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := csiDriver(func(s *storagev1.CSIDriverSpec) { s.AttachRequired = ptr(false) })
+	obj.Name = info.Name
+	var mu sync.Mutex
+	var log []string
+	add := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, s)
+	}
+	Run(context.Background(), Config{
+		Conn: conn, CSIDriver: obj, Timeout: 20 * time.Second, Release: node.DefaultRelease(),
+		RootDir: root, NodeName: "node-1",
+		Sink:     func(string) csiclient.Sink { return logSink{add} },
+		OnStart:  func(s Scenario) { add("start " + s.Name) },
+		OnResult: func(r Result) { add("result " + r.Name) },
+	}, info, probe)
+	current, calls, started := "", 0, 0
+	for _, l := range log {
+		switch {
+		case strings.HasPrefix(l, "start "):
+			if current != "" {
+				t.Errorf("%s before the result of %s", l, current)
+			}
+			current = strings.TrimPrefix(l, "start ")
+			started++
+		case strings.HasPrefix(l, "result "):
+			if name := strings.TrimPrefix(l, "result "); current != "" && name != current {
+				t.Errorf("%s while %s runs", l, current)
+			}
+			current = ""
+		default:
+			calls++
+			if current == "" {
+				t.Errorf("%s traced outside any scenario (after the result of the one before, before its own start)", l)
+			}
+		}
+	}
+	if calls == 0 || started < 3 {
+		t.Fatalf("%d calls traced in %d scenarios: want the scenarios' calls", calls, started)
 	}
 }

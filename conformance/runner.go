@@ -150,6 +150,9 @@ func Run(ctx context.Context, cfg Config, info *DriverInfo, probe *csiclient.Tra
 // runAll runs the scenarios, at most parallel at once, those AfterOthers
 // once all the others have ended, and reports them in their order.
 func (env *runEnv) runAll(ctx context.Context, selected []Scenario, parallel int) []Result {
+	if env.cfg.Sink != nil {
+		return env.runInTurn(ctx, selected)
+	}
 	results := make([]Result, len(selected))
 	done := make([]chan struct{}, len(selected))
 	for i := range done {
@@ -164,7 +167,7 @@ func (env *runEnv) runAll(ctx context.Context, selected []Scenario, parallel int
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
-				results[i] = env.runOne(ctx, selected[i], i+1)
+				results[i] = env.runOne(ctx, selected[i], i+1, nil)
 				close(done[i])
 			}()
 		}
@@ -192,10 +195,42 @@ func (env *runEnv) runAll(ctx context.Context, selected []Scenario, parallel int
 	return results
 }
 
+// runInTurn runs the scenarios one at a time for the live trace (-v): each
+// is announced (OnStart) before its first call is traced and reported
+// (OnResult) before the next one starts, so that its calls are printed
+// under its name; runAll announces a scenario only once it has ended,
+// which side by side is the only order that keeps the scenarios' order.
+// Those AfterOthers run last; the results are reported in the scenarios'
+// order (Derive puts those last too).
+func (env *runEnv) runInTurn(ctx context.Context, selected []Scenario) []Result {
+	results := make([]Result, len(selected))
+	done := make([]bool, len(selected))
+	next := 0
+	run := func(i int) {
+		results[i] = env.runOne(ctx, selected[i], i+1, env.cfg.OnStart)
+		done[i] = true
+		for ; next < len(selected) && done[next]; next++ {
+			if env.cfg.OnResult != nil {
+				env.cfg.OnResult(results[next])
+			}
+		}
+	}
+	for _, last := range []bool{false, true} {
+		for i, sc := range selected {
+			if sc.AfterOthers == last {
+				run(i)
+			}
+		}
+	}
+	return results
+}
+
 const interruptedBefore = "interrupted before it ran"
 
-// runOne runs a scenario with a volume of the run when it needs one.
-func (env *runEnv) runOne(ctx context.Context, sc Scenario, index int) Result {
+// runOne runs a scenario with a volume of the run when it needs one;
+// starting, when set, is told just before a scenario that is not skipped
+// starts.
+func (env *runEnv) runOne(ctx context.Context, sc Scenario, index int, starting func(Scenario)) Result {
 	if ctx.Err() != nil && sc.Skip == "" {
 		return Result{Name: sc.Name, Status: Skip, Message: interruptedBefore, KubeletSpecific: sc.KubeletSpecific}
 	}
@@ -207,6 +242,9 @@ func (env *runEnv) runOne(ctx context.Context, sc Scenario, index int) Result {
 		}
 		defer env.pool.put(v)
 		vol = v
+	}
+	if starting != nil && sc.Skip == "" {
+		starting(sc)
 	}
 	return env.runScenario(ctx, sc, index, vol)
 }
