@@ -359,6 +359,12 @@ func (o *ConformanceOptions) header(info *conformance.DriverInfo, obj *storagev1
 	}
 	if obj != nil {
 		h.CSIDriverSummary = CSIDriverSummary(obj)
+		// The file that holds it, of all the input (CRDs, RBAC, a pod).
+		if o.cluster != nil {
+			if src := o.cluster.SourceOf("CSIDriver", "", obj.Name); src.File != "" {
+				h.Files = []string{src.File}
+			}
+		}
 	}
 	if o.testDriver != nil {
 		h.TestDriverFile, h.TestDriverName = o.TestDriver, o.testDriver.DriverInfo.Name

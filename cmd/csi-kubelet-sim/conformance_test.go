@@ -242,3 +242,18 @@ func TestConformanceTokensByRelease(t *testing.T) {
 		})
 	}
 }
+
+// The header names the file the CSIDriver object came from, not every -f
+// (with --apiserver the input also holds CRDs, RBAC and custom resources).
+func TestConformanceHeaderNamesCSIDriverFile(t *testing.T) {
+	sock, dir := serveDriver(t, identityDriver("drv.example.com", nil))
+	sa := writeTestFile(t, dir, "rbac.yaml", "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: drv\n  namespace: kube-system\n")
+	obj := writeTestFile(t, dir, "csidriver.yaml", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: drv.example.com\nspec:\n  attachRequired: false\n")
+	stdout, stderr, code := conformanceCLI(t, "--endpoint", sock, "-f", sa, "-f", obj, "--focus", "^registration/", "--node-name", "n1")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if want := "CSIDriver   drv.example.com from " + obj + ": "; !strings.Contains(stdout, want) {
+		t.Errorf("stdout does not contain %q:\n%s", want, stdout)
+	}
+}
