@@ -177,7 +177,7 @@ func nonNil(s []string) []string {
 }
 
 // Summary prints the run's counts and result.
-func (p *Conformance) Summary(rep *conformance.Report, junit string) {
+func (p *Conformance) Summary(rep *conformance.Report, written session.ConformanceFiles) {
 	pass, fail, skip := rep.Counts()
 	kubelet := 0
 	for _, r := range rep.Results {
@@ -212,8 +212,11 @@ func (p *Conformance) Summary(rep *conformance.Report, junit string) {
 			}
 			m["volume"] = vol
 		}
-		if junit != "" {
-			m["junit"] = junit
+		if written.JUnit != "" {
+			m["junit"] = written.JUnit
+		}
+		if written.Report != "" {
+			m["report"] = written.Report
 		}
 		p.object(m)
 		return
@@ -232,8 +235,11 @@ func (p *Conformance) Summary(rep *conformance.Report, junit string) {
 	}
 	fmt.Fprintf(w, "  scenarios   %d passed, %d failed, %d skipped%s; %d kubelet-specific checks ran\n", pass, fail, skip, sel, kubelet)
 	fmt.Fprintf(w, "  calls       %d to the driver, %s in the driver; %s in all\n", calls, csiclient.FormatDuration(callTime), csiclient.FormatDuration(rep.Duration))
-	if junit != "" {
-		fmt.Fprintf(w, "  junit       %s\n", junit)
+	if written.JUnit != "" {
+		fmt.Fprintf(w, "  junit       %s\n", written.JUnit)
+	}
+	if written.Report != "" {
+		fmt.Fprintf(w, "  report      %s\n", written.Report)
 	}
 	word := map[string]string{csiclient.ResultOK: "PASS", csiclient.ResultFailed: "FAIL"}[result]
 	fmt.Fprintf(w, "  result      %s\n", PaletteFor(w).Outcome(word))

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-kubelet-sim/csi-kubelet-sim/conformance"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/csiclient"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/node"
 	"github.com/csi-kubelet-sim/csi-kubelet-sim/session"
@@ -98,5 +99,32 @@ func TestSessionQuiet(t *testing.T) {
 	p.Header(session.Header{Command: "load", Release: r, NodeName: "n1", RootDir: "/r", SELinuxWhy: "off"})
 	if strings.Contains(out.String(), csiclient.TraceHeader()) || !strings.Contains(out.String(), `csi-kubelet-sim load: `) {
 		t.Errorf("header:\n%s", out.String())
+	}
+}
+
+// The conformance summary names the files the run wrote, in text and JSON.
+func TestConformanceSummaryNamesFiles(t *testing.T) {
+	rep := &conformance.Report{Driver: &conformance.DriverInfo{Name: "ref.csi"}, Results: []conformance.Result{{Name: "lifecycle/inline", Status: conformance.Pass}}}
+	files := session.ConformanceFiles{JUnit: "out/junit.xml", Report: "out/report.html"}
+	var text bytes.Buffer
+	NewConformance(&text, io.Discard, false, 0).Summary(rep, files)
+	for _, want := range []string{"  junit       out/junit.xml\n", "  report      out/report.html\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text summary lacks %q:\n%s", want, text.String())
+		}
+	}
+	var js bytes.Buffer
+	NewConformance(&js, io.Discard, true, 0).Summary(rep, files)
+	var m map[string]any
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
+		t.Fatalf("%v: %s", err, js.String())
+	}
+	if m["junit"] != "out/junit.xml" || m["report"] != "out/report.html" {
+		t.Errorf("JSON summary: junit %v, report %v", m["junit"], m["report"])
+	}
+	text.Reset()
+	NewConformance(&text, io.Discard, false, 0).Summary(rep, session.ConformanceFiles{})
+	if strings.Contains(text.String(), "junit") || strings.Contains(text.String(), "report") {
+		t.Errorf("a summary with no files names one:\n%s", text.String())
 	}
 }

@@ -23,7 +23,15 @@ type ConformanceObserver interface {
 	LiveTrace() func(scenario string) csiclient.Sink
 	Start(conformance.Scenario)
 	Result(conformance.Result)
-	Summary(rep *conformance.Report, junit string)
+	// Summary ends the run; written names the files it wrote.
+	Summary(rep *conformance.Report, written ConformanceFiles)
+}
+
+// ConformanceFiles are the files a conformance run wrote: empty, one not
+// asked for or not written.
+type ConformanceFiles struct {
+	JUnit  string // --junit
+	Report string // --report
 }
 
 // ConformanceHeader is what a conformance run knows before its first
@@ -51,9 +59,9 @@ type ConformanceHeader struct {
 // noConformanceObserver is the observer of a Go caller that gave none.
 type noConformanceObserver struct{ noNotices }
 
-func (noConformanceObserver) Announce(string)                        {}
-func (noConformanceObserver) LiveTrace() func(string) csiclient.Sink { return nil }
-func (noConformanceObserver) Header(ConformanceHeader)               {}
-func (noConformanceObserver) Start(conformance.Scenario)             {}
-func (noConformanceObserver) Result(conformance.Result)              {}
-func (noConformanceObserver) Summary(*conformance.Report, string)    {}
+func (noConformanceObserver) Announce(string)                               {}
+func (noConformanceObserver) LiveTrace() func(string) csiclient.Sink        { return nil }
+func (noConformanceObserver) Header(ConformanceHeader)                      {}
+func (noConformanceObserver) Start(conformance.Scenario)                    {}
+func (noConformanceObserver) Result(conformance.Result)                     {}
+func (noConformanceObserver) Summary(*conformance.Report, ConformanceFiles) {}

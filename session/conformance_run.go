@@ -275,7 +275,14 @@ func (o *ConformanceOptions) finish(rep *conformance.Report, p ConformanceObserv
 		junitErr = writeJUnit(o.JUnit, rep)
 	}
 	reportErr := o.writeConformanceReport(rep)
-	p.Summary(rep, o.JUnit)
+	var written ConformanceFiles
+	if o.JUnit != "" && junitErr == nil {
+		written.JUnit = o.JUnit
+	}
+	if o.Report != "" && reportErr == nil {
+		written.Report = o.Report
+	}
+	p.Summary(rep, written)
 	switch {
 	case junitErr != nil:
 		return WithCode(ExitEnvironment, fmt.Errorf("--junit: %w", junitErr))
