@@ -24,7 +24,7 @@ func TestAttachRequired(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newUnregisteredEnv(t, tc.manifests, newFakeDriver())
-			if got := e.k.AttachRequired(testDriver); got != tc.want {
+			if got := e.k.vm.AttachRequired(testDriver); got != tc.want {
 				t.Errorf("attachRequired = %t, want %t", got, tc.want)
 			}
 		})

@@ -88,7 +88,7 @@ func TestWithRetryCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	attempts := 0
 	start := time.Now()
-	err := e.k.WithRetry(ctx, csiclient.Labels{Component: "kubelet", Operation: "TearDown"}, func(int) error {
+	err := e.k.vm.WithRetry(ctx, csiclient.Labels{Component: "kubelet", Operation: "TearDown"}, func(int) error {
 		attempts++
 		cancel()
 		return fmt.Errorf("attempt %d", attempts)

@@ -17,7 +17,7 @@ func TestCleanupAfterStagedLifecycle(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver(capStage))
 	e.mountOK("app-1")
 	e.unmountOK("app-1")
-	l := e.k.Cleanup(context.Background(), false)
+	l := e.k.vm.Cleanup(context.Background(), false)
 	if !l.Clean() || len(l.Mounts) != 0 {
 		t.Errorf("leftovers = %+v, want clean", l)
 	}
@@ -35,7 +35,7 @@ func TestCleanupAfterUnstagedLifecycle(t *testing.T) {
 	e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), newFakeDriver())
 	e.mountOK("app-1")
 	e.unmountOK("app-1")
-	l := e.k.Cleanup(context.Background(), true)
+	l := e.k.vm.Cleanup(context.Background(), true)
 	driverDir := e.root + "/plugins/kubernetes.io/csi/hostpath.csi.k8s.io"
 	want := []string{driverDir, driverDir + "/" + sha256Vol1, driverDir + "/" + sha256Vol1 + "/globalmount"}
 	if !slices.Equal(l.KubeletPaths, want) {
@@ -61,7 +61,7 @@ func TestCleanupDriverLeftovers(t *testing.T) {
 	if errs := e.unmount("app-1"); len(errs) != 1 {
 		t.Fatalf("teardown errors = %v, want one", errs)
 	}
-	l := e.k.Cleanup(context.Background(), true)
+	l := e.k.vm.Cleanup(context.Background(), true)
 	if l.Clean() {
 		t.Errorf("leftovers reported clean")
 	}

@@ -37,5 +37,5 @@ func (k *Kubelet) finishController(plan Plan) func(context.Context) []error {
 // (or uncertain) or mounted by a pod. The attach/detach controller does
 // not detach such a volume, and its PV is not released.
 func (k *Kubelet) volumeInUse(driver, handle string) bool {
-	return k.State.VolumeInUse(rootdir.UniqueVolumeName(driver, handle))
+	return k.vm.State.VolumeInUse(rootdir.UniqueVolumeName(driver, handle))
 }

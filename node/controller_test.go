@@ -64,17 +64,17 @@ func TestRunController(t *testing.T) {
 
 // volumeInUse is true while the device is staged or a pod mounts it.
 func TestVolumeInUse(t *testing.T) {
-	k := &Kubelet{VolumeManager: &volumemanager.VolumeManager{State: cache.NewActualState()}}
+	k := &Kubelet{vm: &volumemanager.VolumeManager{State: cache.NewActualState()}}
 	unique := rootdir.UniqueVolumeName("d", "h")
 	if k.volumeInUse("d", "h") {
 		t.Fatal("in use before anything")
 	}
-	k.State.RecordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
+	k.vm.State.RecordDevice(unique, &csiplugin.VolumeSpec{Driver: "d", Handle: "h"}, nil)
 	if !k.volumeInUse("d", "h") {
 		t.Error("a staged device is not in use")
 	}
-	k.State.ForgetDevice(unique)
-	k.State.Users[unique] = 1
+	k.vm.State.ForgetDevice(unique)
+	k.vm.State.Users[unique] = 1
 	if !k.volumeInUse("d", "h") {
 		t.Error("a mounted volume is not in use")
 	}

@@ -187,7 +187,7 @@ func withGates(t *testing.T, minor int, gates string) envOption {
 func newEnv(t *testing.T, manifests string, drv *csifake.Driver, opts ...envOption) *testEnv {
 	t.Helper()
 	e := newUnregisteredEnv(t, manifests, drv, opts...)
-	if _, err := e.k.Register(context.Background()); err != nil {
+	if _, err := e.k.vm.Register(context.Background()); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	drv.ClearCalls()
@@ -233,7 +233,7 @@ func (e *testEnv) pod(name string) *corev1.Pod {
 // fails the test.
 func (e *testEnv) mount(name string) *volumemanager.PodResult {
 	e.t.Helper()
-	res, err := e.k.MountPod(context.Background(), e.pod(name), false)
+	res, err := e.k.vm.MountPod(context.Background(), e.pod(name), false)
 	if err != nil {
 		e.t.Fatalf("MountPod(%s): %v", name, err)
 	}
@@ -253,7 +253,7 @@ func (e *testEnv) mountOK(name string) *volumemanager.PodResult {
 }
 
 func (e *testEnv) unmount(name string) []error {
-	return e.k.UnmountPod(context.Background(), e.pod(name), false)
+	return e.k.vm.UnmountPod(context.Background(), e.pod(name), false)
 }
 
 func (e *testEnv) unmountOK(name string) {

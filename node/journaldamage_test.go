@@ -24,12 +24,12 @@ func TestRecoverKilledBeforeVolData(t *testing.T) {
 		// MountDevice and SetUpAt, as far as the kill: the mount path
 		// marked, the dir made, vol_data.json journaled as a file.
 		for _, x := range []struct{ mnt, dir string }{{staging, staging}, {vol + "/mount", vol}} {
-			e.k.FS.MarkMountPath(x.mnt)
-			must(t, e.k.FS.MkdirAll(x.dir, 0o750))
-			e.k.FS.Remember(filepath.Join(filepath.Dir(x.mnt), rootdir.VolDataFileName))
+			e.k.vm.FS.MarkMountPath(x.mnt)
+			must(t, e.k.vm.FS.MkdirAll(x.dir, 0o750))
+			e.k.vm.FS.Remember(filepath.Join(filepath.Dir(x.mnt), rootdir.VolDataFileName))
 		}
-		jpath := e.k.FS.Journal.Path
-		e.k.FS.Journal.Close()
+		jpath := e.k.vm.FS.Journal.Path
+		e.k.vm.FS.Journal.Close()
 		if torn {
 			rec, _ := json.Marshal(rootdir.JournalRecord{Kind: rootdir.RecordVolData, Path: vol, Data: map[string]string{"specVolID": "pv-1", "driverName": testDriver, "volumeHandle": "vol-1"}})
 			jf, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)

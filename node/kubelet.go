@@ -94,7 +94,7 @@ type Config struct {
 // the CSI plugin, whose attacher (MountDevice, UnmountDevice), mounter
 // (SetUp, TearDown) and block mapper it drives.
 type Kubelet struct {
-	*volumemanager.VolumeManager
+	vm  *volumemanager.VolumeManager
 	cfg Config
 }
 
@@ -128,23 +128,23 @@ func New(cfg Config) *Kubelet {
 	}
 	p.NodeClient, p.IdentityClient = csi.NewNodeClient(p.Conn), csi.NewIdentityClient(p.Conn)
 	k := &Kubelet{
-		VolumeManager: volumemanager.NewVolumeManager(p, cfg.Timeout, cfg.Retry, cfg.Force),
-		cfg:           cfg,
+		vm:  volumemanager.NewVolumeManager(p, cfg.Timeout, cfg.Retry, cfg.Force),
+		cfg: cfg,
 	}
-	if k.Tokens == nil && cfg.TokenOptions != nil {
+	if k.vm.Tokens == nil && cfg.TokenOptions != nil {
 		o := *cfg.TokenOptions
 		if o.NodeName == "" {
 			o.NodeName = cfg.NodeName
 		}
-		k.Tokens = csiplugin.NewTokenSource(cfg.Release, cfg.Cluster, o)
+		k.vm.Tokens = csiplugin.NewTokenSource(cfg.Release, cfg.Cluster, o)
 	}
-	k.FS.Command = cfg.Command
-	k.FS.Lock = cfg.RootLock
+	k.vm.FS.Command = cfg.Command
+	k.vm.FS.Lock = cfg.RootLock
 	for _, d := range cfg.Adopted {
-		k.FS.RememberKind(d, rootdir.RecordDir)
+		k.vm.FS.RememberKind(d, rootdir.RecordDir)
 	}
 	return k
 }
 
 // Paths returns the kubelet's directory layout.
-func (k *Kubelet) Paths() rootdir.Paths { return k.Layout }
+func (k *Kubelet) Paths() rootdir.Paths { return k.vm.Layout }

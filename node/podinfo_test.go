@@ -185,7 +185,7 @@ stringData: {"csi.storage.k8s.io/serviceAccount.tokens": user-secret, password: 
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(tc.driver, pv, pvc1, pod1, secret), newFakeDriver(capStage))
 			tokens := &fakeTokens{}
-			e.k.Tokens = tokens
+			e.k.vm.Tokens = tokens
 			e.mountOK("app-1")
 			calls := e.drv.Calls()
 			req := one[*csi.NodePublishVolumeRequest](t, calls, "NodePublishVolume")
@@ -210,7 +210,7 @@ stringData: {"csi.storage.k8s.io/serviceAccount.tokens": user-secret, password: 
 func TestTokenRequestSpec(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault, expirationSeconds: 3607}, {audience: ''}]"), pv1, pvc1, pod1), newFakeDriver())
 	tokens := &fakeTokens{}
-	e.k.Tokens = tokens
+	e.k.vm.Tokens = tokens
 	e.mountOK("app-1")
 	if len(tokens.got) != 2 {
 		t.Fatalf("%d TokenRequests, want 2", len(tokens.got))
@@ -239,7 +239,7 @@ func TestTokenRequestSpec(t *testing.T) {
 // docs/kubelet.md §21.8: Go encoding/json escapes HTML characters in the tokens value.
 func TestTokensJSONEscapesHTML(t *testing.T) {
 	e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: a}]"), pv1, pvc1, pod1), newFakeDriver())
-	e.k.Tokens = &fakeTokens{token: func(string) string { return "x<y&z>" }}
+	e.k.vm.Tokens = &fakeTokens{token: func(string) string { return "x<y&z>" }}
 	e.mountOK("app-1")
 	got := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
 	const want = `{"a":{"token":"x\u003cy\u0026z\u003e","expirationTimestamp":"2026-01-02T15:04:05Z"}}`
@@ -263,7 +263,7 @@ func TestTokenFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			if tc.issuer != nil {
-				e.k.Tokens = tc.issuer
+				e.k.vm.Tokens = tc.issuer
 			}
 			ve := volErr(t, e.mount("app-1"))
 			if ve.Err.Error() != tc.want || ve.Kind != csiplugin.Transient {

@@ -293,7 +293,7 @@ func TestTeardownAfterFailedRemount(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "requiresRepublish: true"), pv1, pvc1, pod1), drv, withVersion(tc.minor))
 			e.mountOK("app-1")
 			drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "no"))
-			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) == 0 {
+			if errs := e.k.vm.Republish(context.Background(), e.pod("app-1"), 1); len(errs) == 0 {
 				t.Fatalf("Republish: no error, want the driver's InvalidArgument")
 			}
 			drv.ClearCalls()

@@ -36,21 +36,21 @@ import (
 // held, as Run's Plan.Controller does.
 func (k *Kubelet) Recover(ctx context.Context, after func(context.Context) []error) *Outcome {
 	out := &Outcome{}
-	journals, err := rootdir.Journals(k.Layout.Root)
+	journals, err := rootdir.Journals(k.vm.Layout.Root)
 	if err == nil && len(journals) == 0 {
 		if after != nil {
 			out.TeardownErrs = after(ctx)
 		}
 		out.Leftovers = &volumemanager.Leftovers{}
 		if len(out.TeardownErrs) == 0 && ctx.Err() == nil {
-			k.FS.ReleaseLock()
+			k.vm.FS.ReleaseLock()
 		}
 		return out
 	}
 	if stop := k.adoptJournals(ctx, journals); stop != nil {
 		return stop
 	}
-	reg, err := k.Register(ctx)
+	reg, err := k.vm.Register(ctx)
 	out.Registration, out.RegErr = reg, err
 	if err != nil {
 		return out
@@ -75,15 +75,15 @@ func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome
 	for _, j := range journals {
 		jc, err := rootdir.ReadJournal(j)
 		if err != nil {
-			k.FS.RestoreLock()
+			k.vm.FS.RestoreLock()
 			return &Outcome{MountErr: err}
 		}
-		k.FS.Adopt(jc, k.refuseRecord(ctx, j, jc))
+		k.vm.FS.Adopt(jc, k.refuseRecord(ctx, j, jc))
 	}
-	if refused := k.FS.Refusals(); len(refused) > 0 {
+	if refused := k.vm.FS.Refusals(); len(refused) > 0 {
 		return &Outcome{
 			MountErr:  fmt.Errorf("%w; nothing was torn down: take it away, then run cleanup again", refused[0]),
-			Leftovers: &volumemanager.Leftovers{Symlinks: k.FS.RefusedSymlinks(), Refused: refused},
+			Leftovers: &volumemanager.Leftovers{Symlinks: k.vm.FS.RefusedSymlinks(), Refused: refused},
 		}
 	}
 	return nil
@@ -95,15 +95,15 @@ func (k *Kubelet) adoptJournals(ctx context.Context, journals []string) *Outcome
 func (k *Kubelet) removeJournals(journals []string, out *Outcome) {
 	removed := true
 	for _, j := range journals {
-		if err := rootdir.RemoveInSimDir(k.Layout.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
-			k.FS.Seen(err)
+		if err := rootdir.RemoveInSimDir(k.vm.Layout.Root, filepath.Base(j), nil); err != nil && !errors.Is(err, os.ErrNotExist) {
+			k.vm.FS.Seen(err)
 			removed = false
 		}
 	}
-	out.Leftovers.Symlinks, out.Leftovers.Refused = k.FS.RefusedSymlinks(), k.FS.Refusals()
+	out.Leftovers.Symlinks, out.Leftovers.Refused = k.vm.FS.RefusedSymlinks(), k.vm.FS.Refusals()
 	if removed {
-		rootdir.RemoveSimDir(k.Layout.Root)
-		k.RemoveEmptyCreated()
+		rootdir.RemoveSimDir(k.vm.Layout.Root)
+		k.vm.RemoveEmptyCreated()
 	}
 }
 
@@ -114,11 +114,11 @@ func (k *Kubelet) removeJournals(journals []string, out *Outcome) {
 func (k *Kubelet) refuseRecord(ctx context.Context, journal string, jc *rootdir.JournalContents) func(kind, p string, err error) {
 	n := 0
 	return func(kind, p string, err error) {
-		if k.FS.UnfinishedIntent(kind, p, jc) {
+		if k.vm.FS.UnfinishedIntent(kind, p, jc) {
 			return
 		}
 		if n++; n <= 20 {
-			k.Trace.Warn(ctx, fmt.Sprintf("journal %s: %s record %s refused, not touched: %v", journal, kind, p, err))
+			k.vm.Trace.Warn(ctx, fmt.Sprintf("journal %s: %s record %s refused, not touched: %v", journal, kind, p, err))
 		}
 	}
 }
@@ -133,49 +133,49 @@ func (k *Kubelet) reconstruct(ctx context.Context) []*corev1.Pod {
 		}
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "(reconstructed)", UID: types.UID(uid)}}
 		byUID[uid] = p
-		k.State.MarkPodDirs(uid)
+		k.vm.State.MarkPodDirs(uid)
 		return p
 	}
 	var order []string
 	add := func(uid string, v *csiplugin.VolumeSpec) {
 		if err := validReconstructed(uid, v); err != nil {
-			k.Trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
+			k.vm.Trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
 			return
 		}
 		if _, ok := byUID[uid]; !ok {
 			order = append(order, uid)
 		}
 		pod := podOf(uid)
-		k.State.RecordMount(pod, v.UniqueName(uid), v, csiplugin.AsUncertain(errors.New("reconstructed")))
-		k.State.NotePodVolume(uid, v.UniqueName(uid))
-		k.Trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
+		k.vm.State.RecordMount(pod, v.UniqueName(uid), v, csiplugin.AsUncertain(errors.New("reconstructed")))
+		k.vm.State.NotePodVolume(uid, v.UniqueName(uid))
+		k.vm.Trace.Note(ctx, false, "reconstructed "+string(v.Mode)+" volume "+v.SpecName+" of pod "+uid+" (driver "+v.Driver+", handle "+v.Handle+"): uncertain, to be torn down")
 		k.recordReconstructedDevice(v)
 	}
 	k.restoreJournaledVolumeData(ctx)
-	for _, f := range k.ownedMatches(filepath.Join(k.Layout.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*", rootdir.VolDataFileName)) {
+	for _, f := range k.ownedMatches(filepath.Join(k.vm.Layout.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*", rootdir.VolDataFileName)) {
 		uid := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(f)))))
 		if v := k.fsVolumeFromData(filepath.Dir(f)); v != nil {
 			add(uid, v)
 		}
 	}
-	for _, p := range k.ownedMatches(filepath.Join(k.Layout.VolumeDevicesDir(), "publish", "*", "*")) {
+	for _, p := range k.ownedMatches(filepath.Join(k.vm.Layout.VolumeDevicesDir(), "publish", "*", "*")) {
 		uid, spec := filepath.Base(p), filepath.Base(filepath.Dir(p))
 		if v := k.blockVolumeFromData(spec); v != nil {
 			add(uid, v)
 		}
 	}
-	for _, f := range k.ownedMatches(filepath.Join(k.Layout.PluginDir(), "*", "*", rootdir.VolDataFileName)) {
-		if data, err := k.FS.LoadVolumeData(filepath.Dir(f)); err == nil {
+	for _, f := range k.ownedMatches(filepath.Join(k.vm.Layout.PluginDir(), "*", "*", rootdir.VolDataFileName)) {
+		if data, err := k.vm.FS.LoadVolumeData(filepath.Dir(f)); err == nil {
 			v := &csiplugin.VolumeSpec{SpecName: data["volumeHandle"], Driver: data["driverName"], Handle: data["volumeHandle"],
 				Mode: storagev1.VolumeLifecyclePersistent, PV: &corev1.PersistentVolume{}}
 			if err := manifests.ValidateDriverName(v.Driver, field.NewPath("driverName")); err != nil {
-				k.Trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
+				k.vm.Trace.Warn(ctx, "not reconstructed, its vol_data.json names what no API server would allow: "+err.Error())
 				continue
 			}
 			k.recordReconstructedDevice(v)
 		}
 	}
-	for _, f := range k.ownedMatches(filepath.Join(k.Layout.VolumeDevicesDir(), "*", "data", rootdir.VolDataFileName)) {
+	for _, f := range k.ownedMatches(filepath.Join(k.vm.Layout.VolumeDevicesDir(), "*", "data", rootdir.VolDataFileName)) {
 		if v := k.blockVolumeFromData(filepath.Base(filepath.Dir(filepath.Dir(f)))); v != nil {
 			k.recordReconstructedDevice(v)
 		}
@@ -193,7 +193,7 @@ func (k *Kubelet) ownedMatches(pattern string) []string {
 	paths, _ := filepath.Glob(pattern)
 	var out []string
 	for _, p := range paths {
-		if k.FS.IsOwned(p) || k.FS.IsMountPath(p) {
+		if k.vm.FS.IsOwned(p) || k.vm.FS.IsMountPath(p) {
 			out = append(out, p)
 		}
 	}
@@ -201,7 +201,7 @@ func (k *Kubelet) ownedMatches(pattern string) []string {
 }
 
 func (k *Kubelet) fsVolumeFromData(dir string) *csiplugin.VolumeSpec {
-	data, err := k.FS.LoadVolumeData(dir)
+	data, err := k.vm.FS.LoadVolumeData(dir)
 	if err != nil {
 		return nil
 	}
@@ -215,8 +215,8 @@ func (k *Kubelet) fsVolumeFromData(dir string) *csiplugin.VolumeSpec {
 // unpublishes it; `cleanup` is there to finish what the run left, so it
 // rebuilds the volume and unpublishes it through the driver.
 func (k *Kubelet) restoreJournaledVolumeData(ctx context.Context) {
-	dirs, copies := k.FS.JournaledVolumeData()
-	pattern := filepath.Join(k.Layout.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*")
+	dirs, copies := k.vm.FS.JournaledVolumeData()
+	pattern := filepath.Join(k.vm.Layout.Root, "pods", "*", "volumes", rootdir.EscapeQualifiedName(rootdir.PluginName), "*")
 	for _, dir := range dirs {
 		if ok, _ := filepath.Match(pattern, dir); !ok {
 			continue
@@ -228,19 +228,19 @@ func (k *Kubelet) restoreJournaledVolumeData(ctx context.Context) {
 		if err := validReconstructed(uid, v); err != nil || v.SpecName != filepath.Base(dir) {
 			continue
 		}
-		if err := k.FS.CheckPath(dir); err != nil {
-			k.Trace.Warn(ctx, "not restoring "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
+		if err := k.vm.FS.CheckPath(dir); err != nil {
+			k.vm.Trace.Warn(ctx, "not restoring "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		if err := k.FS.MkdirAll(dir, 0o750); err != nil {
-			k.Trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
+		if err := k.vm.FS.MkdirAll(dir, 0o750); err != nil {
+			k.vm.Trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		if err := k.FS.SaveVolumeData(dir, copies[dir]); err != nil {
-			k.Trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
+		if err := k.vm.FS.SaveVolumeData(dir, copies[dir]); err != nil {
+			k.vm.Trace.Warn(ctx, "cannot restore "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: "+err.Error())
 			continue
 		}
-		k.Trace.Note(ctx, false, "restored "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: a failed republish removed it while the volume stayed published, and a real kubelet would never unpublish it (docs/kubelet.md §1.7)")
+		k.vm.Trace.Note(ctx, false, "restored "+filepath.Join(dir, rootdir.VolDataFileName)+" from the journal: a failed republish removed it while the volume stayed published, and a real kubelet would never unpublish it (docs/kubelet.md §1.7)")
 	}
 }
 
@@ -256,7 +256,7 @@ func volumeFromData(data map[string]string) *csiplugin.VolumeSpec {
 }
 
 func (k *Kubelet) blockVolumeFromData(specName string) *csiplugin.VolumeSpec {
-	data, err := k.FS.LoadVolumeData(k.Layout.BlockDataDir(specName))
+	data, err := k.vm.FS.LoadVolumeData(k.vm.Layout.BlockDataDir(specName))
 	if err != nil {
 		return nil
 	}
@@ -273,17 +273,17 @@ func (k *Kubelet) recordReconstructedDevice(v *csiplugin.VolumeSpec) {
 		return
 	}
 	unique := v.UniqueName("")
-	if _, ok := k.State.Device(unique); ok {
+	if _, ok := k.vm.State.Device(unique); ok {
 		return
 	}
 	if v.Block {
-		if _, err := os.Stat(k.Layout.BlockDataDir(v.SpecName)); err != nil {
+		if _, err := os.Stat(k.vm.Layout.BlockDataDir(v.SpecName)); err != nil {
 			return
 		}
-	} else if _, err := k.FS.LoadVolumeData(filepath.Dir(k.Layout.DeviceMountPath(v.Driver, v.Handle))); err != nil {
+	} else if _, err := k.vm.FS.LoadVolumeData(filepath.Dir(k.vm.Layout.DeviceMountPath(v.Driver, v.Handle))); err != nil {
 		return
 	}
-	k.State.RecordDevice(unique, v, csiplugin.AsUncertain(errors.New("reconstructed")))
+	k.vm.State.RecordDevice(unique, v, csiplugin.AsUncertain(errors.New("reconstructed")))
 }
 
 // validReconstructed checks what was read back from disk before any path is
@@ -341,14 +341,14 @@ func DriverWork(root string) ([]string, error) {
 // directories and files the runs made are removed as Recover removes
 // them, and the journals go.
 func (k *Kubelet) RecoverWithoutDriver(ctx context.Context) *Outcome {
-	journals, err := rootdir.Journals(k.Layout.Root)
+	journals, err := rootdir.Journals(k.vm.Layout.Root)
 	if err != nil {
 		return &Outcome{MountErr: err}
 	}
 	if stop := k.adoptJournals(ctx, journals); stop != nil {
 		return stop
 	}
-	out := &Outcome{Leftovers: k.Cleanup(context.WithoutCancel(ctx), false)}
+	out := &Outcome{Leftovers: k.vm.Cleanup(context.WithoutCancel(ctx), false)}
 	if out.Leftovers.NothingOnDisk() {
 		k.removeJournals(journals, out)
 	}

@@ -23,7 +23,7 @@ import (
 func TestRegisterCalls(t *testing.T) {
 	drv := newFakeDriver()
 	e := newUnregisteredEnv(t, "", drv)
-	reg, err := e.k.Register(context.Background())
+	reg, err := e.k.vm.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestRegisterTopologyAndAllocatable(t *testing.T) {
 			drv := newFakeDriver()
 			drv.Update(func(c *csifake.Config) { c.Topology, c.MaxVolumesPerNode = tc.topology, tc.max })
 			e := newUnregisteredEnv(t, "", drv)
-			reg, err := e.k.Register(context.Background())
+			reg, err := e.k.vm.Register(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestRegisterErrors(t *testing.T) {
 			drv := newFakeDriver()
 			tc.setup(drv)
 			e := newUnregisteredEnv(t, docs(csiDriverDoc("volumeLifecycleModes: [Ephemeral]"), podDoc("app-1", "pod-uid-1", inlineVol("scratch", ""))), drv)
-			reg, err := e.k.Register(context.Background())
+			reg, err := e.k.vm.Register(context.Background())
 			if err == nil || reg != nil {
 				t.Fatalf("Register = %+v, %v; want an error", reg, err)
 			}
@@ -222,7 +222,7 @@ func TestRegisterRefusesDriverName(t *testing.T) {
 			drv := newFakeDriver()
 			drv.Update(func(c *csifake.Config) { c.Name = tc.driver })
 			e := newUnregisteredEnv(t, "", drv)
-			_, err := e.k.Register(context.Background())
+			_, err := e.k.vm.Register(context.Background())
 			var re *csiplugin.RegistrationError
 			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want a RegistrationError starting %q", err, tc.want)

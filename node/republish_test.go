@@ -74,12 +74,12 @@ func TestRepublishCalls(t *testing.T) {
 			e := newEnv(t, tc.manifests, newFakeDriver(capStage))
 			e.mountOK("app-1")
 			first := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume")
-			if got := e.k.RequiresRepublish(e.pod("app-1")); got != tc.requires {
+			if got := e.k.vm.RequiresRepublish(e.pod("app-1")); got != tc.requires {
 				t.Errorf("RequiresRepublish = %t, want %t", got, tc.requires)
 			}
 			e.drv.ClearCalls()
 			before := len(e.steps(false))
-			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
+			if errs := e.k.vm.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
 				t.Fatalf("Republish: %v", errs)
 			}
 			if got := seq(e.drv.Calls()); !slices.Equal(got, tc.want) {
@@ -113,7 +113,7 @@ func TestRepublishFailureKeepsTarget(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage), withVersion(tc.minor))
 			e.mountOK("app-1")
 			e.drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "bad"))
-			errs := e.k.Republish(context.Background(), e.pod("app-1"), 1)
+			errs := e.k.vm.Republish(context.Background(), e.pod("app-1"), 1)
 			if len(errs) != 1 {
 				t.Fatalf("errors %v, want one", errs)
 			}
@@ -125,7 +125,7 @@ func TestRepublishFailureKeepsTarget(t *testing.T) {
 				t.Errorf("target kept = %t, want %t", kept, tc.wantKeep)
 			}
 			e.drv.ClearCalls()
-			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
+			if errs := e.k.vm.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
 				t.Errorf("second republish: %v", errs)
 			}
 			if n := len(only(e.drv.Calls(), "NodePublishVolume")); n != 1 {
@@ -144,7 +144,7 @@ func TestRepublishWaitForAttachFails(t *testing.T) {
 	va, _ := e.cluster.VolumeAttachment(attachmentVol1)
 	va.Status.Attached = false
 	e.drv.ClearCalls()
-	errs := e.k.Republish(context.Background(), e.pod("app-1"), 1)
+	errs := e.k.vm.Republish(context.Background(), e.pod("app-1"), 1)
 	const want = `MountVolume.WaitForAttach failed for volume "pv-1" : volume vol-1 is not attached for volume attachment ` + attachmentVol1
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Fatalf("errors %v, want %q", errs, want)
@@ -171,7 +171,7 @@ func TestRepublishTokens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, docs(republishDriver("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver())
 			var n atomic.Int32
-			e.k.Tokens = &fakeTokens{token: func(aud string) string {
+			e.k.vm.Tokens = &fakeTokens{token: func(aud string) string {
 				if !tc.renew {
 					return "token-" + aud
 				}
@@ -183,7 +183,7 @@ func TestRepublishTokens(t *testing.T) {
 					t.Errorf("first mount noted %q", s)
 				}
 			}
-			if errs := e.k.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
+			if errs := e.k.vm.Republish(context.Background(), e.pod("app-1"), 1); len(errs) != 0 {
 				t.Fatal(errs)
 			}
 			if got := e.steps(false); !slices.Contains(got, tc.wantMsg) {
@@ -200,7 +200,7 @@ func TestRepublishBlock(t *testing.T) {
 	e := newEnv(t, m, newFakeDriver(capStage), dryRun)
 	e.mountOK("app-1")
 	e.drv.ClearCalls()
-	if errs := e.k.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
+	if errs := e.k.vm.Republish(context.Background(), e.pod("app-1"), 2); len(errs) != 0 {
 		t.Fatal(errs)
 	}
 	want := []string{"MapPodDevice#2:NodeGetCapabilities(SINGLE_NODE_MULTI_WRITER)", "MapPodDevice#2:NodePublishVolume"}
@@ -256,7 +256,7 @@ func TestRepublishFailureRetried(t *testing.T) {
 			first := len(publishes(e))
 			e.drv.Errors("NodePublishVolume", status.Error(codes.InvalidArgument, "bad"))
 			var rep volumemanager.RunningReport
-			e.k.RunPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, volumemanager.RunningSchedule{SyncFrequency: time.Hour}, &rep)
+			e.k.vm.RunPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, volumemanager.RunningSchedule{SyncFrequency: time.Hour}, &rep)
 			pubs := publishes(e)[first:]
 			if len(pubs) != tc.wantPubs {
 				t.Fatalf("%d NodePublishVolume while the pod ran, want %d", len(pubs), tc.wantPubs)
@@ -311,7 +311,7 @@ func TestRepublishRetryStopsAtHoldEnd(t *testing.T) {
 	start := time.Now()
 	// Attempts at 0 s and 0.5 s; the next would be at 1.5 s, after the
 	// hold's end. Syncs every 300 ms meanwhile.
-	e.k.RunPod(context.Background(), e.pod("app-1"), 1200*time.Millisecond, volumemanager.RunningSchedule{RepublishPeriod: 300 * time.Millisecond}, &rep)
+	e.k.vm.RunPod(context.Background(), e.pod("app-1"), 1200*time.Millisecond, volumemanager.RunningSchedule{RepublishPeriod: 300 * time.Millisecond}, &rep)
 	// A retry that went on would take most of its minute; the count of
 	// publishes below says exactly where it stopped. This bound only stops
 	// a hang early, far above what a loaded machine takes.

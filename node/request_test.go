@@ -194,19 +194,19 @@ func TestRequiredFieldsCheckedBeforeCall(t *testing.T) {
 		want string
 	}{
 		{"stage: volume id", func() error {
-			return e.k.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{StagingTargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.vm.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{StagingTargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing volume id"},
 		{"stage: staging path", func() error {
-			return e.k.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.vm.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing staging target path"},
 		{"publish: volume id", func() error {
-			return e.k.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{TargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.vm.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{TargetPath: "/x"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing volume id"},
 		{"publish: target path", func() error {
-			return e.k.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
+			return e.k.vm.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "v"}, corev1.ReadWriteOnce, "", nil, nil)
 		}, "missing target path"},
-		{"unstage: volume id", func() error { return e.k.NodeUnstageVolume(ctx, "", "/x") }, "missing volume id"},
-		{"unstage: staging path", func() error { return e.k.NodeUnstageVolume(ctx, "v", "") }, "missing staging target path"},
+		{"unstage: volume id", func() error { return e.k.vm.NodeUnstageVolume(ctx, "", "/x") }, "missing volume id"},
+		{"unstage: staging path", func() error { return e.k.vm.NodeUnstageVolume(ctx, "v", "") }, "missing staging target path"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

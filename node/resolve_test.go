@@ -59,7 +59,7 @@ func TestResolveClaims(t *testing.T) {
 			}
 			drv := newFakeDriver()
 			k := New(Config{RootDir: t.TempDir(), NodeName: testNode, Cluster: c, Conn: drv})
-			_, err = k.MountPod(context.Background(), c.Pods()[0], false)
+			_, err = k.vm.MountPod(context.Background(), c.Pods()[0], false)
 			if err == nil {
 				t.Fatal("MountPod succeeded")
 			}

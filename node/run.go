@@ -22,7 +22,7 @@ import (
 // plan.Teardown.
 func (k *Kubelet) Run(ctx context.Context, plan Plan) *Outcome {
 	out := &Outcome{}
-	reg, err := k.Register(ctx)
+	reg, err := k.vm.Register(ctx)
 	out.Registration, out.RegErr = reg, err
 	var mounted []*corev1.Pod
 	if err == nil {
@@ -57,13 +57,13 @@ func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *csiplugin.Regist
 	if len(plan.Pods) > 0 {
 		return plan.Pods, nil
 	}
-	if len(k.Cluster.Pods()) == 0 && plan.DefaultPod != nil {
+	if len(k.vm.Cluster.Pods()) == 0 && plan.DefaultPod != nil {
 		dp := *plan.DefaultPod
 		dp.Driver = reg.DriverName
 		dp.Provision = plan.ProvisionDefault != nil && plan.ProvisionDefault(ctx, reg)
 		dp.NodeName = k.cfg.NodeName
 		dp.AttachmentName = rootdir.AttachmentName
-		pod, err := k.Cluster.AddDefaultPod(dp)
+		pod, err := k.vm.Cluster.AddDefaultPod(dp)
 		if err != nil {
 			return nil, err
 		}
@@ -74,10 +74,10 @@ func (k *Kubelet) podPlans(ctx context.Context, plan Plan, reg *csiplugin.Regist
 		}
 	}
 	if plan.Schedule != nil {
-		return plan.Schedule(k.Cluster.Pods())
+		return plan.Schedule(k.vm.Cluster.Pods())
 	}
 	var out []PodPlan
-	for _, p := range k.Cluster.Pods() {
+	for _, p := range k.vm.Cluster.Pods() {
 		out = append(out, PodPlan{Pod: p})
 	}
 	return out, nil
@@ -93,7 +93,7 @@ func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out
 			break
 		}
 		k.placePod(pp.Pod)
-		res, err := k.MountPod(ctx, pp.Pod, false)
+		res, err := k.vm.MountPod(ctx, pp.Pod, false)
 		if err != nil {
 			out.MountErr = err
 			break
@@ -119,7 +119,7 @@ func (k *Kubelet) runInOrder(ctx context.Context, plan Plan, pods []PodPlan, out
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+			k.vm.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 		}()
 	}
 	wg.Wait()
@@ -142,7 +142,7 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 		go func() {
 			defer wg.Done()
 			k.placePod(pp.Pod)
-			res, err := k.MountPod(ctx, pp.Pod, true)
+			res, err := k.vm.MountPod(ctx, pp.Pod, true)
 			mu.Lock()
 			if err != nil && out.MountErr == nil {
 				out.MountErr = err
@@ -153,9 +153,9 @@ func (k *Kubelet) runParallel(ctx context.Context, plan Plan, pods []PodPlan, ou
 			mu.Unlock()
 			if err == nil && !res.Failed() {
 				k.whileRunning(ctx, plan, res)
-				k.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
+				k.vm.RunPod(ctx, pp.Pod, lifetime(pp, plan), plan.Running, &out.Running)
 			}
-			errs := k.UnmountPod(tctx, pp.Pod, true)
+			errs := k.vm.UnmountPod(tctx, pp.Pod, true)
 			mu.Lock()
 			out.TeardownErrs = append(out.TeardownErrs, errs...)
 			mu.Unlock()
@@ -206,12 +206,12 @@ func lifetime(pp PodPlan, plan Plan) time.Duration {
 // knows the driver only by the name it registered.
 func (k *Kubelet) warnNameMismatch(ctx context.Context, registered string) {
 	lctx := csiclient.WithLabels(ctx, csiclient.Labels{Component: "kubelet", Operation: "RegisterPlugin"})
-	if _, ok := k.Cluster.CSIDriver(registered); ok {
+	if _, ok := k.vm.Cluster.CSIDriver(registered); ok {
 		return
 	}
-	for _, d := range k.Cluster.CSIDrivers() {
+	for _, d := range k.vm.Cluster.CSIDrivers() {
 		if d.Name != registered {
-			k.Trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q%s: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, manifests.DidYouMean(d.Name, []string{registered}), registered))
+			k.vm.Trace.Warn(lctx, fmt.Sprintf("CSIDriver %q does not match the registered driver %q%s: the kubelet treats it as another driver's object, and volumes of %q get no CSIDriver behaviour (attach required, no pod info)", d.Name, registered, manifests.DidYouMean(d.Name, []string{registered}), registered))
 		}
 	}
 }

@@ -55,12 +55,12 @@ func TestRunPod(t *testing.T) {
 	e.drv.ClearCalls()
 	var rep volumemanager.RunningReport
 	sched := volumemanager.RunningSchedule{RepublishPeriod: 40 * time.Millisecond, StatsPeriod: 40 * time.Millisecond}
-	e.k.RunPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
+	e.k.vm.RunPod(context.Background(), e.pod("app-1"), 0, sched, &rep)
 	if len(e.drv.Calls()) != 0 {
 		t.Fatalf("RunPod for 0: calls %q", seq(e.drv.Calls()))
 	}
 	e.drv.FailNext("NodePublishVolume", codes.Internal, 1)
-	e.k.RunPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
+	e.k.vm.RunPod(context.Background(), e.pod("app-1"), 300*time.Millisecond, sched, &rep)
 	got := rep.Snapshot()
 	// The first sync is the early one of PLEGOnDemandRelist (1.37): at once.
 	if !got.Republish || got.FirstSync != 0 || got.Syncs < 2 || got.Stats < 1 {
@@ -83,7 +83,7 @@ func TestRunPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	e.k.RunPod(ctx, e.pod("app-1"), -1, sched, &rep)
+	e.k.vm.RunPod(ctx, e.pod("app-1"), -1, sched, &rep)
 	// A pod kept until its context would otherwise run on for good: the
 	// bound only has to be finite, and far above what load adds.
 	if time.Since(start) > 30*time.Second {
@@ -112,7 +112,7 @@ func TestRunPodEarlySync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, docs(republishDriver("attachRequired: false"), pv1, pvc1, pod1), newFakeDriver(capStage), tc.opt(t))
-			d, why := e.k.EarlySync()
+			d, why := e.k.vm.EarlySync()
 			if tc.onDemand && (d != 0 || !strings.Contains(why, "PLEGOnDemandRelist")) {
 				t.Errorf("earlySync %v %q, want 0 and PLEGOnDemandRelist", d, why)
 			}
@@ -122,7 +122,7 @@ func TestRunPodEarlySync(t *testing.T) {
 			e.mountOK("app-1")
 			e.drv.ClearCalls()
 			var rep volumemanager.RunningReport
-			e.k.RunPod(context.Background(), e.pod("app-1"), 3*time.Second, volumemanager.RunningSchedule{SyncFrequency: time.Hour}, &rep)
+			e.k.vm.RunPod(context.Background(), e.pod("app-1"), 3*time.Second, volumemanager.RunningSchedule{SyncFrequency: time.Hour}, &rep)
 			var pubs []string
 			for _, c := range e.drv.Calls() {
 				if c.Method == "NodePublishVolume" {
@@ -158,7 +158,7 @@ func TestRunPodFirstStatsRound(t *testing.T) {
 	e.mountOK("app-1")
 	e.drv.ClearCalls()
 	var rep volumemanager.RunningReport
-	e.k.RunPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, volumemanager.RunningSchedule{StatsPeriod: time.Second}, &rep)
+	e.k.vm.RunPod(context.Background(), e.pod("app-1"), 1500*time.Millisecond, volumemanager.RunningSchedule{StatsPeriod: time.Second}, &rep)
 	var first time.Time
 	for _, c := range e.trace.Calls() {
 		if c.Method == "NodeGetVolumeStats" {
@@ -169,7 +169,7 @@ func TestRunPodFirstStatsRound(t *testing.T) {
 	if first.IsZero() || rep.Snapshot().Stats != 1 {
 		t.Fatalf("%d stats rounds, want 1 at one period after the kubelet's start", rep.Snapshot().Stats)
 	}
-	if d := first.Sub(e.k.Started); d < time.Second {
+	if d := first.Sub(e.k.vm.Started); d < time.Second {
 		t.Errorf("first NodeGetVolumeStats %v after the kubelet's start, want one period (1s) or more", d)
 	}
 	e.unmountOK("app-1")

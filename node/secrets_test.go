@@ -30,7 +30,7 @@ stringData: {extra: plain}`, newFakeDriver())
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := e.k.CredentialsFromSecret(&tc.ref)
+			got, err := e.k.vm.CredentialsFromSecret(&tc.ref)
 			if tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr) || tc.wantErr == "" && err != nil {
 				t.Errorf("error = %v, want %q", err, tc.wantErr)
 			}

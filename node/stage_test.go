@@ -265,8 +265,8 @@ func TestDeviceDirInTheWay(t *testing.T) {
 	if n := len(only(e.drv.Calls(), "NodeStageVolume")); n != 0 {
 		t.Errorf("%d NodeStage calls", n)
 	}
-	e.k.UnmountPod(context.Background(), e.pod("app-1"), false)
-	e.k.Cleanup(context.Background(), false)
+	e.k.vm.UnmountPod(context.Background(), e.pod("app-1"), false)
+	e.k.vm.Cleanup(context.Background(), false)
 	if !exists(gm) {
 		t.Errorf("someone else's %s was removed", gm)
 	}
@@ -278,7 +278,7 @@ func TestGlobalmountIsAFile(t *testing.T) {
 	gm := globalmountVol1(e.root)
 	// Made as the simulator's own, so that the kubelet's check refuses it
 	// rather than the ownership check.
-	if err := e.k.FS.MkdirAll(filepath.Dir(gm), 0o750); err != nil {
+	if err := e.k.vm.FS.MkdirAll(filepath.Dir(gm), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(gm, nil, 0o600); err != nil {

@@ -50,7 +50,7 @@ func TestVolumeStatsWithoutUsage(t *testing.T) {
 			e := newEnv(t, docs(noAttachDriver, pv1, pvc1, pod1), drv, withGates(t, tc.minor, tc.gates))
 			e.mountOK("app-1")
 			drv.ClearCalls()
-			errs := e.k.VolumeStats(context.Background(), e.pod("app-1"), 1)
+			errs := e.k.vm.VolumeStats(context.Background(), e.pod("app-1"), 1)
 			switch {
 			case tc.wantErr && (len(errs) != 1 || !strings.Contains(errs[0].Error(), "failed to get usage from response. usage is nil")):
 				t.Errorf("errors %v, want the kubelet's usage-is-nil rejection", errs)
@@ -109,7 +109,7 @@ func TestVolumeStatsCalls(t *testing.T) {
 			if tc.fault != nil {
 				e.drv.Errors("NodeGetVolumeStats", tc.fault)
 			}
-			errs := e.k.VolumeStats(context.Background(), e.pod("app-1"), 3)
+			errs := e.k.vm.VolumeStats(context.Background(), e.pod("app-1"), 3)
 			switch {
 			case tc.wantError == "" && len(errs) != 0:
 				t.Errorf("errors %v", errs)
@@ -133,7 +133,7 @@ func TestVolumeStatsCalls(t *testing.T) {
 			// Unmounted volumes get no stats.
 			e.unmountOK("app-1")
 			e.drv.ClearCalls()
-			if errs := e.k.VolumeStats(context.Background(), e.pod("app-1"), 4); len(errs) != 0 || len(e.drv.Calls()) != 0 {
+			if errs := e.k.vm.VolumeStats(context.Background(), e.pod("app-1"), 4); len(errs) != 0 || len(e.drv.Calls()) != 0 {
 				t.Errorf("after unmount: errors %v, calls %q", errs, seq(e.drv.Calls()))
 			}
 		})

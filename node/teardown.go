@@ -28,14 +28,14 @@ type teardown struct {
 // the teardown is abandoned, and only the clean-up still runs.
 func (k *Kubelet) teardownAll(ctx context.Context, t teardown, out *Outcome) {
 	for _, pod := range t.pods {
-		out.TeardownErrs = append(out.TeardownErrs, k.UnmountPod(ctx, pod, false)...)
+		out.TeardownErrs = append(out.TeardownErrs, k.vm.UnmountPod(ctx, pod, false)...)
 	}
 	if t.allDevices {
-		out.TeardownErrs = append(out.TeardownErrs, k.UnmountDevices(ctx, k.State.AllDevices())...)
+		out.TeardownErrs = append(out.TeardownErrs, k.vm.UnmountDevices(ctx, k.vm.State.AllDevices())...)
 	}
 	if t.after != nil && ctx.Err() == nil {
 		out.TeardownErrs = append(out.TeardownErrs, t.after(ctx)...)
 	}
 	out.Abandoned = ctx.Err() != nil
-	out.Leftovers = k.Cleanup(context.WithoutCancel(ctx), t.removeRoot)
+	out.Leftovers = k.vm.Cleanup(context.WithoutCancel(ctx), t.removeRoot)
 }

@@ -42,8 +42,8 @@ func TestTokenSourceClaimsByRelease(t *testing.T) {
 		t.Run(fmt.Sprintf("1.%d %s", tc.minor, tc.gates), func(t *testing.T) {
 			e := newEnv(t, docs(csiDriverDoc("attachRequired: false", "tokenRequests: [{audience: vault}]"), pv1, pvc1, pod1), newFakeDriver(),
 				withGates(t, tc.minor, tc.gates))
-			src := csiplugin.NewTokenSource(e.k.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
-			e.k.Tokens = src
+			src := csiplugin.NewTokenSource(e.k.vm.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
+			e.k.vm.Tokens = src
 			e.mountOK("app-1")
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
 			var toks map[string]struct{ Token string }
@@ -176,10 +176,10 @@ func TestTokensCarryNodeUID(t *testing.T) {
 				m = docs(m, tc.extra)
 			}
 			e := newUnregisteredEnv(t, m, newFakeDriver())
-			if _, err := e.k.Register(context.Background()); err != nil {
+			if _, err := e.k.vm.Register(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			e.k.Tokens = csiplugin.NewTokenSource(e.k.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
+			e.k.vm.Tokens = csiplugin.NewTokenSource(e.k.vm.Release, e.cluster, csiplugin.TokenOptions{NodeName: testNode})
 			e.drv.ClearCalls()
 			e.mountOK(tc.pod)
 			raw := one[*csi.NodePublishVolumeRequest](t, e.drv.Calls(), "NodePublishVolume").GetVolumeContext()["csi.storage.k8s.io/serviceAccount.tokens"]
