@@ -1,6 +1,7 @@
 // features.go follows pkg/features/kube_features.go and
 // k8s.io/component-base/featuregate: the gates, their defaults per release,
 // and the --feature-gates syntax.
+
 package release
 
 import (

@@ -1,5 +1,6 @@
 // version.go follows k8s.io/component-base/version: the release's minor
 // version, with the version-dependent rules of docs/kubelet.md named on it.
+
 package release
 
 import (
